@@ -1,0 +1,141 @@
+// gpuds/core/memory.cuh: memory-ordering primitives at GPU (.gpu) scope.
+//
+// Concurrent structures publish data with release stores and read it with acquire loads;
+// plain (weak) accesses are only for data no other thread can be writing. Everything is
+// inline PTX (sm_70+ memory model), so no toolkit headers and no `volatile` tricks.
+#pragma once
+
+namespace gpuds {
+namespace mem {
+
+__device__ __forceinline__ unsigned ld_acquire(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned long long ld_acquire(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned ld_relaxed(const unsigned* p) {
+  unsigned v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned long long ld_relaxed(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
+  asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_release(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed(unsigned* p, unsigned v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void st_relaxed(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+// Compare-and-swap; returns the value found. `acq_rel` orders both ways, `acquire` suits
+// taking a latch, `relaxed` suits claiming a slot whose contents are published later.
+__device__ __forceinline__ unsigned cas_acq_rel(unsigned* p, unsigned expected, unsigned desired) {
+  unsigned old;
+  asm volatile("atom.acq_rel.gpu.global.cas.b32 %0, [%1], %2, %3;"
+               : "=r"(old) : "l"(p), "r"(expected), "r"(desired) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned long long cas_acq_rel(unsigned long long* p,
+                                                          unsigned long long expected,
+                                                          unsigned long long desired) {
+  unsigned long long old;
+  asm volatile("atom.acq_rel.gpu.global.cas.b64 %0, [%1], %2, %3;"
+               : "=l"(old) : "l"(p), "l"(expected), "l"(desired) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned cas_acquire(unsigned* p, unsigned expected, unsigned desired) {
+  unsigned old;
+  asm volatile("atom.acquire.gpu.global.cas.b32 %0, [%1], %2, %3;"
+               : "=r"(old) : "l"(p), "r"(expected), "r"(desired) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned long long cas_acquire(unsigned long long* p,
+                                                          unsigned long long expected,
+                                                          unsigned long long desired) {
+  unsigned long long old;
+  asm volatile("atom.acquire.gpu.global.cas.b64 %0, [%1], %2, %3;"
+               : "=l"(old) : "l"(p), "l"(expected), "l"(desired) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned cas_relaxed(unsigned* p, unsigned expected, unsigned desired) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.cas.b32 %0, [%1], %2, %3;"
+               : "=r"(old) : "l"(p), "r"(expected), "r"(desired) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned long long cas_relaxed(unsigned long long* p,
+                                                          unsigned long long expected,
+                                                          unsigned long long desired) {
+  unsigned long long old;
+  asm volatile("atom.relaxed.gpu.global.cas.b64 %0, [%1], %2, %3;"
+               : "=l"(old) : "l"(p), "l"(expected), "l"(desired) : "memory");
+  return old;
+}
+
+// Exchange with release semantics: drops a latch and returns what was there.
+__device__ __forceinline__ unsigned exch_release(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.release.gpu.global.exch.b32 %0, [%1], %2;"
+               : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
+__device__ __forceinline__ unsigned fetch_or_relaxed(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.or.b32 %0, [%1], %2;"
+               : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned fetch_and_relaxed(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.and.b32 %0, [%1], %2;"
+               : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned fetch_add_relaxed(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], %2;"
+               : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned long long fetch_add_relaxed(unsigned long long* p,
+                                                                unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.relaxed.gpu.global.add.u64 %0, [%1], %2;"
+               : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+
+// Fences at GPU scope.
+__device__ __forceinline__ void fence_acq_rel() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
+__device__ __forceinline__ void fence_sc() { asm volatile("fence.sc.gpu;" ::: "memory"); }
+
+// Read-only, non-coherent load through the texture path: only for data no kernel in
+// flight writes (phased queries over a structure that is not being modified).
+__device__ __forceinline__ unsigned ld_nc(const unsigned* p) {
+  unsigned v;
+  asm("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ unsigned long long ld_nc(const unsigned long long* p) {
+  unsigned long long v;
+  asm("ld.global.nc.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
+}
+
+}  // namespace mem
+}  // namespace gpuds

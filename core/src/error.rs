@@ -1,0 +1,85 @@
+//! The error type of gpuds-core, which every other gpuds crate wraps.
+
+use crate::status::Status;
+
+/// Everything that can go wrong in gpuds-core.
+///
+/// Higher crates wrap this enum in their own error with `#[from]`, so a caller sees a
+/// single chain from the structure down to the driver.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The CUDA driver library (`libcuda`) could not be loaded.
+    #[error("the CUDA driver library could not be loaded: is an NVIDIA driver installed?")]
+    NoDriver,
+    /// The driver loaded but reports no device with this ordinal.
+    #[error("no CUDA device with ordinal {ordinal} (the driver reports {count})")]
+    NoDevice {
+        /// The ordinal that was asked for.
+        ordinal: usize,
+        /// How many devices the driver reports.
+        count: usize,
+    },
+    /// The NVRTC library could not be loaded.
+    #[error(
+        "the NVRTC library (libnvrtc) could not be loaded: install the CUDA toolkit or the \
+         nvidia-cuda-nvrtc package and put its lib folder on the library path, or set \
+         GPUDS_NVRTC_PATH to the library file"
+    )]
+    NoNvrtc,
+    /// A call into the CUDA driver failed.
+    #[error("CUDA driver error: {0}")]
+    Driver(#[from] cudarc::driver::DriverError),
+    /// NVRTC rejected a program. `log` is the compiler's own log.
+    #[error("NVRTC could not compile `{program}` for {arch}:\n{log}")]
+    Compile {
+        /// The program's name.
+        program: String,
+        /// The target architecture, e.g. `sm_90`.
+        arch: String,
+        /// The compiler log.
+        log: String,
+    },
+    /// An NVRTC call other than the compilation itself failed.
+    #[error("NVRTC call {call} failed with code {code}")]
+    Nvrtc {
+        /// The NVRTC function that failed.
+        call: &'static str,
+        /// The `nvrtcResult` code.
+        code: i32,
+    },
+    /// A compiled module has no kernel of this name.
+    #[error("module `{program}` has no kernel `{kernel}`")]
+    NoSuchKernel {
+        /// The program's name.
+        program: String,
+        /// The kernel that was asked for.
+        kernel: String,
+    },
+    /// A kernel recorded problems in a structure's status word.
+    #[error("a kernel reported: {0}")]
+    Status(Status),
+    /// An argument was out of range or inconsistent; the message says which and why.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// A reserved (sentinel) key was found in a batch; nothing of the batch was applied.
+    #[error("key {key:#x} at index {index} is reserved by this structure")]
+    ReservedKey {
+        /// Position of the first offending key in the batch.
+        index: usize,
+        /// The offending key, widened to 64 bits.
+        key: u64,
+    },
+    /// The disk cache could not be read or written. Compilation still works without it;
+    /// this is only returned by explicit cache calls.
+    #[error("kernel cache at {path}: {source}")]
+    Cache {
+        /// The file or folder involved.
+        path: std::path::PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,168 @@
+//! [`Gpu`]: one CUDA device, its default stream and its compiled-module cache.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaModule, CudaStream};
+use parking_lot::Mutex;
+
+use crate::compile::Arch;
+use crate::error::{Error, Result};
+use crate::libs;
+
+/// Properties of a device, read once when it is opened.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// The device's ordinal.
+    pub ordinal: usize,
+    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
+    pub name: String,
+    /// Compute capability as (major, minor).
+    pub compute_capability: (u32, u32),
+    /// Number of streaming multiprocessors.
+    pub sm_count: u32,
+    /// L2 cache size in bytes.
+    pub l2_bytes: usize,
+    /// Total device memory in bytes.
+    pub total_memory: usize,
+    /// Most resident threads per SM.
+    pub max_threads_per_sm: u32,
+    /// Shared memory per block (opt-in maximum) in bytes.
+    pub max_shared_per_block: usize,
+    /// Warp size (32 on every NVIDIA GPU so far).
+    pub warp_size: u32,
+}
+
+struct Inner {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    modules: Mutex<HashMap<u128, Arc<CudaModule>>>,
+}
+
+/// A handle to one CUDA device.
+///
+/// `Gpu` is cheap to clone (it is reference counted) and is what every gpuds structure is
+/// built on. It owns the device's primary context, a default stream on which structures
+/// launch their kernels, and the per-process cache of compiled modules.
+///
+/// | CPU notion | CUDA notion behind it |
+/// | --- | --- |
+/// | a computer | a device (`Gpu`), picked by ordinal |
+/// | a queue of work | a stream ([`Gpu::stream`], [`Gpu::new_stream`]) |
+/// | a compiled function | a kernel in a module ([`crate::Program`], [`Gpu::load`]) |
+///
+/// # Examples
+/// ```no_run
+/// let gpu = gpuds_core::Gpu::new(0)?;
+/// println!("{} with {} SMs", gpu.info().name, gpu.info().sm_count);
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Gpu {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.inner.info).finish()
+    }
+}
+
+impl Gpu {
+    /// Number of CUDA devices, or an error when no driver is installed.
+    pub fn device_count() -> Result<usize> {
+        libs::ensure_driver()?;
+        Ok(CudaContext::device_count()?.max(0) as usize)
+    }
+
+    /// Opens device `ordinal`.
+    ///
+    /// Fails with [`Error::NoDriver`] when no driver library is present and with
+    /// [`Error::NoDevice`] when the ordinal is out of range; never panics.
+    pub fn new(ordinal: usize) -> Result<Self> {
+        let count = Self::device_count()?;
+        if ordinal >= count {
+            return Err(Error::NoDevice { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal)?;
+        let attr = |a| ctx.attribute(a).map(|v| v.max(0) as u32);
+        let (major, minor) = ctx.compute_capability()?;
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name()?,
+            compute_capability: (major.max(0) as u32, minor.max(0) as u32),
+            sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            total_memory: ctx.total_mem()?,
+            max_threads_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)?,
+            max_shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+                as usize,
+            warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+        };
+        let stream = ctx.default_stream();
+        Ok(Self {
+            inner: Arc::new(Inner {
+                ctx,
+                stream,
+                info,
+                modules: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Properties of this device.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.inner.info
+    }
+
+    /// The architecture kernels are compiled for on this device (`sm_XY`).
+    pub fn arch(&self) -> Arch {
+        let (major, minor) = self.inner.info.compute_capability;
+        Arch::new(major, minor)
+    }
+
+    /// The device's context, for direct cudarc calls.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.inner.ctx
+    }
+
+    /// The stream gpuds structures built on this handle launch their work on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.inner.stream
+    }
+
+    /// A new stream on this device, for overlapping independent work.
+    pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
+        Ok(self.inner.ctx.new_stream()?)
+    }
+
+    /// Free and total device memory in bytes, as the driver reports them now.
+    pub fn memory_info(&self) -> Result<(usize, usize)> {
+        Ok(self.inner.ctx.mem_get_info()?)
+    }
+
+    /// Waits until all work on the default stream has finished.
+    pub fn synchronize(&self) -> Result<()> {
+        Ok(self.inner.stream.synchronize()?)
+    }
+
+    pub(crate) fn cached_module(&self, key: u128) -> Option<Arc<CudaModule>> {
+        self.inner.modules.lock().get(&key).cloned()
+    }
+
+    pub(crate) fn cache_module(&self, key: u128, module: Arc<CudaModule>) -> Arc<CudaModule> {
+        self.inner
+            .modules
+            .lock()
+            .entry(key)
+            .or_insert(module)
+            .clone()
+    }
+
+    /// Number of modules this handle has loaded so far (for tests and diagnostics).
+    pub fn loaded_module_count(&self) -> usize {
+        self.inner.modules.lock().len()
+    }
+}

@@ -1,0 +1,77 @@
+//! Key and value types that can live in device structures.
+
+use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
+
+/// A plain-old-data type usable in device memory and as a kernel argument.
+pub trait DeviceType:
+    bytemuck::Pod + DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + std::fmt::Debug + 'static
+{
+    /// The C++ spelling of the type, passed to kernels as a define.
+    const CUDA_TYPE: &'static str;
+    /// The type's name in kernel symbols (`insert_u32`).
+    const SUFFIX: &'static str;
+    /// Widens to `u64` (for error messages and hashing).
+    fn to_u64(self) -> u64;
+    /// Narrows from `u64`, keeping the low bits.
+    fn from_u64(v: u64) -> Self;
+}
+
+/// A type usable as a key. Each structure names its own reserved values (its empty and
+/// tombstone sentinels) and rejects them in batches; see the structure's documentation.
+pub trait DeviceKey: DeviceType + Eq + Ord + std::hash::Hash {
+    /// The largest value of the type.
+    const MAX: Self;
+}
+
+/// A type usable as a value.
+pub trait DeviceValue: DeviceType {}
+
+macro_rules! device_type {
+    ($t:ty, $cuda:literal, $suffix:literal) => {
+        impl DeviceType for $t {
+            const CUDA_TYPE: &'static str = $cuda;
+            const SUFFIX: &'static str = $suffix;
+            fn to_u64(self) -> u64 {
+                self as u64
+            }
+            fn from_u64(v: u64) -> Self {
+                v as $t
+            }
+        }
+        impl DeviceKey for $t {
+            const MAX: Self = <$t>::MAX;
+        }
+        impl DeviceValue for $t {}
+    };
+}
+
+device_type!(u32, "unsigned int", "u32");
+device_type!(u64, "unsigned long long", "u64");
+
+/// Returns the index and value of the first key of `keys` that is one of `reserved`.
+///
+/// Structures call this before a batch so that a reserved key is rejected with
+/// [`Error::ReservedKey`](crate::Error::ReservedKey) and nothing is applied.
+///
+/// # Examples
+/// ```
+/// use gpuds_core::keys::first_reserved;
+/// assert_eq!(first_reserved(&[1u32, 2, u32::MAX, 4], &[u32::MAX]), Some((2, u32::MAX)));
+/// assert_eq!(first_reserved(&[1u32, 2], &[u32::MAX]), None);
+/// ```
+pub fn first_reserved<K: DeviceKey>(keys: &[K], reserved: &[K]) -> Option<(usize, K)> {
+    keys.iter()
+        .position(|k| reserved.contains(k))
+        .map(|i| (i, keys[i]))
+}
+
+/// [`first_reserved`] as a `Result`, ready for `?`.
+pub fn check_reserved<K: DeviceKey>(keys: &[K], reserved: &[K]) -> crate::Result<()> {
+    match first_reserved(keys, reserved) {
+        Some((index, key)) => Err(crate::Error::ReservedKey {
+            index,
+            key: key.to_u64(),
+        }),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,54 @@
+//! The GPU test harness.
+//!
+//! A GPU test asks for the device with [`gpu`]. On a machine without a CUDA device it
+//! prints `skipped: no CUDA device` and gets `None`, so the test returns early and passes;
+//! with `GPUDS_REQUIRE_GPU=1` in the environment (the GPU runner sets it) the same test
+//! panics instead, so a GPU run can never pass by skipping. Tests that only need NVRTC
+//! (compile checks) use [`nvrtc`], governed by `GPUDS_REQUIRE_NVRTC=1` the same way.
+
+use std::sync::OnceLock;
+
+use gpuds_core::Gpu;
+
+fn required(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
+}
+
+/// The shared device 0 for this test process, or `None` (after printing why) when there
+/// is none. Panics instead of returning `None` when `GPUDS_REQUIRE_GPU=1`.
+///
+/// The handle is opened once per process, so tests share its module cache.
+///
+/// ```
+/// let Some(gpu) = gpuds_testkit::gpu() else { return };
+/// assert!(gpu.info().sm_count > 0);
+/// ```
+pub fn gpu() -> Option<Gpu> {
+    static GPU: OnceLock<Result<Gpu, String>> = OnceLock::new();
+    let opened = GPU.get_or_init(|| Gpu::new(0).map_err(|e| e.to_string()));
+    match opened {
+        Ok(gpu) => Some(gpu.clone()),
+        Err(why) => {
+            if required("GPUDS_REQUIRE_GPU") {
+                panic!("GPUDS_REQUIRE_GPU=1 but no CUDA device could be opened: {why}");
+            }
+            println!("skipped: no CUDA device ({why})");
+            None
+        }
+    }
+}
+
+/// `true` when NVRTC can be loaded; otherwise prints `skipped: no NVRTC` and returns
+/// `false`. Panics instead when `GPUDS_REQUIRE_NVRTC=1` (CI sets it).
+pub fn nvrtc() -> bool {
+    match gpuds_core::ensure_nvrtc() {
+        Ok(()) => true,
+        Err(why) => {
+            if required("GPUDS_REQUIRE_NVRTC") {
+                panic!("GPUDS_REQUIRE_NVRTC=1 but NVRTC could not be loaded: {why}");
+            }
+            println!("skipped: no NVRTC ({why})");
+            false
+        }
+    }
+}
