@@ -17,7 +17,10 @@ use crate::error::{Error, Result};
 /// The cache folder in use, or `None` when the disk cache is off or no folder is known.
 pub fn dir() -> Option<PathBuf> {
     if let Ok(v) = std::env::var("GPUDS_DISK_CACHE") {
-        if matches!(v.to_ascii_lowercase().as_str(), "0" | "off" | "false" | "no") {
+        if matches!(
+            v.to_ascii_lowercase().as_str(),
+            "0" | "off" | "false" | "no"
+        ) {
             return None;
         }
     }

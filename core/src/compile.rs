@@ -201,7 +201,11 @@ impl Program {
             Output::Cubin => format!("--gpu-architecture=sm_{}", arch.number()),
             Output::Ptx => format!("--gpu-architecture=compute_{}", arch.number()),
         };
-        let mut options = vec![target, "-std=c++17".to_string(), "-default-device".to_string()];
+        let mut options = vec![
+            target,
+            "-std=c++17".to_string(),
+            "-default-device".to_string(),
+        ];
         options.extend(self.defines.iter().map(|(n, v)| format!("-D{n}={v}")));
         options.extend(self.options.iter().cloned());
         options

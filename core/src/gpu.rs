@@ -66,7 +66,9 @@ pub struct Gpu {
 
 impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Gpu").field("info", &self.inner.info).finish()
+        f.debug_struct("Gpu")
+            .field("info", &self.inner.info)
+            .finish()
     }
 }
 

@@ -10,9 +10,11 @@ impl Kernel {
     /// How many blocks of `block` threads (with `shared_bytes` of dynamic shared memory)
     /// can be resident on one SM at once.
     pub fn blocks_per_sm(&self, block: u32, shared_bytes: u32) -> Result<u32> {
-        let n = self
-            .func()
-            .occupancy_max_active_blocks_per_multiprocessor(block, shared_bytes as usize, None)?;
+        let n = self.func().occupancy_max_active_blocks_per_multiprocessor(
+            block,
+            shared_bytes as usize,
+            None,
+        )?;
         Ok(n.max(0) as u32)
     }
 }

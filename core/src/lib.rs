@@ -63,7 +63,9 @@ pub mod layout;
 mod libs;
 pub mod status;
 
-pub use compile::{nvrtc_supported_archs, nvrtc_version, Arch, Compiled, Kernel, Module, Output, Program};
+pub use compile::{
+    nvrtc_supported_archs, nvrtc_version, Arch, Compiled, Kernel, Module, Output, Program,
+};
 pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
 pub use keys::{DeviceKey, DeviceType, DeviceValue};

@@ -59,7 +59,12 @@ fn candidate_files() -> Vec<PathBuf> {
     prefixes.push(PathBuf::from("/usr/local/cuda"));
     let mut files = Vec::new();
     for prefix in prefixes {
-        for lib in ["lib64", "lib", "targets/x86_64-linux/lib", "targets/sbsa-linux/lib"] {
+        for lib in [
+            "lib64",
+            "lib",
+            "targets/x86_64-linux/lib",
+            "targets/sbsa-linux/lib",
+        ] {
             let Ok(entries) = std::fs::read_dir(prefix.join(lib)) else {
                 continue;
             };
