@@ -8,6 +8,7 @@
 
 use std::borrow::Cow;
 use std::ffi::{CStr, CString};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use cudarc::driver::{CudaFunction, CudaModule};
@@ -217,6 +218,7 @@ impl Program {
     /// [`Error::Compile`] (carrying the compiler log) when the source does not compile.
     pub fn compile(&self, arch: Arch, output: Output) -> Result<Compiled> {
         libs::ensure_nvrtc()?;
+        COMPILATIONS.fetch_add(1, Ordering::Relaxed);
         let cstr = |s: &str| {
             CString::new(s).map_err(|_| {
                 Error::InvalidArgument(format!("program `{}` contains a NUL byte", self.name))
@@ -296,6 +298,13 @@ impl Program {
             log,
         })
     }
+}
+
+static COMPILATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// How many NVRTC compilations this process has run (cache hits do not count).
+pub fn nvrtc_compilations() -> u64 {
+    COMPILATIONS.load(Ordering::Relaxed)
 }
 
 struct ProgramGuard(nvrtc::nvrtcProgram);

@@ -64,7 +64,8 @@ mod libs;
 pub mod status;
 
 pub use compile::{
-    nvrtc_supported_archs, nvrtc_version, Arch, Compiled, Kernel, Module, Output, Program,
+    nvrtc_compilations, nvrtc_supported_archs, nvrtc_version, Arch, Compiled, Kernel, Module,
+    Output, Program,
 };
 pub use error::{Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
