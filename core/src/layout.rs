@@ -22,31 +22,42 @@ pub struct Layout {
     pub offsets: Vec<u64>,
 }
 
-/// The layout of C++ type `cpp_type` as the device compiler sees it.
+/// The probe program [`device_layout`] runs: kernel `gpuds_layout` writes `sizeof`,
+/// `alignof` and each field's offset of `cpp_type` into its one argument.
 ///
-/// `program` supplies the includes (its source is used as a prelude, so it should hold
+/// `prelude` supplies the includes (its source is kept as a prelude, so it should hold
 /// only `#include` lines and declarations) and the headers.
-pub fn device_layout(
-    gpu: &Gpu,
-    program: Program,
-    cpp_type: &str,
-    fields: &[&str],
-) -> Result<Layout> {
-    let mut body = String::new();
-    body.push_str(&format!(
-        "out[0] = sizeof({cpp_type});\nout[1] = alignof({cpp_type});\n"
-    ));
+pub fn layout_program(prelude: Program, cpp_type: &str, fields: &[&str]) -> Program {
+    // NVRTC has no offsetof builtin: measure member addresses inside suitably aligned
+    // storage instead (the object is never read, only its member addresses taken).
+    let mut body = format!(
+        "using T = {cpp_type};\n\
+         alignas(alignof(T)) char storage[sizeof(T)];\n\
+         T* obj = reinterpret_cast<T*>(storage);\n\
+         out[0] = sizeof(T);\nout[1] = alignof(T);\n"
+    );
     for (i, field) in fields.iter().enumerate() {
         body.push_str(&format!(
-            "out[{}] = __builtin_offsetof({cpp_type}, {field});\n",
+            "out[{}] = reinterpret_cast<const char*>(&obj->{field}) - storage;\n",
             i + 2
         ));
     }
     let source = format!(
         "{prelude}\nextern \"C\" __global__ void gpuds_layout(unsigned long long* out) {{\n{body}}}\n",
-        prelude = program.source()
+        prelude = prelude.source()
     );
-    let program = program.with_source(source);
+    prelude.with_source(source)
+}
+
+/// The layout of C++ type `cpp_type` as the device compiler sees it (see
+/// [`layout_program`] for `prelude`).
+pub fn device_layout(
+    gpu: &Gpu,
+    prelude: Program,
+    cpp_type: &str,
+    fields: &[&str],
+) -> Result<Layout> {
+    let program = layout_program(prelude, cpp_type, fields);
     let kernel = gpu.load(&program)?.kernel("gpuds_layout")?;
     let stream = gpu.stream();
     let mut out = stream.alloc_zeros::<u64>(fields.len() + 2)?;

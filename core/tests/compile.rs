@@ -141,3 +141,17 @@ fn in_memory_headers_resolve_nested_includes() {
         .compile(Arch::new(9, 0), Output::Ptx)
         .expect("nested includes");
 }
+
+#[test]
+fn layout_probe_compiles() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let prelude = Program::new("layout_probe", "#include <gpuds/core/hash.cuh>");
+    let program =
+        gpuds_core::layout::layout_program(prelude, "gpuds::hash::universal", &["a", "b", "p"]);
+    let ptx = program
+        .compile(Arch::new(9, 0), Output::Ptx)
+        .expect("layout probe");
+    assert!(String::from_utf8_lossy(&ptx.image).contains(".entry gpuds_layout"));
+}
