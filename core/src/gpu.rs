@@ -76,7 +76,12 @@ impl Gpu {
     /// Number of CUDA devices, or an error when no driver is installed.
     pub fn device_count() -> Result<usize> {
         libs::ensure_driver()?;
-        Ok(CudaContext::device_count()?.max(0) as usize)
+        match CudaContext::device_count() {
+            Ok(n) => Ok(n.max(0) as usize),
+            // A driver without a usable device fails cuInit with this code.
+            Err(e) if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => Ok(0),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Opens device `ordinal`.
