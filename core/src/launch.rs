@@ -15,7 +15,7 @@ impl Kernel {
             shared_bytes as usize,
             None,
         )?;
-        Ok(n.max(0) as u32)
+        Ok(n)
     }
 }
 
