@@ -1,0 +1,177 @@
+//! `limits`: the physical ceilings every other experiment is compared with, measured the
+//! way `shared/PEERS.md` measured them (2^26 queries into a 4 GiB table): device copy,
+//! random 32-byte sector reads, warp-cooperative 128-byte line reads, random atomicCAS.
+//!
+//! Each probe row carries the PEERS.md figure of the same GPU as its baseline, so the
+//! ratio column says how close our probe comes to the published one.
+
+use gpuds_core::Result;
+
+use super::{Case, Experiment, Scale};
+use crate::bench::{Bench, Limit};
+use crate::peers;
+use crate::report::{Row, Unit};
+
+/// The `limits` experiment.
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "limits",
+    about: "physical ceilings: device copy, random sector reads, warp line reads, random CAS",
+    plan,
+};
+
+const NAME: &str = "limits";
+const EMPTY: u32 = u32::MAX;
+
+/// Sizes of the probes at one scale.
+#[derive(Clone, Copy, Debug)]
+struct Sizes {
+    /// Bytes of each of the copy's two buffers.
+    copy_bytes: usize,
+    /// Bytes of the random-access table (sized down when memory is short).
+    table_bytes: usize,
+    /// Queries per random-access probe.
+    queries: u64,
+}
+
+fn sizes(scale: Scale) -> Sizes {
+    match scale {
+        Scale::Full => Sizes {
+            copy_bytes: 1 << 30,
+            table_bytes: 4 << 30,
+            queries: 1 << 26,
+        },
+        // Still twenty times the largest L2 so far (50 MiB on the H100, 60 on the B200).
+        Scale::Quick => Sizes {
+            copy_bytes: 256 << 20,
+            table_bytes: 1 << 30,
+            queries: 1 << 24,
+        },
+    }
+}
+
+fn plan(scale: Scale) -> Vec<Case> {
+    let s = sizes(scale);
+    [
+        Limit::Copy,
+        Limit::SectorReads,
+        Limit::LineReads,
+        Limit::Cas,
+    ]
+    .into_iter()
+    .map(|limit| Case::new(name(limit), move |bench| measure(bench, limit, s)))
+    .collect()
+}
+
+/// Measures `limit` at `scale` unless this run measured it already, and returns it.
+/// Experiments call this for the limit they compare with.
+pub fn ensure(bench: &mut Bench, limit: Limit, scale: Scale) -> Result<f64> {
+    match bench.limit(limit) {
+        Some(rate) => Ok(rate),
+        None => {
+            measure(bench, limit, sizes(scale))?;
+            Ok(bench.limit(limit).unwrap_or(0.0))
+        }
+    }
+}
+
+fn name(limit: Limit) -> &'static str {
+    match limit {
+        Limit::Copy => "device copy, read+write",
+        Limit::SectorReads => "random 4 B reads (one 32 B sector)",
+        Limit::LineReads => "warp-cooperative 128 B line reads",
+        Limit::Cas => "random atomicCAS",
+    }
+}
+
+/// Measures one limit, records it in `bench` and returns its rows.
+fn measure(bench: &mut Bench, limit: Limit, s: Sizes) -> Result<Vec<Row>> {
+    let rows = match limit {
+        Limit::Copy => copy(bench, s)?,
+        Limit::SectorReads | Limit::LineReads | Limit::Cas => vec![random_access(bench, limit, s)?],
+    };
+    let reference = peers::reference(&bench.gpu.info().name, limit);
+    let rows: Vec<Row> = rows
+        .into_iter()
+        .map(|r| r.with_baseline(reference.clone()))
+        .collect();
+    for r in &rows {
+        bench.record_limit(limit, r.rate);
+    }
+    Ok(rows)
+}
+
+/// Two copies: our 16-byte kernel and the driver's device-to-device memcpy. The limit is
+/// the faster of the two.
+fn copy(bench: &mut Bench, s: Sizes) -> Result<Vec<Row>> {
+    let words = s.copy_bytes / 4;
+    let src = bench.random_words(words, 0x51ed_270b)?;
+    // SAFETY: the copies below write every word before anything reads it.
+    let mut dst = unsafe { bench.gpu.stream().alloc::<u32>(words) }?;
+    let moved = 2.0 * s.copy_bytes as f64;
+    let probes = &bench.probes;
+    let kernel = bench
+        .timer
+        .measure(|rep| rep.time(|| probes.copy(&src, &mut dst)))?;
+    let stream = bench.gpu.stream().clone();
+    let driver = bench
+        .timer
+        .measure(|rep| rep.time(|| Ok(stream.memcpy_dtod(&src, &mut dst)?)))?;
+    let size = s.copy_bytes as u64;
+    Ok(vec![
+        Row::new(
+            NAME,
+            name(Limit::Copy),
+            size,
+            kernel,
+            moved,
+            Unit::GigabytesPerSecond,
+        )
+        .with_note("size: bytes per buffer; 16 B accesses"),
+        Row::new(
+            NAME,
+            "device copy (driver memcpy)",
+            size,
+            driver,
+            moved,
+            Unit::GigabytesPerSecond,
+        )
+        .with_note("size: bytes per buffer"),
+    ])
+}
+
+/// Sector reads, line reads or CAS: `s.queries` random accesses into one table.
+fn random_access(bench: &mut Bench, limit: Limit, s: Sizes) -> Result<Row> {
+    let (words, note) = bench.table_words(s.table_bytes)?;
+    let mut table = bench.random_words(words, 0x9b05_688c)?;
+    let mut found = bench.gpu.stream().alloc_zeros::<u32>(1)?;
+    let queries = s.queries;
+    let probes = &bench.probes;
+    let timing = bench.timer.measure(|rep| {
+        let seed = rep.seed();
+        // A needle from the seed: compared with every word read, almost never equal.
+        let needle = seed.rotate_left(13) ^ 0x1f83_d9ab;
+        match limit {
+            Limit::SectorReads => {
+                rep.time(|| probes.sector_reads(&table, queries, seed, needle, &mut found))
+            }
+            Limit::LineReads => {
+                rep.time(|| probes.line_reads(&table, queries, seed, needle, &mut found))
+            }
+            _ => {
+                probes.fill_value(&mut table, EMPTY)?;
+                rep.time(|| probes.random_cas(&mut table, queries, seed))
+            }
+        }
+    })?;
+    let table_note = format!("table {}", crate::report::bytes_label(words * 4));
+    let note = if note.is_empty() { table_note } else { note };
+    Ok(Row::new(
+        NAME,
+        name(limit),
+        queries,
+        timing,
+        queries as f64,
+        Unit::GigaQueriesPerSecond,
+    )
+    .with_note(note))
+}

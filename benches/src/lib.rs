@@ -1,0 +1,28 @@
+//! # gpuds-benches
+//!
+//! The library behind the `gpuds-bench` command, which reproduces the papers' experiments
+//! on the local GPU and compares every figure with the device's physical limits measured
+//! in the same run.
+//!
+//! | module | what it does |
+//! | --- | --- |
+//! | [`cli`] | the command line |
+//! | [`experiments`] | the registry of experiments and their plans |
+//! | [`run`] | runs plans with a progress bar, collects rows |
+//! | [`bench`] | the context experiments run in: device, timer, probes, limits |
+//! | [`timing`] | CUDA-event timing: warm-up, median of repetitions, L2 eviction |
+//! | [`kernels`] | the probe programs (`benches/cuda/*.cu`) and their launchers |
+//! | [`peers`] | published limits of the lent GPUs, for comparison |
+//! | [`report`] | rows and header; table, CSV and JSON output |
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod cli;
+pub mod experiments;
+pub mod kernels;
+pub mod peers;
+pub mod report;
+pub mod run;
+pub mod timing;
+
+pub use kernels::programs;

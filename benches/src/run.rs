@@ -1,0 +1,47 @@
+//! Running experiments: plans from the registry, a progress bar, rows into a report.
+
+use gpuds_core::{Gpu, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::bench::Bench;
+use crate::cli::{Args, QUICK};
+use crate::experiments::{find, registry, Case, Scale};
+use crate::report::{Header, Report};
+
+/// Runs the experiments `args` names on `gpu` and returns their rows under a header.
+///
+/// The progress bar (on standard error, hidden when that is not a terminal) advances
+/// once per case.
+pub fn run(gpu: &Gpu, args: &Args) -> Result<Report> {
+    let header = Header::new(gpu, &args.experiments, args.reps)?;
+    let mut bench = Bench::new(gpu, args.reps)?;
+    let cases = plan(&args.experiments);
+    let bar = ProgressBar::new(cases.len() as u64);
+    if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}") {
+        bar.set_style(style);
+    }
+    let mut rows = Vec::new();
+    for case in cases {
+        bar.set_message(case.label.clone());
+        rows.extend((case.run)(&mut bench)?);
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(Report { header, rows })
+}
+
+/// The cases of the named experiments in order: `quick` expands to every experiment's
+/// quick plan, any other name to that experiment's full plan.
+fn plan(names: &[String]) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for name in names {
+        if name == QUICK {
+            for e in registry() {
+                cases.extend((e.plan)(Scale::Quick));
+            }
+        } else if let Some(e) = find(name) {
+            cases.extend((e.plan)(Scale::Full));
+        }
+    }
+    cases
+}
