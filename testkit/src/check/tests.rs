@@ -106,7 +106,7 @@ fn plant(replies: &mut [Reply<u32>], fin: &mut M, keys: &[u32], seed: u64) {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(200))]
+    #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
     fn every_serial_order_is_accepted(

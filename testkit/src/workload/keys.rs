@@ -216,3 +216,19 @@ mod tests {
         assert!(narrow.iter().any(|&v| v > u32::MAX / 2));
     }
 }
+
+#[cfg(test)]
+mod large {
+    use super::*;
+
+    // Run with `cargo test --release -p gpuds-testkit -- --ignored` (2^26 keys).
+    #[test]
+    #[ignore = "large: run in release"]
+    fn two_to_the_26_keys_are_unique() {
+        let mut keys = unique_keys::<u32>(1, 1 << 26, &[u32::MAX, u32::MAX - 1]);
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), 1 << 26);
+        assert!(keys[keys.len() - 1] < u32::MAX - 1);
+    }
+}

@@ -392,3 +392,20 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod large {
+    use super::*;
+
+    // Run with `cargo test --release -p gpuds-testkit -- --ignored` (2^26 keys each).
+    #[test]
+    #[ignore = "large: run in release"]
+    fn every_sequence_at_two_to_the_26() {
+        for seq in Sequence::ALL {
+            let start = std::time::Instant::now();
+            let keys = seq.generate::<u32>(1 << 26, 1);
+            println!("{}: {:?}", seq.name(), start.elapsed());
+            assert_eq!(keys.len(), 1 << 26);
+        }
+    }
+}

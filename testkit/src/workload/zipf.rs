@@ -175,7 +175,7 @@ mod tests {
 
     // Every rank's frequency lies within 5 standard deviations of k^-s / Σ j^-s.
     fn assert_matches_pmf(n: u64, s: f64) {
-        let samples = 100_000;
+        let samples = 50_000;
         let counts = histogram(n, s, samples);
         let norm: f64 = (1..=n).map(|j| (j as f64).powf(-s)).sum();
         for k in 1..=n {
