@@ -60,6 +60,7 @@ pub mod hash;
 pub mod keys;
 pub mod launch;
 pub mod layout;
+pub mod primitives;
 mod libs;
 pub mod status;
 
@@ -95,6 +96,14 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
         (
             "gpuds/core/hash.cuh",
             include_str!("../cuda/include/gpuds/core/hash.cuh"),
+        ),
+        (
+            "gpuds/core/scan.cuh",
+            include_str!("../cuda/include/gpuds/core/scan.cuh"),
+        ),
+        (
+            "gpuds/core/kernel_name.cuh",
+            include_str!("../cuda/include/gpuds/core/kernel_name.cuh"),
         ),
     ]
 }

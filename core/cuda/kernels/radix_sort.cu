@@ -1,0 +1,259 @@
+// LSD radix sort, onesweep style (Adinets and Merrill, "Onesweep: A Faster Least
+// Significant Digit Radix Sort for GPUs", 2022).
+//
+// One histogram kernel counts the 8-bit digits of every pass in a single read of the
+// keys. Then one kernel per pass moves every key (and value) once: each block takes the
+// next tile number from an atomic counter, ranks its keys by digit (warp ballots, then
+// per-warp counters), publishes its per-digit counts, finds the counts of all earlier
+// tiles by decoupled look-back, stages the keys in shared memory in digit order and
+// writes them out, so that runs of equal digits leave in coalesced stores. Ranks keep the
+// input order of equal digits, so every pass is stable and the whole sort is an LSD sort.
+//
+// Defines (set by gpuds_core::primitives::sort):
+//   KEY_T, VALUE_T     key and value types (VALUE_T only with HAS_VALUES=1)
+//   HAS_VALUES         0 for keys only, 1 for (key, value) pairs
+//   KERNEL_SUFFIX      stamped into kernel names: radix_onesweep_u32, ..._u32_u64
+//   SORT_BLOCK         threads per block of the pass kernel (a multiple of 32, >= 256)
+//   SORT_ITEMS         keys per thread of the pass kernel
+//   HIST_BLOCK         threads per block of the histogram kernel
+//
+// Sizes: at most 2^30 - 1 keys, so that a count and a 2-bit state share one word.
+#include <gpuds/core/kernel_name.cuh>
+#include <gpuds/core/memory.cuh>
+#include <gpuds/core/scan.cuh>
+#include <gpuds/core/warp.cuh>
+
+
+using namespace gpuds;
+
+using Key = KEY_T;
+#if HAS_VALUES
+using Value = VALUE_T;
+#endif
+
+namespace {
+
+constexpr unsigned RADIX_BITS = 8;
+constexpr unsigned RADIX = 1u << RADIX_BITS;
+constexpr unsigned MAX_PASSES = sizeof(Key) * 8 / RADIX_BITS;
+constexpr unsigned WARPS = SORT_BLOCK / 32;
+constexpr unsigned TILE = SORT_BLOCK * SORT_ITEMS;
+
+// A look-back word: state in the top two bits, a count below.
+constexpr unsigned STATE_AGGREGATE = 1u << 30;  // count of this tile alone
+constexpr unsigned STATE_PREFIX = 2u << 30;     // global start of this digit after this tile
+constexpr unsigned COUNT_MASK = (1u << 30) - 1;
+
+static_assert(SORT_BLOCK % 32 == 0 && SORT_BLOCK >= RADIX, "one thread per digit");
+static_assert(WARPS <= 32, "block scans use one warp for the warp totals");
+
+// The digit of `key` that starts at `shift` and is `bits` wide (bits in 1..=8).
+__device__ __forceinline__ unsigned digit_of(Key key, unsigned shift, unsigned mask) {
+  return static_cast<unsigned>(key >> shift) & mask;
+}
+
+// Mask of the digit starting at `shift` when the sort stops at `end_bit`.
+__device__ __forceinline__ unsigned digit_mask(unsigned shift, unsigned end_bit) {
+  const unsigned bits = min(RADIX_BITS, end_bit - shift);
+  return (1u << bits) - 1u;
+}
+
+}  // namespace
+
+// Counts the digits of every pass: hist[p * 256 + d] += number of keys whose pass-p
+// digit is d. `hist` must be zeroed before; any grid size works.
+extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
+    GPUDS_KERNEL(radix_histogram)(const Key* __restrict__ keys, unsigned n, unsigned begin_bit,
+                            unsigned end_bit, unsigned* __restrict__ hist) {
+  __shared__ unsigned counts[MAX_PASSES * RADIX];
+  const unsigned passes = (end_bit - begin_bit + RADIX_BITS - 1) / RADIX_BITS;
+  for (unsigned i = threadIdx.x; i < MAX_PASSES * RADIX; i += blockDim.x) counts[i] = 0;
+  __syncthreads();
+  const unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const Key key = keys[i];
+#pragma unroll
+    for (unsigned p = 0; p < MAX_PASSES; ++p) {
+      if (p < passes) {
+        const unsigned shift = begin_bit + p * RADIX_BITS;
+        atomicAdd(&counts[p * RADIX + digit_of(key, shift, digit_mask(shift, end_bit))], 1u);
+      }
+    }
+  }
+  __syncthreads();
+  for (unsigned i = threadIdx.x; i < passes * RADIX; i += blockDim.x) {
+    const unsigned c = counts[i];
+    if (c != 0) atomicAdd(&hist[i], c);
+  }
+}
+
+// One stable counting pass on the digit (key >> shift) & mask.
+//
+// `hist` is this pass's 256 digit counts from radix_histogram, `counter` a zeroed word
+// handing out tile numbers, `lookback` a zeroed array of 256 words per tile. Launch with
+// exactly ceil(n / TILE) blocks of SORT_BLOCK threads.
+extern "C" __global__ void __launch_bounds__(SORT_BLOCK) GPUDS_KERNEL(radix_onesweep)(
+    const Key* __restrict__ keys_in, Key* __restrict__ keys_out,
+#if HAS_VALUES
+    const Value* __restrict__ values_in, Value* __restrict__ values_out,
+#endif
+    unsigned n, unsigned shift, unsigned mask, const unsigned* __restrict__ hist,
+    unsigned* counter, unsigned* lookback) {
+  // Per-warp digit counters while ranking; afterwards the keys (then values) of the tile
+  // in digit order.
+  __shared__ union {
+    unsigned warp_counts[WARPS][RADIX];
+    Key keys[TILE];
+#if HAS_VALUES
+    Value values[TILE];
+#endif
+  } tile;
+  __shared__ unsigned digit_start[RADIX];  // first position of each digit in the tile
+  __shared__ unsigned digit_shift[RADIX];  // global index = tile position + digit_shift
+  __shared__ unsigned warp_totals[33];
+  __shared__ unsigned part_shared;
+
+  const unsigned tid = threadIdx.x;
+  const unsigned lane = warp::lane_id();
+  const unsigned warp_index = tid / 32;
+
+  if (tid == 0) part_shared = atomicAdd(counter, 1u);
+  for (unsigned i = tid; i < WARPS * RADIX; i += SORT_BLOCK) (&tile.warp_counts[0][0])[i] = 0;
+  __syncthreads();
+  const unsigned part = part_shared;
+  const unsigned tile_base = part * TILE;
+  const unsigned valid = min(TILE, n - tile_base);
+
+  // Each warp owns SORT_ITEMS * 32 consecutive keys, item i of lane l being key
+  // i * 32 + l: loads are coalesced and (warp, item, lane) is the input order. Missing
+  // keys of the last tile are all ones: they rank after every real key of the top digit,
+  // which is the last digit, so they land in tile positions >= valid and are never
+  // written.
+  const unsigned warp_base = tile_base + warp_index * SORT_ITEMS * 32;
+  Key keys[SORT_ITEMS];
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) {
+    const unsigned idx = warp_base + i * 32 + lane;
+    keys[i] = idx < n ? keys_in[idx] : ~Key(0);
+  }
+
+  // Rank within the warp: the lanes holding the same digit find each other with one
+  // ballot per digit bit; the highest of them bumps the warp's counter for the digit.
+  unsigned rank[SORT_ITEMS];
+  unsigned* counts = tile.warp_counts[warp_index];
+  const unsigned lanes_below = (1u << lane) - 1u;
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) {
+    const unsigned d = digit_of(keys[i], shift, mask);
+    unsigned peers = warp::FULL_MASK;
+#pragma unroll
+    for (unsigned b = 0; b < RADIX_BITS; ++b) {
+      const bool bit = (d >> b) & 1u;
+      const unsigned vote = __ballot_sync(warp::FULL_MASK, bit);
+      peers &= bit ? vote : ~vote;
+    }
+    const int leader = 31 - __clz(peers);
+    unsigned before = 0;
+    if (static_cast<int>(lane) == leader) {
+      before = counts[d];
+      counts[d] = before + __popc(peers);
+    }
+    before = __shfl_sync(warp::FULL_MASK, before, leader);
+    __syncwarp();
+    rank[i] = before + __popc(peers & lanes_below);
+  }
+  __syncthreads();
+
+  // Per digit: turn the warp counters into warp starts and total the tile.
+  unsigned count = 0;
+  if (tid < RADIX) {
+#pragma unroll
+    for (unsigned w = 0; w < WARPS; ++w) {
+      const unsigned c = tile.warp_counts[w][tid];
+      tile.warp_counts[w][tid] = count;
+      count += c;
+    }
+    // Publish early: later tiles may be waiting for this count.
+    if (part != 0) mem::st_relaxed(&lookback[part * RADIX + tid], STATE_AGGREGATE | count);
+  }
+  unsigned global_start = 0;
+  if (part == 0) {
+    // The first tile turns the histogram into global digit starts and publishes them
+    // (plus its own counts) as prefixes, so no tile looks back past it.
+    unsigned ignored;
+    global_start = scan::block_exclusive_sum(tid < RADIX ? hist[tid] : 0u, warp_totals, ignored);
+    if (tid < RADIX) mem::st_relaxed(&lookback[tid], STATE_PREFIX | (global_start + count));
+  }
+  unsigned tile_total;
+  const unsigned start = scan::block_exclusive_sum(tid < RADIX ? count : 0u, warp_totals, tile_total);
+  if (tid < RADIX) digit_start[tid] = start;
+  __syncthreads();
+
+  // Tile position of every key: digit start + warp start + rank in warp.
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) {
+    const unsigned d = digit_of(keys[i], shift, mask);
+    rank[i] += digit_start[d] + tile.warp_counts[warp_index][d];
+  }
+  __syncthreads();
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) tile.keys[rank[i]] = keys[i];
+
+  // Look back for the global start of each digit in this tile.
+  if (tid < RADIX) {
+    if (part != 0) {
+      unsigned sum = 0;
+      unsigned j = part - 1;
+      for (;;) {
+        // Tile j took its number before this tile did, so it is running and waits only
+        // on tiles before it: its word turns non-zero in bounded time.
+        const unsigned word = mem::ld_relaxed(&lookback[j * RADIX + tid]);
+        if (word == 0) continue;
+        sum += word & COUNT_MASK;
+        if (word & STATE_PREFIX) break;
+        --j;  // tile 0 always publishes a prefix, so j never passes below 0
+      }
+      global_start = sum;
+      mem::st_relaxed(&lookback[part * RADIX + tid], STATE_PREFIX | (sum + count));
+    }
+    digit_shift[tid] = global_start - start;
+  }
+  __syncthreads();
+
+  // Write out in tile order: consecutive threads, consecutive positions of one digit.
+#if HAS_VALUES
+  unsigned dest[SORT_ITEMS];
+#endif
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) {
+    const unsigned p = i * SORT_BLOCK + tid;
+    if (p < valid) {
+      const Key key = tile.keys[p];
+      const unsigned to = p + digit_shift[digit_of(key, shift, mask)];
+      keys_out[to] = key;
+#if HAS_VALUES
+      dest[i] = to;
+#endif
+    }
+  }
+
+#if HAS_VALUES
+  Value values[SORT_ITEMS];
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) {
+    const unsigned idx = warp_base + i * 32 + lane;
+    if (idx < n) values[i] = values_in[idx];
+  }
+  __syncthreads();
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) {
+    if (warp_base + i * 32 + lane < n) tile.values[rank[i]] = values[i];
+  }
+  __syncthreads();
+#pragma unroll
+  for (unsigned i = 0; i < SORT_ITEMS; ++i) {
+    const unsigned p = i * SORT_BLOCK + tid;
+    if (p < valid) values_out[dest[i]] = tile.values[p];
+  }
+#endif
+}
