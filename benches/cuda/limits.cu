@@ -44,6 +44,14 @@ extern "C" __global__ void fill_random(unsigned* out, unsigned long long n, unsi
   }
 }
 
+// out[i] = one random bit of (i, seed): flags that keep about half of the items.
+extern "C" __global__ void fill_flags(unsigned* out, unsigned long long n, unsigned seed) {
+  const unsigned long long stride = thread_count();
+  for (unsigned long long i = thread_index(); i < n; i += stride) {
+    out[i] = gpuds::hash::murmur3_32(static_cast<unsigned>(i) + seed * 0x9e3779b9u) >> 31;
+  }
+}
+
 extern "C" __global__ void fill_value(unsigned* out, unsigned long long n, unsigned value) {
   const unsigned long long stride = thread_count();
   for (unsigned long long i = thread_index(); i < n; i += stride) out[i] = value;

@@ -24,6 +24,7 @@ pub fn programs() -> Vec<Program> {
 pub struct Probes {
     gpu: Gpu,
     fill_random: Kernel,
+    fill_flags: Kernel,
     fill_value: Kernel,
     copy16: Kernel,
     sector_reads: Kernel,
@@ -38,6 +39,7 @@ impl Probes {
         Ok(Self {
             gpu: gpu.clone(),
             fill_random: module.kernel("fill_random")?,
+            fill_flags: module.kernel("fill_flags")?,
             fill_value: module.kernel("fill_value")?,
             copy16: module.kernel("copy16")?,
             sector_reads: module.kernel("sector_reads")?,
@@ -48,22 +50,26 @@ impl Probes {
 
     /// Fills `out` with distinct pseudo-random words that depend on `seed`.
     pub fn fill_random(&self, out: &mut CudaSlice<u32>, seed: u32) -> Result<()> {
-        let n = out.len() as u64;
-        let cfg = self.gpu.grid_for(&self.fill_random, out.len(), BLOCK)?;
-        let mut args = self.gpu.stream().launch_builder(self.fill_random.func());
-        args.arg(out).arg(&n).arg(&seed);
-        // SAFETY: the kernel writes exactly `n` words of `out`.
-        unsafe { args.launch(cfg) }?;
-        Ok(())
+        self.fill(&self.fill_random, out, seed)
+    }
+
+    /// Fills `out` with random 0/1 flags (about half ones) that depend on `seed`.
+    pub fn fill_flags(&self, out: &mut CudaSlice<u32>, seed: u32) -> Result<()> {
+        self.fill(&self.fill_flags, out, seed)
     }
 
     /// Sets every word of `out` to `value`.
     pub fn fill_value(&self, out: &mut CudaSlice<u32>, value: u32) -> Result<()> {
+        self.fill(&self.fill_value, out, value)
+    }
+
+    /// Launches one of the fills, which all take `(out, n, word)`.
+    fn fill(&self, kernel: &Kernel, out: &mut CudaSlice<u32>, word: u32) -> Result<()> {
         let n = out.len() as u64;
-        let cfg = self.gpu.grid_for(&self.fill_value, out.len(), BLOCK)?;
-        let mut args = self.gpu.stream().launch_builder(self.fill_value.func());
-        args.arg(out).arg(&n).arg(&value);
-        // SAFETY: the kernel writes exactly `n` words of `out`.
+        let cfg = self.gpu.grid_for(kernel, out.len(), BLOCK)?;
+        let mut args = self.gpu.stream().launch_builder(kernel.func());
+        args.arg(out).arg(&n).arg(&word);
+        // SAFETY: the fills write exactly `n` words of `out`.
         unsafe { args.launch(cfg) }?;
         Ok(())
     }
@@ -154,6 +160,11 @@ impl Probes {
     }
 }
 
+/// Host twin of the `fill_random` kernel: the word it writes at index `i`.
+pub fn random_word(i: u64, seed: u32) -> u32 {
+    gpuds_core::hash::murmur3_32((i as u32).wrapping_add(seed.wrapping_mul(0x9e37_79b9)))
+}
+
 fn threads(queries: u64) -> Result<usize> {
     usize::try_from(queries)
         .map_err(|_| Error::InvalidArgument(format!("{queries} queries do not fit in usize")))
@@ -167,4 +178,19 @@ fn power_of_two_mask(len: usize) -> Result<u32> {
         )));
     }
     Ok((len - 1) as u32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_words_are_distinct_and_seeded() {
+        let words: std::collections::HashSet<u32> =
+            (0..1 << 16).map(|i| random_word(i, 5)).collect();
+        assert_eq!(words.len(), 1 << 16);
+        assert_ne!(random_word(3, 1), random_word(3, 2));
+        assert!(power_of_two_mask(1 << 30).is_ok_and(|m| m == (1 << 30) - 1));
+        assert!(power_of_two_mask(3).is_err() && power_of_two_mask(0).is_err());
+    }
 }

@@ -6,12 +6,14 @@ use indicatif::{ProgressBar, ProgressStyle};
 use crate::bench::Bench;
 use crate::cli::{Args, QUICK};
 use crate::experiments::{find, registry, Case, Scale};
+use crate::report::table::rate_label;
 use crate::report::{Header, Report};
 
 /// Runs the experiments `args` names on `gpu` and returns their rows under a header.
 ///
-/// The progress bar (on standard error, hidden when that is not a terminal) advances
-/// once per case.
+/// The progress bar (on standard error) advances once per case. When standard error is
+/// not a terminal the bar is hidden and each row is logged there as it is measured
+/// instead, so a run that is cut short still leaves its figures in the log.
 pub fn run(gpu: &Gpu, args: &Args) -> Result<Report> {
     let header = Header::new(gpu, &args.experiments, args.reps)?;
     let mut bench = Bench::new(gpu, args.reps)?;
@@ -23,7 +25,20 @@ pub fn run(gpu: &Gpu, args: &Args) -> Result<Report> {
     let mut rows = Vec::new();
     for case in cases {
         bar.set_message(case.label.clone());
-        rows.extend((case.run)(&mut bench)?);
+        let measured = (case.run)(&mut bench)?;
+        if bar.is_hidden() {
+            for row in &measured {
+                eprintln!(
+                    "gpuds-bench: {} / {}: {} {} (median {:.3} ms)",
+                    row.experiment,
+                    row.name,
+                    rate_label(row.rate, row.unit),
+                    row.unit.label(),
+                    row.timing.median_ms
+                );
+            }
+        }
+        rows.extend(measured);
         bar.inc(1);
     }
     bar.finish_and_clear();

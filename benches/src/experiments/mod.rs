@@ -8,6 +8,7 @@
 //! A new structure crate adds one line to [`registry`] and one module here.
 
 pub mod limits;
+pub mod primitives;
 
 use gpuds_core::Result;
 
@@ -59,7 +60,7 @@ pub struct Experiment {
 
 /// Every experiment, in the order `quick` runs them.
 pub fn registry() -> Vec<Experiment> {
-    vec![limits::EXPERIMENT]
+    vec![limits::EXPERIMENT, primitives::EXPERIMENT]
 }
 
 /// The experiment called `name`.

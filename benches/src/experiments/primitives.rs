@@ -1,0 +1,81 @@
+//! `primitives`: gpuds-core's exclusive scan and stream compaction of u32 items, each
+//! compared with the copy bandwidth turned into items per second for the bytes it must
+//! move. (The radix sort is a row of `limits`, since later experiments compare with it.)
+
+use gpuds_core::primitives::{compact, exclusive_scan};
+use gpuds_core::Result;
+
+use super::limits::copy_baseline;
+use super::{Case, Experiment, Scale};
+use crate::bench::Bench;
+use crate::report::{Row, Unit};
+
+/// The `primitives` experiment.
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "primitives",
+    about: "gpuds-core exclusive scan and stream compaction of u32 items",
+    plan,
+};
+
+const NAME: &str = "primitives";
+
+fn plan(scale: Scale) -> Vec<Case> {
+    let n = match scale {
+        Scale::Quick => 1 << 24,
+        Scale::Full => 1 << 26,
+    };
+    vec![
+        Case::new("exclusive scan", move |bench| scan(bench, n, scale)),
+        Case::new("stream compaction", move |bench| {
+            compaction(bench, n, scale)
+        }),
+    ]
+}
+
+/// Scan of fresh random words; reads and writes 4 bytes per item.
+fn scan(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
+    let mut input = bench.random_words(n, 1)?;
+    // SAFETY: the scan writes every output word.
+    let mut output = unsafe { bench.gpu.stream().alloc::<u32>(n) }?;
+    let (gpu, probes) = (&bench.gpu, &bench.probes);
+    let timing = bench.timer.measure(|rep| {
+        probes.fill_random(&mut input, rep.seed())?;
+        rep.time(|| exclusive_scan(gpu, &input, &mut output).map(drop))
+    })?;
+    let baseline = copy_baseline(bench, scale, 8.0, "item")?;
+    Ok(vec![Row::new(
+        NAME,
+        "exclusive scan, u32",
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaItemsPerSecond,
+    )
+    .with_baseline(Some(baseline))
+    .with_note("synchronizes (returns the total)")])
+}
+
+/// Compaction of fresh random words by fresh random flags keeping about half; reads 8
+/// bytes per item and writes 4 per kept item.
+fn compaction(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
+    let input = bench.random_words(n, 2)?;
+    let mut flags = bench.random_words(n, 3)?;
+    // SAFETY: the compaction writes the kept prefix, and nothing reads the rest.
+    let mut output = unsafe { bench.gpu.stream().alloc::<u32>(n) }?;
+    let (gpu, probes) = (&bench.gpu, &bench.probes);
+    let timing = bench.timer.measure(|rep| {
+        probes.fill_flags(&mut flags, rep.seed())?;
+        rep.time(|| compact(gpu, &input, &flags, &mut output).map(drop))
+    })?;
+    let baseline = copy_baseline(bench, scale, 10.0, "item")?;
+    Ok(vec![Row::new(
+        NAME,
+        "stream compaction, u32, half kept",
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaItemsPerSecond,
+    )
+    .with_baseline(Some(baseline))
+    .with_note("synchronizes (returns the count)")])
+}
