@@ -58,13 +58,14 @@ fn scan(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
 /// Compaction of fresh random words by fresh random flags keeping about half; reads 8
 /// bytes per item and writes 4 per kept item.
 fn compaction(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
-    let input = bench.random_words(n, 2)?;
+    let mut input = bench.random_words(n, 2)?;
     let mut flags = bench.random_words(n, 3)?;
     // SAFETY: the compaction writes the kept prefix, and nothing reads the rest.
     let mut output = unsafe { bench.gpu.stream().alloc::<u32>(n) }?;
     let (gpu, probes) = (&bench.gpu, &bench.probes);
     let timing = bench.timer.measure(|rep| {
-        probes.fill_flags(&mut flags, rep.seed())?;
+        probes.fill_random(&mut input, rep.seed())?;
+        probes.fill_flags(&mut flags, rep.seed() ^ 0x5555_5555)?;
         rep.time(|| compact(gpu, &input, &flags, &mut output).map(drop))
     })?;
     let baseline = copy_baseline(bench, scale, 10.0, "item")?;
