@@ -60,8 +60,8 @@ pub mod hash;
 pub mod keys;
 pub mod launch;
 pub mod layout;
-pub mod primitives;
 mod libs;
+pub mod primitives;
 pub mod status;
 
 pub use compile::{

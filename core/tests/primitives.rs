@@ -8,7 +8,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 /// Sizes around a warp, the scan tiles (3,840 and 2,304 elements) and the sort tiles
-/// (7,680 and 4,096 keys), and a large odd size.
+/// (7,680, 6,144 and 4,096 keys), and a large odd size.
 const SIZES: [usize; 14] = [
     0,
     1,
@@ -152,7 +152,7 @@ fn sort_pairs_are_stable_for_every_type() {
     };
     let mut sorter = RadixSorter::new(&gpu).expect("sorter");
     let mut r = rng(4);
-    for n in [1, 33, 1000, 7681, 65_543, (1 << 20) + 7] {
+    for n in [1, 33, 1000, 4097, 6145, 7681, 65_543, (1 << 20) + 7] {
         // Few distinct keys, so stability is tested; values are their input positions.
         let idx32: Vec<u32> = (0..n as u32).collect();
         let idx64: Vec<u64> = (0..n as u64).map(|i| i | (i << 40)).collect();
@@ -403,63 +403,4 @@ fn fill_and_iota_match_the_cpu() {
         let want: Vec<u64> = (0..n as u64).map(|i| (1 << 40) + i).collect();
         assert!(stream.clone_dtoh(&b).expect("download") == want);
     }
-}
-
-/// Tuning only (removed before merge): prints the sort rate at 2^26 u32 keys.
-#[test]
-fn sort_tune_rate() {
-    let Some(gpu) = gpuds_testkit::gpu() else {
-        return;
-    };
-    let mut sorter = RadixSorter::new(&gpu).expect("sorter");
-    let stream = gpu.stream();
-    let n = 1usize << 26;
-    let mut r = rng(10);
-    let keys = random::<u32>(&mut r, n, 0);
-    let values: Vec<u32> = (0..n as u32).collect();
-    let mut dk = stream.clone_htod(&keys).expect("upload");
-    let mut dv = stream.clone_htod(&values).expect("upload");
-    let keys64 = random::<u64>(&mut r, n, 0);
-    let mut dk64 = stream.clone_htod(&keys64).expect("upload");
-    let time = |f: &mut dyn FnMut()| {
-        f();
-        gpu.synchronize().expect("sync");
-        let mut best = f64::MAX;
-        for _ in 0..5 {
-            let t = std::time::Instant::now();
-            f();
-            gpu.synchronize().expect("sync");
-            best = best.min(t.elapsed().as_secs_f64());
-        }
-        best
-    };
-    let pristine = stream.clone_htod(&keys).expect("upload");
-    let copy = time(&mut || stream.memcpy_dtod(&pristine, &mut dk).expect("copy"));
-    let t = time(&mut || {
-        stream.memcpy_dtod(&pristine, &mut dk).expect("copy");
-        sorter.sort_keys(&mut dk).expect("sort")
-    }) - copy;
-    println!(
-        "TUNE sort_keys u32 2^26 random: {:.3} ms, {:.2} G keys/s (copy {:.3} ms)",
-        t * 1e3,
-        n as f64 / t / 1e9,
-        copy * 1e3
-    );
-    let t = time(&mut || sorter.sort_pairs(&mut dk, &mut dv).expect("sort"));
-    println!(
-        "TUNE sort_pairs u32/u32 2^26 (sorted input): {:.3} ms, {:.2} G/s",
-        t * 1e3,
-        n as f64 / t / 1e9
-    );
-    let t = time(&mut || sorter.sort_keys(&mut dk64).expect("sort"));
-    println!(
-        "TUNE sort_keys u64 2^26 (sorted after first): {:.3} ms, {:.2} G/s",
-        t * 1e3,
-        n as f64 / t / 1e9
-    );
-    let mut out = stream.alloc_zeros::<u32>(n).expect("alloc");
-    let t = time(&mut || {
-        exclusive_scan(&gpu, &dv, &mut out).expect("scan");
-    });
-    println!("TUNE scan u32 2^26: {:.3} ms", t * 1e3);
 }

@@ -91,8 +91,9 @@ extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
 //
 // `hist` is this pass's 256 digit counts from radix_histogram, `counter` a zeroed word
 // handing out tile numbers, `lookback` a zeroed array of 256 words per tile. Launch with
-// exactly ceil(n / TILE) blocks of SORT_BLOCK threads.
-extern "C" __global__ void __launch_bounds__(SORT_BLOCK) GPUDS_KERNEL(radix_onesweep)(
+// exactly ceil(n / TILE) blocks of SORT_BLOCK threads. Two blocks per SM: SORT_ITEMS is
+// chosen so that this costs no register spills.
+extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_onesweep)(
     const Key* __restrict__ keys_in, Key* __restrict__ keys_out,
 #if HAS_VALUES
     const Value* __restrict__ values_in, Value* __restrict__ values_out,
@@ -110,6 +111,9 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK) GPUDS_KERNEL(radix_ones
   } tile;
   __shared__ unsigned digit_start[RADIX];  // first position of each digit in the tile
   __shared__ unsigned digit_shift[RADIX];  // global index = tile position + digit_shift
+#if HAS_VALUES
+  __shared__ unsigned char digit_at[TILE];  // digit of the key at each tile position
+#endif
   __shared__ unsigned warp_totals[33];
   __shared__ unsigned part_shared;
 
@@ -221,18 +225,15 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK) GPUDS_KERNEL(radix_ones
   __syncthreads();
 
   // Write out in tile order: consecutive threads, consecutive positions of one digit.
-#if HAS_VALUES
-  unsigned dest[SORT_ITEMS];
-#endif
 #pragma unroll
   for (unsigned i = 0; i < SORT_ITEMS; ++i) {
     const unsigned p = i * SORT_BLOCK + tid;
     if (p < valid) {
       const Key key = tile.keys[p];
-      const unsigned to = p + digit_shift[digit_of(key, shift, mask)];
-      keys_out[to] = key;
+      const unsigned d = digit_of(key, shift, mask);
+      keys_out[p + digit_shift[d]] = key;
 #if HAS_VALUES
-      dest[i] = to;
+      digit_at[p] = static_cast<unsigned char>(d);
 #endif
     }
   }
@@ -253,7 +254,7 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK) GPUDS_KERNEL(radix_ones
 #pragma unroll
   for (unsigned i = 0; i < SORT_ITEMS; ++i) {
     const unsigned p = i * SORT_BLOCK + tid;
-    if (p < valid) values_out[dest[i]] = tile.values[p];
+    if (p < valid) values_out[p + digit_shift[digit_at[p]]] = tile.values[p];
   }
 #endif
 }

@@ -28,7 +28,7 @@
 //! | [`exclusive_scan`], [`compact`] | yes: they return the total / the count |
 //!
 //! Keys sort as unsigned integers (u32, u64); values are any 4- or 8-byte
-//! [`DeviceValue`](crate::DeviceValue). Sorting is stable: equal keys keep the order of
+//! [`DeviceValue`]. Sorting is stable: equal keys keep the order of
 //! their values.
 //!
 //! # Examples

@@ -30,13 +30,13 @@ const MAX_PASSES: usize = 8;
 const MAX_LEN: usize = (1 << 30) - 1;
 
 /// Keys per thread of the pass kernel: as many as fit the 48 KiB of static shared
-/// memory with the tile staged in digit order.
+/// memory (the tile is staged there in digit order) and 64 registers per thread (two
+/// blocks of 512 threads per SM, as the kernel's launch bounds ask).
 fn items_per_thread(key: Element, value: Option<Element>) -> u32 {
-    let widest = value.map_or(key.size, |v| v.size.max(key.size));
-    if widest <= 4 {
-        15
-    } else {
-        8
+    match (key.size, value.map(|v| v.size)) {
+        (4, None) => 15,
+        (4, Some(4)) => 12,
+        _ => 8,
     }
 }
 
