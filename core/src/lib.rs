@@ -77,6 +77,12 @@ pub use status::{Status, StatusWord};
 /// Re-export of cudarc, so that users name the same version gpuds uses.
 pub use cudarc;
 
+/// Every kernel module of gpuds-core, with representative instantiations, so that a test
+/// can compile all of them without a GPU (each crate has the same function).
+pub fn programs() -> Vec<Program> {
+    primitives::programs()
+}
+
 /// gpuds-core's device headers as (include name, text). Every crate chains these into
 /// its own `cuda_headers()`.
 pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {

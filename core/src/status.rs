@@ -10,7 +10,7 @@
 //!    and ends that one operation. It never traps, asserts or loops without bound.
 //! 3. The host reads and clears the word ([`StatusWord::take`]) at a point where it
 //!    synchronizes anyway (copying results back, the end of a batch), and turns a
-//!    non-zero word into [`Error::Status`](crate::Error::Status). Documentation of each
+//!    non-zero word into [`Error::Status`]. Documentation of each
 //!    operation says what a flag means for the batch (which operations took effect).
 //!
 //! Bits 0–15 are shared by all structures ([`Status`]'s constants); bits 16–31 are the
