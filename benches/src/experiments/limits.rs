@@ -5,9 +5,11 @@
 //! Each probe row carries the PEERS.md figure of the same GPU as its baseline, so the
 //! ratio column says how close our probe comes to the published one. Our random-access
 //! probes hash their indices on the device and write nothing per query, so the only
-//! traffic is the table's own sectors; they land above the published figures (on an
-//! H200, 2026-11-21: sector reads 1.17x, line reads 1.32x, CAS 1.03x, our copy kernel
-//! 0.99x and the driver's memcpy 1.06x), which makes them the stricter ceilings.
+//! traffic is the table's own sectors; they land at or above the published figures (two
+//! runs on H200s, 2026-11-21: sector reads 1.09-1.17x, line reads 1.32x, CAS 1.01-1.03x,
+//! our copy kernel 0.99x and the driver's memcpy 1.06-1.07x), which makes them the
+//! stricter ceilings. Between machines the sector-read figure moved by 7%, within a run
+//! by under 1%: compare rows of one run only.
 //!
 //! The last row is gpuds-core's radix sort of u32 keys, against the copy bandwidth spent
 //! on the bytes a onesweep sort must move.
