@@ -42,6 +42,13 @@ pub(crate) fn read(key: u128) -> Option<Vec<u8>> {
     std::fs::read(entry(key)?).ok().filter(|b| !b.is_empty())
 }
 
+/// Removes one entry (best effort).
+pub(crate) fn remove(key: u128) {
+    if let Some(path) = entry(key) {
+        let _ = std::fs::remove_file(path);
+    }
+}
+
 /// Stores an image; failures are ignored (the cache is an optimisation).
 pub(crate) fn write(key: u128, image: &[u8]) {
     let Some(path) = entry(key) else { return };

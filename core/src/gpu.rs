@@ -1,11 +1,9 @@
 //! [`Gpu`]: one CUDA device, its default stream and its compiled-module cache.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{CudaContext, CudaModule, CudaStream};
-use parking_lot::Mutex;
+use cudarc::driver::{CudaContext, CudaStream};
 
 use crate::compile::Arch;
 use crate::error::{Error, Result};
@@ -38,14 +36,13 @@ struct Inner {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
-    modules: Mutex<HashMap<u128, Arc<CudaModule>>>,
 }
 
 /// A handle to one CUDA device.
 ///
 /// `Gpu` is cheap to clone (it is reference counted) and is what every gpuds structure is
 /// built on. It owns the device's primary context, a default stream on which structures
-/// launch their kernels, and the per-process cache of compiled modules.
+/// launch their kernels; compiled modules are cached per process and device.
 ///
 /// | CPU notion | CUDA notion behind it |
 /// | --- | --- |
@@ -110,12 +107,7 @@ impl Gpu {
         };
         let stream = ctx.default_stream();
         Ok(Self {
-            inner: Arc::new(Inner {
-                ctx,
-                stream,
-                info,
-                modules: Mutex::new(HashMap::new()),
-            }),
+            inner: Arc::new(Inner { ctx, stream, info }),
         })
     }
 
@@ -153,23 +145,5 @@ impl Gpu {
     /// Waits until all work on the default stream has finished.
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.inner.stream.synchronize()?)
-    }
-
-    pub(crate) fn cached_module(&self, key: u128) -> Option<Arc<CudaModule>> {
-        self.inner.modules.lock().get(&key).cloned()
-    }
-
-    pub(crate) fn cache_module(&self, key: u128, module: Arc<CudaModule>) -> Arc<CudaModule> {
-        self.inner
-            .modules
-            .lock()
-            .entry(key)
-            .or_insert(module)
-            .clone()
-    }
-
-    /// Number of modules this handle has loaded so far (for tests and diagnostics).
-    pub fn loaded_module_count(&self) -> usize {
-        self.inner.modules.lock().len()
     }
 }

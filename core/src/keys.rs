@@ -3,7 +3,14 @@
 use cudarc::driver::{DeviceRepr, ValidAsZeroBits};
 
 /// A plain-old-data type usable in device memory and as a kernel argument.
-pub trait DeviceType:
+///
+/// # Safety
+///
+/// Kernels are instantiated from [`DeviceType::CUDA_TYPE`] while the host sizes buffers
+/// with `size_of::<Self>()`, so an implementation must name a C++ type of exactly the
+/// same size, alignment and bit representation as `Self`. A wrong name lets kernels
+/// read and write outside their buffers.
+pub unsafe trait DeviceType:
     bytemuck::Pod + DeviceRepr + ValidAsZeroBits + Copy + Send + Sync + std::fmt::Debug + 'static
 {
     /// The C++ spelling of the type, passed to kernels as a define.
@@ -28,7 +35,8 @@ pub trait DeviceValue: DeviceType {}
 
 macro_rules! device_type {
     ($t:ty, $cuda:literal, $suffix:literal) => {
-        impl DeviceType for $t {
+        // SAFETY: the C++ type named has the size, alignment and representation of $t.
+        unsafe impl DeviceType for $t {
             const CUDA_TYPE: &'static str = $cuda;
             const SUFFIX: &'static str = $suffix;
             fn to_u64(self) -> u64 {

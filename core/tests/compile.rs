@@ -37,36 +37,12 @@ extern "C" __global__ void touch(unsigned* a, unsigned long long* b, unsigned* s
     )
 }
 
-/// The architectures every module must compile for: sm_70, sm_80 and sm_90, less those
-/// the loaded NVRTC no longer supports (NVRTC 13 dropped sm_70; CI checks sm_70 with an
-/// NVRTC 12 in a second pass).
-fn target_archs() -> Vec<Arch> {
-    let supported = gpuds_core::nvrtc_supported_archs().expect("supported archs");
-    let archs: Vec<Arch> = [Arch::new(7, 0), Arch::new(8, 0), Arch::new(9, 0)]
-        .into_iter()
-        .filter(|a| supported.contains(a))
-        .collect();
-    for a in [Arch::new(7, 0), Arch::new(8, 0), Arch::new(9, 0)] {
-        if !archs.contains(&a) {
-            println!(
-                "note: NVRTC {:?} cannot target {a}",
-                gpuds_core::nvrtc_version()
-            );
-        }
-    }
-    assert!(
-        archs.len() >= 2,
-        "NVRTC supports too few targets: {supported:?}"
-    );
-    archs
-}
-
 #[test]
 fn core_headers_compile_for_every_target() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
-    for arch in target_archs() {
+    for arch in gpuds_testkit::compile_targets() {
         let ptx = all_headers().compile(arch, Output::Ptx).expect("compile");
         let text = String::from_utf8(ptx.image).expect("PTX is text");
         assert!(text.contains(".entry touch"), "no entry in PTX for {arch}");

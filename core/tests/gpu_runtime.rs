@@ -5,8 +5,16 @@ use gpuds_core::cudarc::driver::PushKernelArg;
 use gpuds_core::hash::Universal;
 use gpuds_core::{assert_layout, launch, Error, Gpu, Program, Status, StatusWord};
 
+/// Tests here read the process-wide compile counter and set cache variables, so they run
+/// one at a time even under a multi-threaded test runner.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 #[test]
 fn device_info_is_sane() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -29,6 +37,7 @@ fn device_info_is_sane() {
 
 #[test]
 fn a_missing_device_is_an_error_not_a_panic() {
+    let _serial = serial();
     let Some(_gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -51,6 +60,7 @@ extern "C" __global__ void scale(unsigned* x, unsigned n) {
 
 #[test]
 fn compile_launch_and_module_cache() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -99,42 +109,77 @@ fn compile_launch_and_module_cache() {
 }
 
 #[test]
-fn disk_cache_serves_a_second_handle() {
-    let Some(_gpu) = gpuds_testkit::gpu() else {
+fn disk_cache_serves_later_loads_and_survives_corruption() {
+    let _serial = serial();
+    let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
     let dir = std::env::temp_dir().join(format!("gpuds-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::env::set_var("GPUDS_CACHE_DIR", &dir);
     assert_eq!(gpuds_core::cache::dir().as_deref(), Some(dir.as_path()));
-    let unique = format!("{}", std::process::id());
     let program = Program::new("scale_disk", SCALE)
         .define("FACTOR", 5)
-        .define("OFFSET", unique);
-    // A fresh handle has an empty in-memory cache.
-    let first = Gpu::new(0).expect("first handle");
+        .define("OFFSET", std::process::id());
+    let cubins = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(&dir)
+            .map(|d| d.flatten().map(|e| e.path()).collect())
+            .unwrap_or_default()
+    };
+    let run = |gpu: &Gpu| {
+        let kernel = gpu
+            .load(&program)
+            .expect("load")
+            .kernel("scale")
+            .expect("kernel");
+        let stream = gpu.stream();
+        let mut x = stream.clone_htod(&[1u32, 2]).expect("htod");
+        let n = 2u32;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&mut x).arg(&n);
+        unsafe { args.launch(launch::shape(1, 32, 0)) }.expect("launch");
+        assert_eq!(
+            stream.clone_dtoh(&x).expect("dtoh")[0],
+            5 + std::process::id()
+        );
+    };
     let before = gpuds_core::nvrtc_compilations();
-    first.load(&program).expect("compile");
-    assert_eq!(gpuds_core::nvrtc_compilations(), before + 1);
-    let files = std::fs::read_dir(&dir).expect("cache dir").count();
-    assert_eq!(files, 1, "one cached CUBIN");
-    let second = Gpu::new(0).expect("second handle");
-    second.load(&program).expect("from disk");
+    run(&gpu);
+    assert_eq!(
+        gpuds_core::nvrtc_compilations(),
+        before + 1,
+        "first load compiles"
+    );
+    assert_eq!(cubins().len(), 1, "one cached CUBIN");
+
+    // Forgotten in memory, the module comes back from disk without NVRTC, also through
+    // another handle.
+    gpu.forget_modules();
+    run(&Gpu::new(0).expect("second handle"));
     assert_eq!(
         gpuds_core::nvrtc_compilations(),
         before + 1,
         "served from disk"
     );
+
+    // A corrupt entry is replaced by a fresh compilation, not reported as an error.
+    std::fs::write(&cubins()[0], b"not a cubin").expect("corrupt");
+    gpu.forget_modules();
+    run(&gpu);
+    assert_eq!(gpuds_core::nvrtc_compilations(), before + 2, "recompiled");
+    assert_eq!(&std::fs::read(&cubins()[0]).expect("read")[..4], b"\x7fELF");
+
     assert_eq!(gpuds_core::cache::clear().expect("clear"), 1);
     std::env::set_var("GPUDS_DISK_CACHE", "0");
     assert!(gpuds_core::cache::dir().is_none());
-    let third = Gpu::new(0).expect("third handle");
-    third.load(&program).expect("recompile");
+    gpu.forget_modules();
+    run(&gpu);
     assert_eq!(
         gpuds_core::nvrtc_compilations(),
-        before + 2,
+        before + 3,
         "disk cache off"
     );
+    assert!(cubins().is_empty());
     std::env::remove_var("GPUDS_DISK_CACHE");
     std::env::remove_var("GPUDS_CACHE_DIR");
     let _ = std::fs::remove_dir_all(&dir);
@@ -142,6 +187,7 @@ fn disk_cache_serves_a_second_handle() {
 
 #[test]
 fn status_words_carry_flags_from_many_threads() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -194,6 +240,7 @@ extern "C" __global__ void flag(unsigned n, unsigned* status) {
 
 #[test]
 fn persistent_grids_are_resident() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -249,6 +296,7 @@ extern "C" __global__ void all_resident(unsigned* arrived, unsigned* status) {
 
 #[test]
 fn acquire_release_latch_serializes_increments() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -304,6 +352,7 @@ extern "C" __global__ void locked_adds(unsigned* latch, unsigned* a, unsigned* b
 
 #[test]
 fn work_share_serves_every_request_once() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -382,6 +431,7 @@ extern "C" __global__ void serve(const unsigned* need, unsigned* served, unsigne
 
 #[test]
 fn tiles_partition_the_warp() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -441,6 +491,7 @@ extern "C" __global__ void tiles(unsigned* out) {
 
 #[test]
 fn universal_hash_layout_matches_its_cpp_twin() {
+    let _serial = serial();
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };

@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use gpuds_core::Gpu;
+use gpuds_core::{Arch, Gpu};
 
 fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
@@ -51,4 +51,33 @@ pub fn nvrtc() -> bool {
             false
         }
     }
+}
+
+/// The architectures every kernel module must compile for: sm_70, sm_75, sm_80 and
+/// sm_90, less those the loaded NVRTC cannot target (NVRTC 13 dropped sm_70). With
+/// `GPUDS_EXPECT_SM70=1` (CI's second pass, with NVRTC 12) a missing sm_70 panics, so
+/// that pass cannot silently skip it. Call only after [`nvrtc`] returned `true`.
+pub fn compile_targets() -> Vec<Arch> {
+    let supported = gpuds_core::nvrtc_supported_archs().expect("NVRTC lists its targets");
+    let wanted = [
+        Arch::new(7, 0),
+        Arch::new(7, 5),
+        Arch::new(8, 0),
+        Arch::new(9, 0),
+    ];
+    let archs: Vec<Arch> = wanted
+        .into_iter()
+        .filter(|a| supported.contains(a))
+        .collect();
+    if required("GPUDS_EXPECT_SM70") {
+        assert!(
+            archs.contains(&Arch::new(7, 0)),
+            "GPUDS_EXPECT_SM70=1 but this NVRTC cannot target sm_70: {supported:?}"
+        );
+    }
+    assert!(
+        archs.contains(&Arch::new(8, 0)) && archs.contains(&Arch::new(9, 0)),
+        "this NVRTC cannot target sm_80 and sm_90: {supported:?}"
+    );
+    archs
 }

@@ -3,6 +3,8 @@
 // Concurrent structures publish data with release stores and read it with acquire loads;
 // plain (weak) accesses are only for data no other thread can be writing. Everything is
 // inline PTX (sm_70+ memory model), so no toolkit headers and no `volatile` tricks.
+// Every helper addresses global memory (`.global` state space): pass only pointers into
+// device allocations, never into shared or local memory.
 #pragma once
 
 namespace gpuds {
