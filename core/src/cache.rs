@@ -15,6 +15,12 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 
 /// The cache folder in use, or `None` when the disk cache is off or no folder is known.
+///
+/// ```
+/// if let Some(dir) = gpuds_core::cache::dir() {
+///     println!("compiled kernels are kept in {}", dir.display());
+/// }
+/// ```
 pub fn dir() -> Option<PathBuf> {
     if let Ok(v) = std::env::var("GPUDS_DISK_CACHE") {
         if matches!(
@@ -64,6 +70,12 @@ pub(crate) fn write(key: u128, image: &[u8]) {
 }
 
 /// Removes every cached kernel. Returns how many entries were removed.
+///
+/// ```no_run
+/// let removed = gpuds_core::cache::clear()?;
+/// println!("removed {removed} cached kernels");
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
 pub fn clear() -> Result<usize> {
     let Some(dir) = dir() else { return Ok(0) };
     let entries = match std::fs::read_dir(&dir) {

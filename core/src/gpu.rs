@@ -71,6 +71,14 @@ impl std::fmt::Debug for Gpu {
 
 impl Gpu {
     /// Number of CUDA devices, or an error when no driver is installed.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// if gpuds_core::Gpu::device_count()? == 0 {
+    ///     println!("no CUDA device");
+    /// }
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn device_count() -> Result<usize> {
         libs::ensure_driver()?;
         match CudaContext::device_count() {
@@ -112,37 +120,85 @@ impl Gpu {
     }
 
     /// Properties of this device.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let info = gpu.info();
+    /// println!("{} has {} SMs and {} bytes of L2", info.name, info.sm_count, info.l2_bytes);
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn info(&self) -> &DeviceInfo {
         &self.inner.info
     }
 
     /// The architecture kernels are compiled for on this device (`sm_XY`).
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// println!("kernels compile for {}", gpu.arch()); // e.g. sm_90
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn arch(&self) -> Arch {
         let (major, minor) = self.inner.info.compute_capability;
         Arch::new(major, minor)
     }
 
     /// The device's context, for direct cudarc calls.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// gpu.context().synchronize()?;
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.inner.ctx
     }
 
     /// The stream gpuds structures built on this handle launch their work on.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let on_device = gpu.stream().clone_htod(&[1u32, 2, 3])?;
+    /// assert_eq!(gpu.stream().clone_dtoh(&on_device)?, vec![1, 2, 3]);
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.inner.stream
     }
 
     /// A new stream on this device, for overlapping independent work.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let side = gpu.new_stream()?;
+    /// let buffer = side.alloc_zeros::<u32>(1024)?;
+    /// side.synchronize()?;
+    /// # drop(buffer);
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn new_stream(&self) -> Result<Arc<CudaStream>> {
         Ok(self.inner.ctx.new_stream()?)
     }
 
     /// Free and total device memory in bytes, as the driver reports them now.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let (free, total) = gpu.memory_info()?;
+    /// assert!(free <= total);
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn memory_info(&self) -> Result<(usize, usize)> {
         Ok(self.inner.ctx.mem_get_info()?)
     }
 
     /// Waits until all work on the default stream has finished.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// gpu.synchronize()?;
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.inner.stream.synchronize()?)
     }

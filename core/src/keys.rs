@@ -74,6 +74,12 @@ pub fn first_reserved<K: DeviceKey>(keys: &[K], reserved: &[K]) -> Option<(usize
 }
 
 /// [`first_reserved`] as a `Result`, ready for `?`.
+///
+/// ```
+/// use gpuds_core::{keys::check_reserved, Error};
+/// let err = check_reserved(&[7u64, 0], &[0]).unwrap_err();
+/// assert!(matches!(err, Error::ReservedKey { index: 1, key: 0 }));
+/// ```
 pub fn check_reserved<K: DeviceKey>(keys: &[K], reserved: &[K]) -> crate::Result<()> {
     match first_reserved(keys, reserved) {
         Some((index, key)) => Err(crate::Error::ReservedKey {

@@ -9,6 +9,14 @@ use crate::gpu::Gpu;
 impl Kernel {
     /// How many blocks of `block` threads (with `shared_bytes` of dynamic shared memory)
     /// can be resident on one SM at once.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// # let kernel = gpu.load(&gpuds_core::Program::new("k", "extern \"C\" __global__ void k() {}"))?.kernel("k")?;
+    /// let resident = kernel.blocks_per_sm(256, 0)?;
+    /// println!("{resident} blocks of 256 threads fit on one SM");
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn blocks_per_sm(&self, block: u32, shared_bytes: u32) -> Result<u32> {
         let n = self.func().occupancy_max_active_blocks_per_multiprocessor(
             block,
@@ -25,6 +33,14 @@ impl Gpu {
     ///
     /// With `threads == 0` the grid has one block, so that a kernel with nothing to do
     /// still launches legally; kernels check their bounds.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// # let kernel = gpu.load(&gpuds_core::Program::new("k", "extern \"C\" __global__ void k() {}"))?.kernel("k")?;
+    /// let shape = gpu.grid_for(&kernel, 1 << 24, 256)?;
+    /// assert!(shape.grid_dim.0 >= 1);
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn grid_for(&self, kernel: &Kernel, threads: usize, block: u32) -> Result<LaunchConfig> {
         check_block(block)?;
         let resident = self.persistent_blocks(kernel, block, 0)? as usize;
@@ -35,6 +51,14 @@ impl Gpu {
     /// A persistent grid: exactly as many blocks as can be resident at once, so that
     /// every block runs concurrently (kernels that wait on each other need this, e.g.
     /// epoch-based reclamation scanning an announce array).
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// # let kernel = gpu.load(&gpuds_core::Program::new("k", "extern \"C\" __global__ void k() {}"))?.kernel("k")?;
+    /// let shape = gpu.persistent_grid(&kernel, 256, 0)?;
+    /// assert!(shape.grid_dim.0 >= gpu.info().sm_count);
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn persistent_grid(
         &self,
         kernel: &Kernel,
@@ -59,6 +83,11 @@ impl Gpu {
 }
 
 /// A 1-D launch shape.
+///
+/// ```
+/// let cfg = gpuds_core::launch::shape(4, 128, 0);
+/// assert_eq!((cfg.grid_dim.0, cfg.block_dim.0), (4, 128));
+/// ```
 pub fn shape(grid: u32, block: u32, shared_bytes: u32) -> LaunchConfig {
     LaunchConfig {
         grid_dim: (grid, 1, 1),
@@ -69,6 +98,13 @@ pub fn shape(grid: u32, block: u32, shared_bytes: u32) -> LaunchConfig {
 
 /// A launch with one thread per item (no grid-stride loop), `block` threads per block.
 /// Fails when the grid would pass the hardware's limit of 2^31 - 1 blocks.
+///
+/// ```
+/// use gpuds_core::launch::one_thread_per_item;
+/// assert_eq!(one_thread_per_item(1000, 256)?.grid_dim.0, 4);
+/// assert!(one_thread_per_item(10, 100).is_err()); // not a multiple of 32
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
 pub fn one_thread_per_item(items: usize, block: u32) -> Result<LaunchConfig> {
     check_block(block)?;
     let blocks = items.div_ceil(block as usize).max(1);

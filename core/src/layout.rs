@@ -27,6 +27,13 @@ pub struct Layout {
 ///
 /// `prelude` supplies the includes (its source is kept as a prelude, so it should hold
 /// only `#include` lines and declarations) and the headers.
+///
+/// ```
+/// use gpuds_core::{layout::layout_program, Program};
+/// let prelude = Program::new("probe", "#include <gpuds/core/hash.cuh>");
+/// let probe = layout_program(prelude, "gpuds::hash::universal", &["a", "p"]);
+/// assert!(probe.source().contains("gpuds_layout"));
+/// ```
 pub fn layout_program(prelude: Program, cpp_type: &str, fields: &[&str]) -> Program {
     // NVRTC has no offsetof builtin: measure member addresses inside suitably aligned
     // storage instead (the object is never read, only its member addresses taken).
@@ -51,6 +58,15 @@ pub fn layout_program(prelude: Program, cpp_type: &str, fields: &[&str]) -> Prog
 
 /// The layout of C++ type `cpp_type` as the device compiler sees it (see
 /// [`layout_program`] for `prelude`).
+///
+/// ```no_run
+/// use gpuds_core::{layout::device_layout, Gpu, Program};
+/// let gpu = Gpu::new(0)?;
+/// let prelude = Program::new("probe", "#include <gpuds/core/hash.cuh>");
+/// let layout = device_layout(&gpu, prelude, "gpuds::hash::universal", &["b"])?;
+/// assert_eq!((layout.size, layout.offsets[0]), (12, 4));
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
 pub fn device_layout(
     gpu: &Gpu,
     prelude: Program,

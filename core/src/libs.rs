@@ -9,6 +9,12 @@ use std::sync::OnceLock;
 use crate::error::{Error, Result};
 
 /// Returns `Ok` when the CUDA driver library can be loaded.
+///
+/// ```no_run
+/// if gpuds_core::ensure_driver().is_err() {
+///     println!("install an NVIDIA driver");
+/// }
+/// ```
 pub fn ensure_driver() -> Result<()> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
     // SAFETY: is_culib_present only tries to dlopen the library and drops the handle.
@@ -25,6 +31,11 @@ pub fn ensure_driver() -> Result<()> {
 /// When the dynamic loader cannot find it by name, the library is looked for at
 /// `GPUDS_NVRTC_PATH` (a file), then under `$CUDA_HOME`, `$CUDA_PATH` and the toolkit's
 /// default install prefix, and preloaded from there so that cudarc finds it by soname.
+///
+/// ```no_run
+/// gpuds_core::ensure_nvrtc()?;
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
 pub fn ensure_nvrtc() -> Result<()> {
     static PRESENT: OnceLock<bool> = OnceLock::new();
     let present = *PRESENT.get_or_init(|| {

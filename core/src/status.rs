@@ -65,21 +65,41 @@ impl Status {
     ];
 
     /// The raw bits.
+    ///
+    /// ```
+    /// assert_eq!(gpuds_core::Status::RETRY_LIMIT.bits(), 2);
+    /// ```
     pub const fn bits(self) -> u32 {
         self.0
     }
 
     /// True when no flag is set.
+    ///
+    /// ```
+    /// assert!(gpuds_core::Status::OK.is_ok());
+    /// assert!(!gpuds_core::Status::STASH_FULL.is_ok());
+    /// ```
     pub const fn is_ok(self) -> bool {
         self.0 == 0
     }
 
     /// True when every flag of `other` is set here.
+    ///
+    /// ```
+    /// use gpuds_core::Status;
+    /// assert!((Status::TABLE_FULL | Status::CORRUPTED).contains(Status::CORRUPTED));
+    /// ```
     pub const fn contains(self, other: Status) -> bool {
         self.0 & other.0 == other.0
     }
 
     /// `Ok` when no flag is set, else [`Error::Status`].
+    ///
+    /// ```
+    /// use gpuds_core::{Error, Status};
+    /// assert!(Status::OK.into_result().is_ok());
+    /// assert!(matches!(Status::POOL_EXHAUSTED.into_result(), Err(Error::Status(_))));
+    /// ```
     pub fn into_result(self) -> Result<()> {
         if self.is_ok() {
             Ok(())
@@ -129,6 +149,13 @@ pub struct StatusWord {
 
 impl StatusWord {
     /// A cleared word on `gpu`'s default stream.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut status = gpuds_core::StatusWord::new(&gpu)?;
+    /// assert!(status.take()?.is_ok());
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn new(gpu: &Gpu) -> Result<Self> {
         Ok(Self {
             word: gpu.stream().alloc_zeros::<u32>(1)?,
@@ -136,16 +163,42 @@ impl StatusWord {
     }
 
     /// The device word, to pass to a kernel.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut status = gpuds_core::StatusWord::new(&gpu)?;
+    /// assert_eq!(status.slice().len(), 1);
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn slice(&self) -> &CudaSlice<u32> {
         &self.word
     }
 
     /// The device word, mutably, to pass to a kernel that may set flags.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut status = gpuds_core::StatusWord::new(&gpu)?;
+    /// // pass to a kernel: builder.arg(status.slice_mut())
+    /// let _word = status.slice_mut();
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn slice_mut(&mut self) -> &mut CudaSlice<u32> {
         &mut self.word
     }
 
     /// Reads the flags and clears the word. Synchronizes the word's stream.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut status = gpuds_core::StatusWord::new(&gpu)?;
+    /// // ... launch kernels that may report ...
+    /// let flags = status.take()?;
+    /// if flags.contains(gpuds_core::Status::POOL_EXHAUSTED) {
+    ///     // grow the pool and retry the batch
+    /// }
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn take(&mut self) -> Result<Status> {
         let stream = self.word.stream().clone();
         let bits = stream.clone_dtoh(&self.word)?;
@@ -158,6 +211,14 @@ impl StatusWord {
 
     /// Reads and clears the word; `Err(Error::Status)` when any flag was set.
     /// Synchronizes the word's stream.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut status = gpuds_core::StatusWord::new(&gpu)?;
+    /// // ... launch kernels that may report ...
+    /// status.check()?; // Err(Error::Status(flags)) if any flag was set
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
     pub fn check(&mut self) -> Result<()> {
         self.take()?.into_result()
     }

@@ -11,11 +11,19 @@ pub struct Arch {
 
 impl Arch {
     /// `sm_{major}{minor}`.
+    ///
+    /// ```
+    /// assert_eq!(gpuds_core::Arch::new(9, 0).to_string(), "sm_90");
+    /// ```
     pub const fn new(major: u32, minor: u32) -> Self {
         Self { major, minor }
     }
 
     /// The number NVRTC uses, e.g. 90 for `sm_90`.
+    ///
+    /// ```
+    /// assert_eq!(gpuds_core::Arch::new(8, 6).number(), 86);
+    /// ```
     pub const fn number(self) -> u32 {
         self.major * 10 + self.minor
     }

@@ -96,6 +96,12 @@ pub(super) fn compile(program: &Program, arch: Arch, output: Output) -> Result<C
 static COMPILATIONS: AtomicU64 = AtomicU64::new(0);
 
 /// How many NVRTC compilations this process has run (cache hits do not count).
+///
+/// ```no_run
+/// let before = gpuds_core::nvrtc_compilations();
+/// // ... gpu.load(&program) ...
+/// println!("{} compilations", gpuds_core::nvrtc_compilations() - before);
+/// ```
 pub fn nvrtc_compilations() -> u64 {
     COMPILATIONS.load(Ordering::Relaxed)
 }
@@ -153,6 +159,12 @@ fn program_log(prog: nvrtc::nvrtcProgram) -> Result<String> {
 }
 
 /// The version of the NVRTC library in use, as (major, minor).
+///
+/// ```no_run
+/// let (major, minor) = gpuds_core::nvrtc_version()?;
+/// println!("NVRTC {major}.{minor}");
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
 pub fn nvrtc_version() -> Result<(i32, i32)> {
     libs::ensure_nvrtc()?;
     let (mut major, mut minor) = (0, 0);
@@ -164,6 +176,13 @@ pub fn nvrtc_version() -> Result<(i32, i32)> {
 }
 
 /// The architectures the loaded NVRTC can compile for.
+///
+/// ```no_run
+/// use gpuds_core::Arch;
+/// let archs = gpuds_core::nvrtc_supported_archs()?;
+/// println!("can target sm_90: {}", archs.contains(&Arch::new(9, 0)));
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
 pub fn nvrtc_supported_archs() -> Result<Vec<Arch>> {
     libs::ensure_nvrtc()?;
     let mut count = 0;
