@@ -52,11 +52,6 @@ extern "C" __global__ void fill_flags(unsigned* out, unsigned long long n, unsig
   }
 }
 
-extern "C" __global__ void fill_value(unsigned* out, unsigned long long n, unsigned value) {
-  const unsigned long long stride = thread_count();
-  for (unsigned long long i = thread_index(); i < n; i += stride) out[i] = value;
-}
-
 // Device copy with 16-byte accesses, coalesced across the warp.
 extern "C" __global__ void copy16(const uint4* __restrict__ src, uint4* __restrict__ dst,
                                   unsigned long long n16) {

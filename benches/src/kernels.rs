@@ -25,7 +25,6 @@ pub struct Probes {
     gpu: Gpu,
     fill_random: Kernel,
     fill_flags: Kernel,
-    fill_value: Kernel,
     copy16: Kernel,
     sector_reads: Kernel,
     line_reads: Kernel,
@@ -40,7 +39,6 @@ impl Probes {
             gpu: gpu.clone(),
             fill_random: module.kernel("fill_random")?,
             fill_flags: module.kernel("fill_flags")?,
-            fill_value: module.kernel("fill_value")?,
             copy16: module.kernel("copy16")?,
             sector_reads: module.kernel("sector_reads")?,
             line_reads: module.kernel("line_reads")?,
@@ -56,11 +54,6 @@ impl Probes {
     /// Fills `out` with random 0/1 flags (about half ones) that depend on `seed`.
     pub fn fill_flags(&self, out: &mut CudaSlice<u32>, seed: u32) -> Result<()> {
         self.fill(&self.fill_flags, out, seed)
-    }
-
-    /// Sets every word of `out` to `value`.
-    pub fn fill_value(&self, out: &mut CudaSlice<u32>, value: u32) -> Result<()> {
-        self.fill(&self.fill_value, out, value)
     }
 
     /// Launches one of the fills, which all take `(out, n, word)`.

@@ -33,7 +33,12 @@ pub const UNIVERSAL_PRIME: u32 = 4_294_967_291;
 
 /// The slab hash paper's universal hash `((a·k + b) mod p) mod buckets`.
 ///
-/// `#[repr(C)]` twin of `gpuds::hash::universal`, so it can be passed to kernels.
+/// `#[repr(C)]` twin of `gpuds::hash::universal`, so it can be passed to kernels. Build
+/// one with [`Universal::new`] or [`Universal::from_seed`], which keep 1 ≤ a < p and
+/// b < p (what makes the family universal). The fields are public for kernels and
+/// layout checks; [`bucket`](Universal::bucket) is total even for values written into
+/// them directly: `p == 0` stands for [`UNIVERSAL_PRIME`], and nothing overflows for
+/// any `a`, `b` and `p` (a·k + b < 2^64).
 ///
 /// ```
 /// use gpuds_core::hash::Universal;
@@ -48,7 +53,7 @@ pub struct Universal {
     pub a: u32,
     /// Offset, b < p.
     pub b: u32,
-    /// Prime modulus.
+    /// Prime modulus; 0 stands for [`UNIVERSAL_PRIME`].
     pub p: u32,
 }
 
@@ -87,10 +92,29 @@ impl Universal {
         }
     }
 
-    /// The bucket of `k` among `buckets` (> 0).
+    /// The bucket of `k` among `buckets`, in `0..buckets`.
+    ///
+    /// `buckets` should be at least 1; with `buckets == 0` there is no bucket to name and
+    /// the result is 0, so the call never panics (the device twin returns the same).
+    /// Callers that index with the result must not have zero buckets.
+    ///
+    /// ```
+    /// use gpuds_core::hash::Universal;
+    /// let h = Universal::from_seed(7);
+    /// assert!(h.bucket(42, 10) < 10);
+    /// assert_eq!(h.bucket(42, 1), 0);
+    /// assert_eq!(h.bucket(42, 0), 0);
+    /// // p == 0 stands for the default prime.
+    /// let zero_p = Universal { p: 0, ..h };
+    /// assert_eq!(zero_p.bucket(42, 1000), h.bucket(42, 1000));
+    /// ```
     pub const fn bucket(&self, k: u32, buckets: u32) -> u32 {
-        let x = (self.a as u64 * k as u64 + self.b as u64) % self.p as u64;
-        (x % buckets as u64) as u32
+        let p = if self.p == 0 { UNIVERSAL_PRIME } else { self.p };
+        let x = (self.a as u64 * k as u64 + self.b as u64) % p as u64;
+        match buckets {
+            0 => 0,
+            _ => (x % buckets as u64) as u32,
+        }
     }
 }
 
@@ -113,4 +137,49 @@ pub const fn bit_mix2(mut k: u32) -> u32 {
     k = k.wrapping_mul(0x27d4_eb2d);
     k ^= k >> 15;
     k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bucket_is_total() {
+        let h = Universal::from_seed(3);
+        for k in [0, 1, 12345, u32::MAX] {
+            assert_eq!(h.bucket(k, 0), 0);
+            assert_eq!(h.bucket(k, 1), 0);
+            assert!(h.bucket(k, 1000) < 1000);
+            assert!(h.bucket(k, u32::MAX) < u32::MAX);
+        }
+        // Parameters written directly, outside what `new` allows: still no panic and no
+        // overflow.
+        let wild = Universal {
+            a: u32::MAX,
+            b: u32::MAX,
+            p: 0,
+        };
+        assert_eq!(wild.bucket(u32::MAX, 0), 0);
+        assert!(wild.bucket(u32::MAX, 17) < 17);
+        let zeroed: Universal = bytemuck::Zeroable::zeroed();
+        assert_eq!(zeroed.bucket(99, 7), 0); // a = b = 0 hashes everything to 0
+    }
+
+    #[test]
+    fn zero_modulus_means_the_default_prime() {
+        let h = Universal::new(0x1234_5679, 77).expect("valid");
+        assert_eq!(h.p, UNIVERSAL_PRIME);
+        let zero_p = Universal { p: 0, ..h };
+        for k in [0, 5, 1 << 31, u32::MAX] {
+            assert_eq!(zero_p.bucket(k, 1_000_003), h.bucket(k, 1_000_003));
+        }
+    }
+
+    #[test]
+    fn bucket_matches_the_formula() {
+        let h = Universal { a: 3, b: 5, p: 7 };
+        // ((3k + 5) mod 7) mod 4 for k = 0..7.
+        let got: Vec<u32> = (0..7).map(|k| h.bucket(k, 4)).collect();
+        assert_eq!(got, [1, 1, 0, 0, 3, 2, 2]);
+    }
 }

@@ -14,7 +14,7 @@
 //! The last row is gpuds-core's radix sort of u32 keys, against the copy bandwidth spent
 //! on the bytes a onesweep sort must move.
 
-use gpuds_core::primitives::RadixSorter;
+use gpuds_core::primitives::{self, RadixSorter};
 use gpuds_core::Result;
 
 use super::{Case, Experiment, Scale};
@@ -177,7 +177,7 @@ fn random_access(bench: &mut Bench, limit: Limit, s: Sizes) -> Result<Row> {
     let mut table = bench.random_words(words, 0x9b05_688c)?;
     let mut found = bench.gpu.stream().alloc_zeros::<u32>(1)?;
     let queries = s.queries;
-    let probes = &bench.probes;
+    let (gpu, probes) = (&bench.gpu, &bench.probes);
     let timing = bench.timer.measure(|rep| {
         let seed = rep.seed();
         // A needle from the seed: compared with every word read, almost never equal.
@@ -190,7 +190,7 @@ fn random_access(bench: &mut Bench, limit: Limit, s: Sizes) -> Result<Row> {
                 rep.time(|| probes.line_reads(&table, queries, seed, needle, &mut found))
             }
             _ => {
-                probes.fill_value(&mut table, EMPTY)?;
+                primitives::fill(gpu, &mut table, EMPTY)?;
                 rep.time(|| probes.random_cas(&mut table, queries, seed))
             }
         }

@@ -2,7 +2,7 @@
 //! compared with the copy bandwidth turned into items per second for the bytes it must
 //! move. (The radix sort is a row of `limits`, since later experiments compare with it.)
 
-use gpuds_core::primitives::{compact, exclusive_scan};
+use gpuds_core::primitives::Scanner;
 use gpuds_core::Result;
 
 use super::limits::copy_baseline;
@@ -32,15 +32,21 @@ fn plan(scale: Scale) -> Vec<Case> {
     ]
 }
 
-/// Scan of fresh random words; reads and writes 4 bytes per item.
+/// Scan of fresh random words; reads and writes 4 bytes per item. The scanner's scratch
+/// and the total are allocated before the timed region, and the timed call does not
+/// synchronize: the events time the scan kernel and the zeroing of its look-back flags.
 fn scan(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
     let mut input = bench.random_words(n, 1)?;
+    let stream = bench.gpu.stream();
     // SAFETY: the scan writes every output word.
-    let mut output = unsafe { bench.gpu.stream().alloc::<u32>(n) }?;
-    let (gpu, probes) = (&bench.gpu, &bench.probes);
+    let mut output = unsafe { stream.alloc::<u32>(n) }?;
+    let mut total = stream.alloc_zeros::<u32>(1)?;
+    let mut scanner = Scanner::new(&bench.gpu)?;
+    scanner.reserve(n)?;
+    let probes = &bench.probes;
     let timing = bench.timer.measure(|rep| {
         probes.fill_random(&mut input, rep.seed())?;
-        rep.time(|| exclusive_scan(gpu, &input, &mut output).map(drop))
+        rep.time(|| scanner.exclusive_scan(&input, &mut output, &mut total))
     })?;
     let baseline = copy_baseline(bench, scale, 8.0, "item")?;
     Ok(vec![Row::new(
@@ -52,21 +58,26 @@ fn scan(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
         Unit::GigaItemsPerSecond,
     )
     .with_baseline(Some(baseline))
-    .with_note("synchronizes (returns the total)")])
+    .with_note("Scanner, no sync; total left on the device")])
 }
 
 /// Compaction of fresh random words by fresh random flags keeping about half; reads 8
-/// bytes per item and writes 4 per kept item.
+/// bytes per item and writes 4 per kept item. Scratch and count are allocated before the
+/// timed region, and the timed call does not synchronize.
 fn compaction(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
     let mut input = bench.random_words(n, 2)?;
     let mut flags = bench.random_words(n, 3)?;
+    let stream = bench.gpu.stream();
     // SAFETY: the compaction writes the kept prefix, and nothing reads the rest.
-    let mut output = unsafe { bench.gpu.stream().alloc::<u32>(n) }?;
-    let (gpu, probes) = (&bench.gpu, &bench.probes);
+    let mut output = unsafe { stream.alloc::<u32>(n) }?;
+    let mut count = stream.alloc_zeros::<u32>(1)?;
+    let mut scanner = Scanner::new(&bench.gpu)?;
+    scanner.reserve(n)?;
+    let probes = &bench.probes;
     let timing = bench.timer.measure(|rep| {
         probes.fill_random(&mut input, rep.seed())?;
         probes.fill_flags(&mut flags, rep.seed() ^ 0x5555_5555)?;
-        rep.time(|| compact(gpu, &input, &flags, &mut output).map(drop))
+        rep.time(|| scanner.compact(&input, &flags, &mut output, &mut count))
     })?;
     let baseline = copy_baseline(bench, scale, 10.0, "item")?;
     Ok(vec![Row::new(
@@ -78,5 +89,5 @@ fn compaction(bench: &mut Bench, n: usize, scale: Scale) -> Result<Vec<Row>> {
         Unit::GigaItemsPerSecond,
     )
     .with_baseline(Some(baseline))
-    .with_note("synchronizes (returns the count)")])
+    .with_note("Scanner, no sync; count left on the device")])
 }

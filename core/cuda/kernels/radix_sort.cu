@@ -91,8 +91,10 @@ extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
 //
 // `hist` is this pass's 256 digit counts from radix_histogram, `counter` a zeroed word
 // handing out tile numbers, `lookback` a zeroed array of 256 words per tile. Launch with
-// exactly ceil(n / TILE) blocks of SORT_BLOCK threads. Two blocks per SM: SORT_ITEMS is
-// chosen so that this costs no register spills.
+// at least ceil(n / TILE) blocks of SORT_BLOCK threads; a block whose tile number is past
+// the last tile returns at once (it took its number after every real tile, so no tile
+// waits on it). Two blocks per SM: SORT_ITEMS is chosen so that this costs no register
+// spills.
 extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_onesweep)(
     const Key* __restrict__ keys_in, Key* __restrict__ keys_out,
 #if HAS_VALUES
@@ -125,6 +127,7 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
   for (unsigned i = tid; i < WARPS * RADIX; i += SORT_BLOCK) (&tile.warp_counts[0][0])[i] = 0;
   __syncthreads();
   const unsigned part = part_shared;
+  if (part >= (n + TILE - 1) / TILE) return;  // a surplus block (uniform across the block)
   const unsigned tile_base = part * TILE;
   const unsigned valid = min(TILE, n - tile_base);
 
@@ -209,8 +212,10 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
       unsigned sum = 0;
       unsigned j = part - 1;
       for (;;) {
-        // Tile j took its number before this tile did, so it is running and waits only
-        // on tiles before it: its word turns non-zero in bounded time.
+        // Cannot hang: tile j took its number before this tile did, so its block is
+        // resident and running, and it waits only on tiles before it (tile 0 on none):
+        // its word turns non-zero in bounded time. The one uncapped wait in gpuds; why
+        // it has no retry cap is at the top of gpuds/core/scan.cuh.
         const unsigned word = mem::ld_relaxed(&lookback[j * RADIX + tid]);
         if (word == 0) continue;
         sum += word & COUNT_MASK;

@@ -14,6 +14,12 @@
 //!                                                       values: &mut CudaSlice<V>) -> Result<()>
 //! RadixSorter::sort_pairs_bits<K: DeviceKey, V: DeviceValue>(&mut self, keys, values,
 //!                                                            begin_bit: u32, end_bit: u32) -> Result<()>
+//! Scanner::new(gpu: &Gpu) -> Result<Scanner>
+//! Scanner::reserve(&mut self, len: usize) -> Result<()>
+//! Scanner::exclusive_scan<T: Scan>(&mut self, input: &CudaSlice<T>, output: &mut CudaSlice<T>,
+//!                                  total: &mut CudaSlice<T>) -> Result<()>
+//! Scanner::compact<T: DeviceType>(&mut self, input: &CudaSlice<T>, flags: &CudaSlice<u32>,
+//!                                 output: &mut CudaSlice<T>, count: &mut CudaSlice<u32>) -> Result<()>
 //! exclusive_scan<T: Scan>(gpu: &Gpu, input: &CudaSlice<T>, output: &mut CudaSlice<T>) -> Result<T>
 //! compact<T: DeviceType>(gpu: &Gpu, input: &CudaSlice<T>, flags: &CudaSlice<u32>,
 //!                        output: &mut CudaSlice<T>) -> Result<usize>
@@ -24,8 +30,12 @@
 //!
 //! | call | synchronizes the stream? |
 //! | --- | --- |
-//! | `RadixSorter::sort_*`, [`fill`], [`iota`] | no: work is enqueued on [`Gpu::stream`](crate::Gpu::stream) |
-//! | [`exclusive_scan`], [`compact`] | yes: they return the total / the count |
+//! | `RadixSorter::sort_*`, `Scanner::exclusive_scan`, `Scanner::compact`, [`fill`], [`iota`] | no: work is enqueued on [`Gpu::stream`](crate::Gpu::stream); totals and counts stay on the device |
+//! | [`exclusive_scan`], [`compact`] | yes: they return the total / the count, and allocate their scratch per call |
+//!
+//! The owners ([`RadixSorter`], [`Scanner`]) keep their scratch memory between calls and
+//! allocate only when a larger input comes; use them in loops and timed code. The free
+//! functions are conveniences built on them.
 //!
 //! Keys sort as unsigned integers (u32, u64); values are any 4- or 8-byte
 //! [`DeviceValue`]. Sorting is stable: equal keys keep the order of
@@ -64,12 +74,16 @@ mod sort;
 
 pub use compact::compact;
 pub use fill::{fill, iota};
-pub use scan::{exclusive_scan, Scan};
+pub use scan::{exclusive_scan, Scan, Scanner};
 pub use sort::RadixSorter;
+
+use cudarc::driver::{CudaSlice, DeviceRepr, LaunchConfig};
 
 use crate::compile::Program;
 use crate::error::{Error, Result};
+use crate::gpu::Gpu;
 use crate::keys::{DeviceType, DeviceValue};
+use crate::launch;
 
 /// Every kernel module of the primitives, with representative instantiations (u32 and
 /// u64 elements; keys alone and pairs), so that a compile test can check them all for
@@ -131,10 +145,28 @@ impl Element {
     }
 }
 
-/// Number of tiles of `tile` elements that cover `n`, as a grid size.
-fn tiles(n: usize, tile: u32, what: &str) -> Result<u32> {
-    u32::try_from(n.div_ceil(tile as usize))
-        .ok()
-        .filter(|&t| t <= i32::MAX as u32)
-        .ok_or_else(|| Error::InvalidArgument(format!("{what}: {n} elements are too many")))
+/// The launch of a tile kernel: one block of `block` threads per tile of
+/// `block * items` elements (one "item" of `items` elements per thread). Fails when the
+/// grid would pass the hardware's limit.
+fn tile_launch(n: usize, block: u32, items: u32) -> Result<LaunchConfig> {
+    launch::one_thread_per_item(n.div_ceil(items as usize), block)
+}
+
+/// The buffer in `slot`, replaced by a larger one when it holds fewer than `len`
+/// elements (at least one element, so an empty input still has a buffer).
+fn grow<'a, T: DeviceRepr>(
+    gpu: &Gpu,
+    slot: &'a mut Option<CudaSlice<T>>,
+    len: usize,
+) -> Result<&'a mut CudaSlice<T>> {
+    if let Some(buffer) = slot.take_if(|b| b.len() < len) {
+        // Free the old buffer before taking a larger one.
+        drop(buffer);
+    }
+    if let Some(buffer) = slot {
+        return Ok(buffer);
+    }
+    // SAFETY: temporary buffers are written (or zeroed) before they are read.
+    let buffer = unsafe { gpu.stream().alloc::<T>(len.max(1)) }?;
+    Ok(slot.insert(buffer))
 }

@@ -9,12 +9,11 @@ use std::collections::HashMap;
 
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
-use super::{tiles, Element};
+use super::{grow, tile_launch, Element};
 use crate::compile::{Kernel, Program};
 use crate::error::{Error, Result};
 use crate::gpu::Gpu;
 use crate::keys::{DeviceKey, DeviceValue};
-use crate::launch;
 
 const SOURCE: &str = include_str!("../../cuda/kernels/radix_sort.cu");
 
@@ -66,7 +65,8 @@ fn suffix(key: Element, value: Option<Element>) -> String {
 struct SortKernels {
     histogram: Kernel,
     pass: Kernel,
-    tile: u32,
+    /// Keys per thread of the pass kernel.
+    items: u32,
 }
 
 /// A reusable LSD radix sorter for u32 and u64 keys, alone or with values.
@@ -267,7 +267,8 @@ impl RadixSorter {
         }
 
         let kernels = self.kernels(Element::of::<K>(), value)?;
-        let grid = tiles(n, kernels.tile, "radix sort")?;
+        let pass_shape = tile_launch(n, SORT_BLOCK, kernels.items)?;
+        let grid = pass_shape.grid_dim.0;
         let passes = (end_bit - begin_bit).div_ceil(RADIX_BITS);
         let stream = self.gpu.stream().clone();
         let lookback = grow(&self.gpu, &mut self.lookback, grid as usize * RADIX)?;
@@ -291,7 +292,6 @@ impl RadixSorter {
         // passes * 256 counts, within the buffers.
         unsafe { args.launch(histogram_shape) }?;
 
-        let pass_shape = launch::shape(grid, SORT_BLOCK, 0);
         for pass in 0..passes {
             let shift = begin_bit + pass * RADIX_BITS;
             let mask = (1u32 << (end_bit - shift).min(RADIX_BITS)) - 1;
@@ -333,6 +333,7 @@ impl RadixSorter {
             let sorted = unsafe { alt_keys.transmute::<K>(n) }.ok_or_else(too_small)?;
             stream.memcpy_dtod(&sorted, keys)?;
             if let (Some(values), Some(alt_values)) = (values, alt_values) {
+                // SAFETY: as for the keys.
                 let sorted = unsafe { alt_values.transmute::<V>(n) }.ok_or_else(too_small)?;
                 stream.memcpy_dtod(&sorted, values)?;
             }
@@ -349,7 +350,7 @@ impl RadixSorter {
         let kernels = SortKernels {
             histogram: module.kernel(&format!("radix_histogram_{name}"))?,
             pass: module.kernel(&format!("radix_onesweep_{name}"))?,
-            tile: SORT_BLOCK * items_per_thread(key, value),
+            items: items_per_thread(key, value),
         };
         self.kernels.insert(name, kernels.clone());
         Ok(kernels)
@@ -364,20 +365,6 @@ fn key_bits<K: DeviceKey>() -> Result<u32> {
             "radix sort supports u32 and u64 keys, not {other}"
         ))),
     }
-}
-
-/// The buffer in `slot`, reallocated when it holds fewer than `len` elements.
-fn grow<'a, T: cudarc::driver::DeviceRepr>(
-    gpu: &Gpu,
-    slot: &'a mut Option<CudaSlice<T>>,
-    len: usize,
-) -> Result<&'a mut CudaSlice<T>> {
-    if !slot.as_ref().is_some_and(|b| b.len() >= len) {
-        *slot = None; // free the old buffer before taking a larger one
-                      // SAFETY: temporary buffers are written before they are read.
-        *slot = Some(unsafe { gpu.stream().alloc::<T>(len.max(1)) }?);
-    }
-    slot.as_mut().ok_or_else(too_small)
 }
 
 fn too_small() -> Error {

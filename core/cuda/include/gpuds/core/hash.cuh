@@ -28,15 +28,18 @@ __host__ __device__ __forceinline__ unsigned long long murmur3_64(unsigned long 
 constexpr unsigned long long UNIVERSAL_PRIME = 4294967291ull;
 
 // The slab hash paper's universal hash h(k) = ((a*k + b) mod p) mod buckets (§III-A).
-// Needs 1 <= a < p, b < p, p < 2^32: then a*k + b < 2^64 and nothing overflows.
+// Universal for 1 <= a < p, b < p. Total for any fields, like its Rust twin
+// gpuds_core::hash::Universal::bucket: a*k + b < 2^64 never overflows, p == 0 stands for
+// UNIVERSAL_PRIME, and buckets == 0 gives 0 (there is no bucket to name; callers must
+// not index with it).
 struct universal {
   unsigned a;
   unsigned b;
   unsigned p;
   __host__ __device__ __forceinline__ unsigned operator()(unsigned k, unsigned buckets) const {
-    const unsigned long long x =
-        (static_cast<unsigned long long>(a) * k + b) % static_cast<unsigned long long>(p);
-    return static_cast<unsigned>(x % buckets);
+    const unsigned long long m = p != 0u ? static_cast<unsigned long long>(p) : UNIVERSAL_PRIME;
+    const unsigned long long x = (static_cast<unsigned long long>(a) * k + b) % m;
+    return buckets != 0u ? static_cast<unsigned>(x % buckets) : 0u;
   }
 };
 

@@ -7,6 +7,15 @@
 // tile that has published its *inclusive prefix*, and publishes its own. Tiles take their
 // numbers from an atomic counter in the order they start, so every tile a tile waits on
 // has already started and depends only on tiles before it: the wait always ends.
+//
+// The look-back wait is the one loop in gpuds without a retry cap (DESIGN.md asks for
+// one on every retry loop). It is not a retry: it waits for a tile that is resident and
+// running and that publishes after a bounded amount of its own work, so a cap could only
+// fire on a broken launch (a counter or flags not zeroed), and checking one would cost
+// the hottest loop of every scan and sort. Kernels keep the precondition instead: the
+// host zeroes the counter and the flags in the same stream right before each launch, and
+// a block whose number is past the last tile returns before it publishes or waits (it
+// took its number after every real tile, so nobody waits on it).
 #pragma once
 #include <gpuds/core/memory.cuh>
 #include <gpuds/core/warp.cuh>
@@ -78,8 +87,9 @@ struct lookback_chain {
     T sum = T(0);
     unsigned j = part - 1;
     for (;;) {
-      // Tile j has started (its number was handed out before ours) and waits only on
-      // tiles before it, so its flag turns non-zero in bounded time.
+      // Cannot hang: tile j took its number before this tile did, so its block is
+      // resident and running, and it waits only on tiles before it (tile 0 waits on
+      // none): its flag turns non-zero in bounded time. No cap, see the top of the file.
       const unsigned flag = mem::ld_acquire(&flags[j]);
       if (flag == INCLUSIVE) {
         sum += mem::ld_relaxed(&inclusives[j]);
