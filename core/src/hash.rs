@@ -19,6 +19,12 @@ pub const fn murmur3_32(mut k: u32) -> u32 {
 }
 
 /// MurmurHash3's 64-bit finalizer.
+///
+/// ```
+/// use gpuds_core::hash::murmur3_64;
+/// assert_eq!(murmur3_64(0), 0);
+/// assert_ne!(murmur3_64(1), murmur3_64(2));
+/// ```
 pub const fn murmur3_64(mut k: u64) -> u64 {
     k ^= k >> 33;
     k = k.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -119,6 +125,13 @@ impl Universal {
 }
 
 /// First of the two cheap shift/xor/add mixers used for cuckoo hashing.
+///
+/// ```
+/// use gpuds_core::hash::{bit_mix1, bit_mix2};
+/// // Two unrelated buckets for the same key.
+/// let (b1, b2) = (bit_mix1(42) % 1024, bit_mix2(42) % 1024);
+/// assert!(b1 < 1024 && b2 < 1024);
+/// ```
 pub const fn bit_mix1(mut k: u32) -> u32 {
     k = k.wrapping_add(0x7ed5_5d16).wrapping_add(k << 12);
     k = (k ^ 0xc761_c23c) ^ (k >> 19);
@@ -130,6 +143,10 @@ pub const fn bit_mix1(mut k: u32) -> u32 {
 }
 
 /// Second of the two cheap mixers, independent of the first.
+///
+/// ```
+/// assert_ne!(gpuds_core::hash::bit_mix2(7), gpuds_core::hash::bit_mix1(7));
+/// ```
 pub const fn bit_mix2(mut k: u32) -> u32 {
     k = (k ^ 61) ^ (k >> 16);
     k = k.wrapping_add(k << 3);
