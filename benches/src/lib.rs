@@ -12,7 +12,7 @@
 //! | [`bench`] | the context experiments run in: device, timer, probes, limits |
 //! | [`timing`] | CUDA-event timing: warm-up, median of repetitions, L2 eviction |
 //! | [`kernels`] | the probe programs (`benches/cuda/*.cu`) and their launchers |
-//! | [`peers`] | published limits of the lent GPUs, for comparison |
+//! | [`peers`] | published limits of the H100 and H200, for comparison |
 //! | [`report`] | rows and header; table, CSV and JSON output |
 #![warn(missing_docs)]
 

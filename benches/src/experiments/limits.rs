@@ -1,8 +1,8 @@
 //! `limits`: the physical ceilings every other experiment is compared with, measured the
-//! way `shared/PEERS.md` measured them (2^26 queries into a 4 GiB table): device copy,
+//! way the published figures were measured (2^26 queries into a 4 GiB table): device copy,
 //! random 32-byte sector reads, warp-cooperative 128-byte line reads, random atomicCAS.
 //!
-//! Each probe row carries the PEERS.md figure of the same GPU as its baseline, so the
+//! Each probe row carries the published figure of the same GPU as its baseline, so the
 //! ratio column says how close our probe comes to the published one. Our random-access
 //! probes hash their indices on the device and write nothing per query, so the only
 //! traffic is the table's own sectors; they land at or above the published figures (two

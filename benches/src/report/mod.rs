@@ -41,7 +41,7 @@ impl Unit {
 /// same run, or a published reference figure, in the row's own unit.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Baseline {
-    /// What the comparison point is, e.g. `copy / 36 B per key` or `PEERS.md H100`.
+    /// What the comparison point is, e.g. `copy / 36 B per key` or `published H100`.
     pub label: String,
     /// Its rate, in the row's unit.
     pub rate: f64,
