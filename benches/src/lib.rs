@@ -9,7 +9,7 @@
 //! | [`cli`] | the command line |
 //! | [`experiments`] | the registry of experiments and their plans |
 //! | [`run`] | runs plans with a progress bar, collects rows |
-//! | [`bench`] | the context experiments run in: device, timer, probes, limits |
+//! | [`bench`](mod@bench) | the context experiments run in: device, timer, probes, limits |
 //! | [`timing`] | CUDA-event timing: warm-up, median of repetitions, L2 eviction |
 //! | [`kernels`] | the probe programs (`benches/cuda/*.cu`) and their launchers |
 //! | [`peers`] | published limits of the H100 and H200, for comparison |

@@ -38,7 +38,7 @@ impl std::fmt::Display for Arch {
 /// What a compilation produces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Output {
-    /// Machine code for exactly one architecture; what [`Gpu::load`] uses.
+    /// Machine code for exactly one architecture; what [`Gpu::load`](crate::Gpu::load) uses.
     Cubin,
     /// Virtual-ISA text, for compile checks without a GPU.
     Ptx,
