@@ -3,7 +3,7 @@
 use gpuds_core::cudarc::driver::PushKernelArg;
 use gpuds_core::hash::{self, Universal};
 use gpuds_core::{launch, Program};
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 #[test]
 fn device_and_host_hashes_agree() {
@@ -34,9 +34,9 @@ extern "C" __global__ void hashes(const unsigned* k32, const unsigned long long*
         .expect("kernel");
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let n = 1usize << 20;
-    let mut k32: Vec<u32> = (0..n).map(|_| rng.gen()).collect();
+    let mut k32: Vec<u32> = (0..n).map(|_| rng.random()).collect();
     k32[..4].copy_from_slice(&[0, 1, u32::MAX, u32::MAX - 1]);
-    let k64: Vec<u64> = (0..n).map(|_| rng.gen()).collect();
+    let k64: Vec<u64> = (0..n).map(|_| rng.random()).collect();
     let h = Universal::from_seed(99);
     let buckets = 1_000_003u32;
     let stream = gpu.stream();

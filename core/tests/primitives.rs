@@ -8,7 +8,7 @@ use gpuds_core::cudarc::driver::PushKernelArg;
 use gpuds_core::primitives::{compact, exclusive_scan, fill, iota, RadixSorter, Scanner};
 use gpuds_core::{launch, DeviceKey, DeviceType, DeviceValue, Error, Gpu};
 use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+use rand::{RngExt, SeedableRng};
 
 /// Sizes around a warp, the scan tiles (3,840 and 2,304 elements) and the sort tiles
 /// (7,680, 6,144 and 4,096 keys), and a large odd size.
@@ -37,9 +37,9 @@ fn random<T: DeviceType>(rng: &mut StdRng, n: usize, below: u64) -> Vec<T> {
     (0..n)
         .map(|_| {
             T::from_u64(if below == 0 {
-                rng.gen()
+                rng.random()
             } else {
-                rng.gen_range(0..below)
+                rng.random_range(0..below)
             })
         })
         .collect()
@@ -174,11 +174,11 @@ fn sort_keys_patterns() {
         );
         let descending: Vec<u64> = (0..n as u64).rev().map(|i| i << 20).collect();
         check_keys(&gpu, &mut sorter, descending, "reversed u64");
-        let high: Vec<u32> = (0..n).map(|_| r.gen_range(0..16u32) << 28).collect();
+        let high: Vec<u32> = (0..n).map(|_| r.random_range(0..16u32) << 28).collect();
         check_keys(&gpu, &mut sorter, high, "high bits only u32");
-        let high: Vec<u64> = (0..n).map(|_| r.gen_range(0..256u64) << 56).collect();
+        let high: Vec<u64> = (0..n).map(|_| r.random_range(0..256u64) << 56).collect();
         check_keys(&gpu, &mut sorter, high, "high bits only u64");
-        let low: Vec<u64> = (0..n).map(|_| r.gen_range(0..4u64)).collect();
+        let low: Vec<u64> = (0..n).map(|_| r.random_range(0..4u64)).collect();
         check_keys(&gpu, &mut sorter, low, "few distinct u64");
     }
 }
@@ -403,8 +403,8 @@ fn compact_matches_the_cpu() {
         for density in [0.0, 0.01, 0.5, 1.0] {
             let flags: Vec<u32> = (0..n)
                 .map(|_| {
-                    if r.gen_bool(density) {
-                        r.gen_range(1..=u32::MAX)
+                    if r.random_bool(density) {
+                        r.random_range(1..=u32::MAX)
                     } else {
                         0
                     }

@@ -4,9 +4,9 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use proptest::prelude::*;
-use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::seq::{IndexedRandom, SliceRandom};
+use rand::{RngExt, SeedableRng};
 
 use super::*;
 use crate::model::{map_step, multimap_step, InsertPolicy, MapModel, MultimapModel};
@@ -78,8 +78,8 @@ fn initial_map(keys: &[u32], seed: u64) -> M {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = M::new();
     for &k in keys {
-        if rng.gen_bool(0.5) {
-            out.insert(k, rng.gen_range(1..4));
+        if rng.random_bool(0.5) {
+            out.insert(k, rng.random_range(1..4));
         }
     }
     out
@@ -89,15 +89,15 @@ fn initial_map(keys: &[u32], seed: u64) -> M {
 /// changed to another small value.
 fn plant(replies: &mut [Reply<u32>], fin: &mut M, keys: &[u32], seed: u64) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let value = [None, Some(1), Some(2), Some(3)][rng.gen_range(0..4)];
-    if replies.is_empty() || rng.gen_bool(0.3) {
+    let value = [None, Some(1), Some(2), Some(3)][rng.random_range(0..4)];
+    if replies.is_empty() || rng.random_bool(0.3) {
         let k = *keys.choose(&mut rng).unwrap_or(&0);
         match value {
             Some(v) => fin.insert(k, v),
             None => fin.remove(&k),
         };
     } else {
-        let i = rng.gen_range(0..replies.len());
+        let i = rng.random_range(0..replies.len());
         replies[i] = match replies[i] {
             Reply::Found(f) => Reply::Found(!f),
             _ => Reply::Value(value),

@@ -10,8 +10,8 @@ use std::marker::PhantomData;
 use std::ops::Range;
 
 use gpuds_core::{DeviceKey, DeviceValue};
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 use super::permute::Permutation;
 
@@ -128,7 +128,7 @@ pub fn random_values<V: DeviceValue + PartialEq>(seed: u64, n: usize, reserved: 
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut out = Vec::with_capacity(n);
     while out.len() < n {
-        let v = V::from_u64(rng.gen());
+        let v = V::from_u64(rng.random());
         if !reserved.contains(&v) {
             out.push(v);
         }

@@ -13,11 +13,12 @@
 //! serial order and the batch carries its expected observations.
 
 use gpuds_core::{DeviceKey, DeviceValue};
+use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
 
 use super::keys::UniqueKeys;
+use super::StreamRng;
 use crate::Op;
 
 /// An operation distribution Γ = (insert, delete, search-hit, search-miss): fractions that
@@ -117,7 +118,7 @@ pub struct Batch<K, V> {
 #[derive(Clone, Debug)]
 pub struct MixedWorkload<K, V> {
     mix: Mix,
-    rng: ChaCha8Rng,
+    rng: StreamRng,
     keys: UniqueKeys<K>,
     fresh: u64,
     misses: u64,
@@ -130,7 +131,7 @@ impl<K: DeviceKey, V: DeviceValue + PartialEq> MixedWorkload<K, V> {
     pub fn new(seed: u64, mix: Mix, key_reserved: &[K], value_reserved: &[V]) -> Self {
         MixedWorkload {
             mix,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: StreamRng(ChaCha8Rng::seed_from_u64(seed)),
             keys: UniqueKeys::new(seed ^ 0x5851_f42d_4c95_7f2d, key_reserved),
             fresh: 0,
             misses: 0,
@@ -164,7 +165,7 @@ impl<K: DeviceKey, V: DeviceValue + PartialEq> MixedWorkload<K, V> {
         }
         // Partial Fisher-Yates: the chosen keys gather at the tail, deletes last.
         for j in 0..deletes + hits {
-            let i = self.rng.gen_range(0..len - j);
+            let i = self.rng.0.random_range(0..len - j);
             self.present.swap(i, len - 1 - j);
         }
         let mut ops = Vec::with_capacity(size);
@@ -188,7 +189,7 @@ impl<K: DeviceKey, V: DeviceValue + PartialEq> MixedWorkload<K, V> {
             expected.push(None);
         }
         let mut order: Vec<usize> = (0..ops.len()).collect();
-        order.shuffle(&mut self.rng);
+        order.shuffle(&mut self.rng.0);
         Batch {
             ops: order.iter().map(|&i| ops[i]).collect(),
             expected: order.iter().map(|&i| expected[i]).collect(),
@@ -203,7 +204,7 @@ impl<K: DeviceKey, V: DeviceValue + PartialEq> MixedWorkload<K, V> {
             "key range exhausted"
         );
         loop {
-            let v = V::from_u64(self.rng.gen());
+            let v = V::from_u64(self.rng.0.random());
             if !self.value_reserved.contains(&v) {
                 return (key, v);
             }

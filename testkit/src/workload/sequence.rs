@@ -11,9 +11,9 @@
 //! returned as any [`DeviceKey`] type holding these 32-bit values.
 
 use gpuds_core::DeviceKey;
+use rand::rngs::ChaCha8Rng;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 
 use super::keys::{par_map, UniqueKeys};
 use super::permute::{mix64, Permutation};

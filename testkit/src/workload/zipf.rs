@@ -11,10 +11,11 @@
 //! rejected; the acceptance rate is high for every `s`.
 
 use gpuds_core::DeviceKey;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::rngs::ChaCha8Rng;
+use rand::{Rng, RngExt, SeedableRng};
 
 use super::keys::UniqueKeys;
+use super::StreamRng;
 
 /// The Zipf distribution over ranks `1..=n` with exponent `s`.
 ///
@@ -23,7 +24,7 @@ use super::keys::UniqueKeys;
 /// use gpuds_testkit::workload::Zipf;
 /// use rand::SeedableRng;
 /// let zipf = Zipf::new(1000, 1.2);
-/// let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+/// let mut rng = rand::rngs::ChaCha8Rng::seed_from_u64(1);
 /// let ranks: Vec<u64> = (0..1000).map(|_| zipf.sample(&mut rng)).collect();
 /// assert!(ranks.iter().all(|&k| (1..=1000).contains(&k)));
 /// assert!(ranks.iter().filter(|&&k| k == 1).count() > 100);
@@ -71,7 +72,7 @@ impl Zipf {
     /// One rank in `1..=n`.
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         loop {
-            let u = self.u_lo + rng.gen::<f64>() * (self.u_hi - self.u_lo);
+            let u = self.u_lo + rng.random::<f64>() * (self.u_hi - self.u_lo);
             let x = self.big_h_inv(u);
             let k = x.round().clamp(1.0, self.n as f64);
             if u >= self.big_h(k + 0.5) - self.h(k) {
@@ -128,7 +129,7 @@ fn ln1p_over(t: f64) -> f64 {
 #[derive(Clone, Debug)]
 pub struct ZipfKeys<K> {
     zipf: Zipf,
-    rng: ChaCha8Rng,
+    rng: StreamRng,
     keys: UniqueKeys<K>,
 }
 
@@ -137,7 +138,7 @@ impl<K: DeviceKey> ZipfKeys<K> {
     pub fn new(seed: u64, distinct: u64, s: f64, reserved: &[K]) -> Self {
         ZipfKeys {
             zipf: Zipf::new(distinct, s),
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            rng: StreamRng(ChaCha8Rng::seed_from_u64(seed)),
             keys: UniqueKeys::new(seed ^ 0x2545_f491_4f6c_dd1d, reserved),
         }
     }
@@ -149,7 +150,7 @@ impl<K: DeviceKey> ZipfKeys<K> {
 
     /// The next key of the stream.
     pub fn next_key(&mut self) -> K {
-        let rank = self.zipf.sample(&mut self.rng);
+        let rank = self.zipf.sample(&mut self.rng.0);
         self.key_of_rank(rank)
     }
 
