@@ -70,7 +70,7 @@ impl Probes {
     /// Copies `src` into `dst` with 16-byte accesses; both must have the same length, a
     /// multiple of 4 words.
     pub fn copy(&self, src: &CudaSlice<u32>, dst: &mut CudaSlice<u32>) -> Result<()> {
-        if src.len() != dst.len() || src.len() % 4 != 0 {
+        if src.len() != dst.len() || !src.len().is_multiple_of(4) {
             return Err(Error::InvalidArgument(format!(
                 "copy needs equal lengths that are multiples of 4, got {} and {}",
                 src.len(),

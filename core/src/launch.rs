@@ -116,7 +116,7 @@ pub fn one_thread_per_item(items: usize, block: u32) -> Result<LaunchConfig> {
 }
 
 fn check_block(block: u32) -> Result<()> {
-    if block == 0 || block > 1024 || block % 32 != 0 {
+    if block == 0 || block > 1024 || !block.is_multiple_of(32) {
         return Err(Error::InvalidArgument(format!(
             "block size {block} must be a multiple of 32 between 32 and 1024"
         )));

@@ -393,7 +393,7 @@ extern "C" __global__ void serve(const unsigned* need, unsigned* served, unsigne
             state ^= state << 13;
             state ^= state >> 17;
             state ^= state << 5;
-            if state % 3 == 0 {
+            if state.is_multiple_of(3) {
                 0
             } else {
                 state % 5 + 1
