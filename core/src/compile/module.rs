@@ -147,7 +147,9 @@ impl Gpu {
         loaded()
             .lock()
             .iter()
-            .filter(|((o, _), slot)| *o == ordinal && slot.lock().is_some())
+            // A slot whose lock is held is being compiled: not loaded yet, and waiting
+            // for it here would stall every other load behind the map lock.
+            .filter(|((o, _), slot)| *o == ordinal && slot.try_lock().is_some_and(|m| m.is_some()))
             .count()
     }
 

@@ -2,6 +2,7 @@
 
 use std::ffi::{CStr, CString};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 
 use cudarc::nvrtc::sys as nvrtc;
 
@@ -166,13 +167,19 @@ fn program_log(prog: nvrtc::nvrtcProgram) -> Result<String> {
 /// # Ok::<(), gpuds_core::Error>(())
 /// ```
 pub fn nvrtc_version() -> Result<(i32, i32)> {
+    // The loaded library cannot change within a process, and every `Gpu::load` (cache
+    // hits included) asks for the version: ask NVRTC once.
+    static VERSION: OnceLock<(i32, i32)> = OnceLock::new();
+    if let Some(version) = VERSION.get() {
+        return Ok(*version);
+    }
     libs::ensure_nvrtc()?;
     let (mut major, mut minor) = (0, 0);
     // SAFETY: plain out-parameters.
     check("nvrtcVersion", unsafe {
         nvrtc::nvrtcVersion(&mut major, &mut minor)
     })?;
-    Ok((major, minor))
+    Ok(*VERSION.get_or_init(|| (major, minor)))
 }
 
 /// The architectures the loaded NVRTC can compile for.
