@@ -1,0 +1,29 @@
+//! # gpuds-hive
+//!
+//! Open-addressing hash tables on the GPU:
+//!
+//! - `LinearProbeMap`: the simple lock-free table (one 8-byte slot per pair, insert by
+//!   compare-and-swap on the key, lookups that stop at an empty slot), on a probing core
+//!   (linear or double hashing, 1 to 32 lanes per operation) that other gpuds crates
+//!   share.
+//! - `HiveMap`: a resizable bucketed cuckoo table with warp-cooperative insertion, a
+//!   stash and linear-hashing resize.
+//!
+//! Every operation is a batch run by one kernel; device refs let user kernels operate on
+//! the same tables (`#include <gpuds/hive/...>` through [`cuda_headers`]).
+#![warn(missing_docs)]
+
+mod error;
+
+pub use error::{Error, Result};
+
+/// Every kernel module of gpuds-hive, with representative instantiations, so that a test
+/// can compile all of them without a GPU.
+pub fn programs() -> Vec<gpuds_core::Program> {
+    Vec::new()
+}
+
+/// gpuds-hive's device headers as (include name, text), chained after gpuds-core's.
+pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
+    gpuds_core::cuda_headers()
+}
