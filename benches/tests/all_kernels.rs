@@ -7,6 +7,7 @@ use gpuds_core::{Output, Program};
 fn all_programs() -> Vec<Program> {
     let mut programs = gpuds_core::programs();
     programs.extend(gpuds_benches::programs());
+    programs.extend(gpuds_alloc::programs());
     programs
 }
 

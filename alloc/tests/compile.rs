@@ -1,0 +1,79 @@
+//! NVRTC compile checks of gpuds-alloc's kernels and headers (no GPU needed).
+
+use gpuds_core::{Arch, Output, Program};
+
+fn ptx(program: &Program, arch: Arch) -> String {
+    let image = program
+        .compile(arch, Output::Ptx)
+        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
+    String::from_utf8(image.image).expect("PTX is text")
+}
+
+#[test]
+fn every_module_compiles_for_every_target_with_its_kernels() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let expected = [
+        "slab_alloc_allocate_lanes",
+        "slab_alloc_allocate_each",
+        "slab_alloc_deallocate",
+        "slab_alloc_count",
+        "slab_alloc_churn",
+        "slab_alloc_check_stamps",
+    ];
+    for arch in gpuds_testkit::compile_targets() {
+        let all: String = gpuds_alloc::programs()
+            .iter()
+            .map(|p| ptx(p, arch))
+            .collect();
+        for name in expected {
+            assert!(
+                all.contains(&format!(".entry {name}(")),
+                "no kernel {name} for {arch}"
+            );
+        }
+    }
+}
+
+#[test]
+fn modules_build_as_cubin() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    for program in gpuds_alloc::programs() {
+        let cubin = program
+            .compile(Arch::new(9, 0), Output::Cubin)
+            .unwrap_or_else(|e| panic!("{}: {e}", program.name()));
+        assert_eq!(&cubin.image[..4], b"\x7fELF");
+    }
+}
+
+/// A user kernel as other crates write them: the ref embedded in their own ref, the
+/// warp allocator, decode and deallocation.
+#[test]
+fn the_header_serves_a_user_kernel() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let program = Program::new(
+        "user",
+        r#"#include <gpuds/alloc/slab_alloc.cuh>
+           using namespace gpuds::alloc;
+           struct my_ref { slab_alloc_ref pool; unsigned* out; };
+           static_assert(sizeof(slab_alloc_ref) == 56, "mirror size");
+           extern "C" __global__ void user(my_ref r) {
+               warp_allocator allocator(r.pool);
+               unit_addr a = allocator.allocate();
+               if (a == null_unit) return;
+               unsigned* words = r.pool.pointer_as<unsigned>(a);
+               words[threadIdx.x % (r.pool.unit_bytes() / 4)] = 1;
+               __syncwarp();
+               if (threadIdx.x % 32 == 0) r.pool.deallocate(a);
+           }"#,
+    )
+    .headers(gpuds_alloc::cuda_headers());
+    for arch in gpuds_testkit::compile_targets() {
+        assert!(ptx(&program, arch).contains(".entry user("));
+    }
+}
