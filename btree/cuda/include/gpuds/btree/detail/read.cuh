@@ -1,0 +1,102 @@
+// gpuds/btree/detail/read.cuh: read-mode traversal and the queries (Awad 2022, §3.4.3,
+// §3.4.5, §3.4.6, Algorithm 3.3).
+//
+// Readers never latch (§3.3.3): a tile descends by pivots and, whenever the key is at or
+// past a node's high key, follows the side link to the right sibling (§3.3.2), which is
+// how it stays correct while a split has moved pairs right but not yet told the parent.
+// Every walk is bounded by `max_steps` node visits; passing it reports RETRY_LIMIT.
+#pragma once
+
+namespace gpuds {
+namespace btree {
+namespace detail {
+
+// Descends from the root to the leaf whose range holds k; `n` is that leaf as read.
+template <unsigned TILE, class Mode>
+__device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_view<TILE>& n) {
+  addr = t.root;
+  for (unsigned step = 0; step < t.max_steps; ++step) {
+    n.template load<Mode>(t.words(addr));
+    if (n.beyond(k)) {
+      addr = n.link;
+      continue;
+    }
+    if (n.is_leaf()) return true;
+    const node_addr next = n.child_for(k);
+    if (next == null_node) {
+      t.report<TILE>(gpuds::status::CORRUPTED);
+      return false;
+    }
+    addr = next;
+  }
+  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  return false;
+}
+
+template <unsigned TILE, class Mode>
+__device__ bool lookup(const tree_ref& t, key_type k, value_type& value) {
+  node_addr addr;
+  node_view<TILE> n;
+  if (!find_leaf<TILE, Mode>(t, k, addr, n)) return false;
+  const int i = n.find(k);
+  if (i < 0) return false;
+  value = n.val_at(static_cast<unsigned>(i));
+  return true;
+}
+
+// The first pair with key > k: in k's leaf, else in the first non-empty leaf to its right
+// (deletions leave empty leaves, since nodes are never merged).
+template <unsigned TILE, class Mode>
+__device__ bool successor(const tree_ref& t, key_type k, key_type& key, value_type& value) {
+  node_addr addr;
+  node_view<TILE> n;
+  if (!find_leaf<TILE, Mode>(t, k, addr, n)) return false;
+  for (unsigned step = 0; step < t.max_steps; ++step) {
+    const unsigned m = n.pairs(n.valid() && n.key > k);
+    if (m != 0) {
+      const unsigned i = __ffs(m) - 1;
+      key = n.key_at(i);
+      value = n.val_at(i);
+      return true;
+    }
+    if (n.link == null_node) return false;
+    addr = n.link;
+    n.template load<Mode>(t.words(addr));
+  }
+  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  return false;
+}
+
+// Counts (and with COLLECT writes, at most `cap`) the pairs with lo <= key <= hi,
+// walking the leaf level by side links from lo's leaf until a high key passes hi.
+template <unsigned TILE, class Mode, bool COLLECT>
+__device__ unsigned range(const tree_ref& t, key_type lo, key_type hi, key_type* keys,
+                          value_type* values, unsigned cap) {
+  if (lo > hi) return 0;
+  node_addr addr;
+  node_view<TILE> n;
+  if (!find_leaf<TILE, Mode>(t, lo, addr, n)) return 0;
+  const unsigned pair = node_view<TILE>::pair();
+  unsigned found = 0;
+  for (unsigned step = 0; step < t.max_steps; ++step) {
+    const bool in = n.valid() && n.key >= lo && n.key <= hi;
+    const unsigned m = n.pairs(in);
+    if (COLLECT && in && gpuds::warp::tile<TILE>::rank() < 16) {
+      const unsigned at = found + __popc(m & ((1u << pair) - 1u));
+      if (at < cap) {
+        keys[at] = n.key;
+        values[at] = n.val;
+      }
+    }
+    found += __popc(m);
+    if (n.link == null_node || hi < n.high) return found;
+    addr = n.link;
+    n.template load<Mode>(t.words(addr));
+  }
+  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  return found;
+}
+
+}  // namespace detail
+}  // namespace btree
+}  // namespace gpuds

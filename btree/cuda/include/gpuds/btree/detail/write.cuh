@@ -1,0 +1,247 @@
+// gpuds/btree/detail/write.cuh: insertion with proactive splitting, and deletion
+// (Awad 2022, §3.3.4, §3.3.5, §3.4.2 and Algorithm 3.2, §3.4.4).
+//
+// Insertion descends in read mode. A node it must modify (the target leaf, or any full
+// node on the way down: proactive splitting) is latched with one attempt; when the latch
+// is taken the operation restarts from the last known parent instead of spinning. After
+// latching it re-reads the node and moves right if a split got there first. A full node
+// is split under its latch and its parent's latch (the one spin of §3.3.5 case 1, bounded):
+// the parent is checked to still be the true parent (else restart from it and move right)
+// and to have room (else restart from the root, whose descent splits it first). The root
+// never moves: a full root pushes its two halves into two new nodes and becomes their
+// parent. Deletion latches the leaf with a bounded spin (case 3) and never merges nodes.
+//
+// Write order of a split: the new right node, a fence, then the parent (new pivot, latch
+// released), then the left node (count halved, link to the right node, latch released). A
+// reader that still sees the old left node finds every pair there; one that sees the new
+// one follows the link.
+#pragma once
+
+namespace gpuds {
+namespace btree {
+namespace detail {
+
+using warp_view = node_view<32>;
+
+// Inserts (key, value) at the sorted position of a latched, non-full node read as `n`, and
+// publishes it (releasing the latch). Shifts the pairs at and after the position right.
+__device__ __forceinline__ void insert_pair(unsigned long long* w, const warp_view& n, key_type key,
+                                            value_type value) {
+  const unsigned pair = warp_view::pair();
+  const unsigned pos = n.rank_of(key);
+  const unsigned src = pair > 0 ? pair - 1 : 0;
+  const unsigned pk = gpuds::warp::tile<32>::shfl(n.key, src);
+  const unsigned pv = gpuds::warp::tile<32>::shfl(n.val, src);
+  if (gpuds::warp::lane_id() < 16 && pair >= pos && pair <= n.count()) {
+    if (pair == pos) {
+      store_pair(w, pair, key, value);
+    } else {
+      store_pair(w, pair, pk, pv);
+    }
+  }
+  publish<32>(w, make_meta(n.count() + 1, n.level()));
+}
+
+// Writes pairs [from, from + 7) of `n` as pairs 0..6 of the fresh node at `w`, with the
+// given link pair.
+__device__ __forceinline__ void write_half(unsigned long long* w, const warp_view& n, unsigned from,
+                                          unsigned high, node_addr link) {
+  const unsigned pair = warp_view::pair();
+  const unsigned src = pair + from < 16 ? pair + from : 15;
+  const unsigned k = gpuds::warp::tile<32>::shfl(n.key, src);
+  const unsigned v = gpuds::warp::tile<32>::shfl(n.val, src);
+  if (gpuds::warp::lane_id() < 16) {
+    if (pair < SPLIT_AT) {
+      store_pair(w, pair, k, v);
+    } else if (pair == META_PAIR) {
+      store_pair(w, pair, LATCH_FREE, make_meta(SPLIT_AT, n.level()));
+    } else if (pair == LINK_PAIR) {
+      store_pair(w, pair, high, link);
+    }
+  }
+}
+
+// Splits the latched full node `cur` (read as `n`) under its latched parent (read as `p`,
+// known to be its true parent and not full) into itself and the fresh node `right`;
+// publishes the parent and then `cur`, releasing both latches.
+__device__ __forceinline__ void split(const tree_ref& t, node_addr cur, const warp_view& n,
+                                      node_addr parent, const warp_view& p, node_addr right,
+                                      key_type split_key) {
+  (void)cur;
+  write_half(t.words(right), n, SPLIT_AT, n.high, n.link);
+  fence_new_node<32>();
+  insert_pair(t.words(parent), p, split_key, right);
+  unsigned long long* w = t.words(cur);
+  if (gpuds::warp::lane_id() == LINK_PAIR) store_pair(w, LINK_PAIR, split_key, right);
+  publish<32>(w, make_meta(SPLIT_AT, n.level()));
+}
+
+// Splits the latched full root (read as `n`) into two fresh nodes and makes the root
+// their parent, one level up; publishes the root. False (root unchanged, still latched)
+// when the pool has no units.
+__device__ __forceinline__ bool split_root(const tree_ref& t, gpuds::alloc::warp_allocator& allocator,
+                                           const warp_view& n) {
+  const node_addr left = allocator.allocate();
+  if (left == null_node) return false;
+  const node_addr right = allocator.allocate();
+  if (right == null_node) {
+    if (gpuds::warp::lane_id() == 0) t.alloc.deallocate(left);
+    return false;
+  }
+  const key_type split_key = n.key_at(SPLIT_AT);
+  write_half(t.words(left), n, 0, split_key, right);
+  write_half(t.words(right), n, SPLIT_AT, n.high, n.link);
+  fence_new_node<32>();
+  unsigned long long* w = t.words(t.root);
+  const unsigned lane = gpuds::warp::lane_id();
+  if (lane == 0) store_pair(w, 0, 0u, left);  // pivot 0 is the root's low bound
+  if (lane == 1) store_pair(w, 1, split_key, right);
+  publish<32>(w, make_meta(2, n.level() + 1));
+  return true;
+}
+
+// Algorithm 3.2. A full converged warp; the outcome is uniform.
+__device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator& allocator,
+                                 key_type k, value_type v) {
+  node_addr cur = t.root;
+  node_addr parent = null_node;  // last known parent of cur
+  warp_view n;
+  for (unsigned step = 0; step < t.max_steps; ++step) {
+    unsigned long long* w = t.words(cur);
+    n.load<coherent>(w);
+    if (n.beyond(k)) {
+      cur = n.link;
+      continue;
+    }
+    if (!n.is_leaf() && !n.full()) {
+      const node_addr next = n.child_for(k);
+      if (next == null_node) break;
+      parent = cur;
+      cur = next;
+      continue;
+    }
+    // Write mode: a leaf to insert into, or a full node to split on the way down.
+    if (!try_latch<32>(w)) {
+      cur = parent != null_node ? parent : t.root;  // restart instead of spinning
+      parent = null_node;
+      continue;
+    }
+    n.load<coherent>(w);  // the node may have changed before we latched it
+    if (n.beyond(k)) {
+      unlatch<32>(w);
+      cur = n.link;
+      continue;
+    }
+    if (n.full()) {
+      if (cur == t.root) {
+        if (!split_root(t, allocator, n)) {
+          unlatch<32>(w);
+          return INSERT_FAILED;  // the allocator reported POOL_EXHAUSTED
+        }
+        parent = null_node;
+        continue;
+      }
+      if (parent == null_node) {  // the parent is unknown: from the root
+        unlatch<32>(w);
+        cur = t.root;
+        continue;
+      }
+      unsigned long long* pw = t.words(parent);
+      if (!latch_spin<32>(pw, t.max_steps)) {
+        unlatch<32>(w);
+        cur = t.root;
+        parent = null_node;
+        continue;
+      }
+      warp_view p;
+      p.load<coherent>(pw);
+      const key_type split_key = n.key_at(SPLIT_AT);
+      if (p.beyond(split_key) || p.is_leaf() || p.child_for(split_key) != cur) {
+        // The parent split meanwhile: the true parent is to its right.
+        unlatch<32>(pw);
+        unlatch<32>(w);
+        cur = parent;
+        parent = null_node;
+        continue;
+      }
+      if (p.full()) {  // the grandparent is unknown: from the root
+        unlatch<32>(pw);
+        unlatch<32>(w);
+        cur = t.root;
+        parent = null_node;
+        continue;
+      }
+      const node_addr right = allocator.allocate();
+      if (right == null_node) {
+        unlatch<32>(pw);
+        unlatch<32>(w);
+        return INSERT_FAILED;  // the allocator reported POOL_EXHAUSTED
+      }
+      split(t, cur, n, parent, p, right, split_key);
+      if (k >= split_key) cur = right;
+      continue;
+    }
+    if (!n.is_leaf()) {  // split by someone else meanwhile: no longer full
+      unlatch<32>(w);
+      const node_addr next = n.child_for(k);
+      if (next == null_node) break;
+      parent = cur;
+      cur = next;
+      continue;
+    }
+    const int i = n.find(k);
+    if (i >= 0) {
+      if (warp_view::pair() == static_cast<unsigned>(i) && gpuds::warp::lane_id() < 16) {
+        store_pair(w, static_cast<unsigned>(i), k, v);
+      }
+      unlatch<32>(w);
+      return INSERT_REPLACED;
+    }
+    insert_pair(w, n, k, v);
+    return INSERT_ADDED;
+  }
+  // Out of steps, or a pivot range that cannot hold k (a corrupted node).
+  t.report<32>(gpuds::status::RETRY_LIMIT);
+  return INSERT_FAILED;
+}
+
+// §3.4.4: find the leaf, latch it (bounded spin), re-read, move right if it was split,
+// then shift the following pairs left over the removed one.
+template <unsigned TILE>
+__device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& value) {
+  using tile = gpuds::warp::tile<TILE>;
+  node_addr addr;
+  node_view<TILE> n;
+  if (!find_leaf<TILE, coherent>(t, k, addr, n)) return REMOVE_FAILED;
+  for (unsigned step = 0; step < t.max_steps; ++step) {
+    unsigned long long* w = t.words(addr);
+    if (!latch_spin<TILE>(w, t.max_steps)) break;
+    n.template load<coherent>(w);
+    if (n.beyond(k)) {
+      unlatch<TILE>(w);
+      addr = n.link;
+      continue;
+    }
+    const int i = n.find(k);
+    if (i < 0) {
+      unlatch<TILE>(w);
+      return REMOVE_ABSENT;
+    }
+    value = n.val_at(static_cast<unsigned>(i));
+    const unsigned pair = node_view<TILE>::pair();
+    const unsigned src = pair < 15 ? pair + 1 : 15;
+    const unsigned nk = tile::shfl(n.key, src);
+    const unsigned nv = tile::shfl(n.val, src);
+    if (tile::rank() < 16 && pair >= static_cast<unsigned>(i) && pair + 1 < n.count()) {
+      store_pair(w, pair, nk, nv);
+    }
+    publish<TILE>(w, make_meta(n.count() - 1, n.level()));
+    return REMOVE_DONE;
+  }
+  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  return REMOVE_FAILED;
+}
+
+}  // namespace detail
+}  // namespace btree
+}  // namespace gpuds

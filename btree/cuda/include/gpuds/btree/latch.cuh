@@ -1,0 +1,79 @@
+// gpuds/btree/latch.cuh: the per-node write latch and how a tile publishes a node.
+//
+// Awad (2022), §3.3.3 and §3.4.2: only writers latch, and only the node they modify;
+// readers never do. The latch is word 28 of the node (the low word of the metadata pair,
+// outside the key bits). It is taken by one lane with an acquire CAS, so the tile's
+// re-read after latching sees everything the previous holder wrote, and dropped by a
+// release store of the metadata pair, after the tile has stored the node's other pairs,
+// so that the next holder sees the whole node.
+#pragma once
+#include <gpuds/btree/node.cuh>
+
+namespace gpuds {
+namespace btree {
+
+__device__ __forceinline__ unsigned* latch_word(unsigned long long* words) {
+  return reinterpret_cast<unsigned*>(words + META_PAIR);  // low half, little-endian
+}
+
+// One attempt; the result is the same on every lane of the tile.
+template <unsigned TILE>
+__device__ __forceinline__ bool try_latch(unsigned long long* words) {
+  using tile = gpuds::warp::tile<TILE>;
+  unsigned got = 0;
+  if (tile::rank() == 0) {
+    got = mem::cas_acquire(latch_word(words), LATCH_FREE, LATCH_HELD) == LATCH_FREE;
+  }
+  got = tile::shfl(got, 0);
+  __syncwarp(tile::mask());  // the other lanes' reads come after the acquire
+  return got != 0;
+}
+
+// A bounded spin, allowed only where §3.3.5 allows spinning: latching a parent during
+// the second stage of a split, and latching a leaf for a deletion. False after `cap`
+// failed attempts; the caller then restarts or reports RETRY_LIMIT.
+template <unsigned TILE>
+__device__ __forceinline__ bool latch_spin(unsigned long long* words, unsigned cap) {
+  for (unsigned i = 0; i < cap; ++i) {
+    if (try_latch<TILE>(words)) return true;
+    __nanosleep(32 + (i & 255));
+  }
+  return false;
+}
+
+// Drops a latch without changing the node.
+template <unsigned TILE>
+__device__ __forceinline__ void unlatch(unsigned long long* words) {
+  using tile = gpuds::warp::tile<TILE>;
+  __syncwarp(tile::mask());
+  if (tile::rank() == 0) mem::st_release(latch_word(words), LATCH_FREE);
+}
+
+// Stores this lane's pair when `write` (only lanes of rank < 16 hold a distinct pair).
+// For a latched node the pairs go out relaxed (readers may be loading them) and then
+// `publish` releases the latch.
+__device__ __forceinline__ void store_pair(unsigned long long* words, unsigned pair, unsigned key,
+                                           unsigned val) {
+  mem::st_relaxed(words + pair, pack(key, val));
+}
+
+// Writes the metadata pair with the latch free: releases a latched node with its new
+// count and level after every lane's stores.
+template <unsigned TILE>
+__device__ __forceinline__ void publish(unsigned long long* words, unsigned meta) {
+  using tile = gpuds::warp::tile<TILE>;
+  __syncwarp(tile::mask());
+  if (tile::rank() == 0) mem::st_release(words + META_PAIR, pack(LATCH_FREE, meta));
+}
+
+// Makes a freshly written node (not yet linked anywhere) visible before the stores that
+// link it into the tree: every lane that stored fences, then the tile regroups.
+template <unsigned TILE>
+__device__ __forceinline__ void fence_new_node() {
+  using tile = gpuds::warp::tile<TILE>;
+  mem::fence_acq_rel();
+  __syncwarp(tile::mask());
+}
+
+}  // namespace btree
+}  // namespace gpuds

@@ -1,0 +1,116 @@
+// gpuds/btree/tree_ref.cuh: the device API of GpuBTreeMap, for user kernels.
+//
+// A `tree_ref` is trivially copyable and non-owning (Rust mirror: `gpuds_btree::TreeRef`);
+// pass it by value to a kernel. Every operation is tile-cooperative: all TILE lanes of a
+// tile call it with the same arguments (broadcast a lane's request first, e.g. with the
+// work-sharing loop of gpuds/btree/detail/work_share.cuh) and get the same result.
+// Queries take TILE 16 or 32; `insert` needs a whole converged warp (TILE 32) because
+// the slab allocator hands out units warp by warp.
+//
+// Loads: `coherent` (default) whenever a kernel that modifies the tree may run at the
+// same time; `cached` only for phased queries.
+//
+// ```
+// __global__ void my_lookups(gpuds::btree::tree_ref tree, const unsigned* keys, unsigned* out, unsigned n) {
+//   // one warp per key
+//   unsigned i = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+//   if (i >= n) return;
+//   unsigned v;
+//   bool hit = tree.lookup<32>(keys[i], v);
+//   if (gpuds::warp::lane_id() == 0) out[i] = hit ? v : 0;
+// }
+// ```
+#pragma once
+#include <gpuds/btree/latch.cuh>
+#include <gpuds/core/status.cuh>
+
+namespace gpuds {
+namespace btree {
+
+// What an insertion did.
+enum insert_outcome : unsigned { INSERT_FAILED = 0, INSERT_ADDED = 1, INSERT_REPLACED = 2 };
+// What a removal did.
+enum remove_outcome : unsigned { REMOVE_FAILED = 0, REMOVE_ABSENT = 1, REMOVE_DONE = 2 };
+
+struct tree_ref {
+  gpuds::alloc::slab_alloc_ref alloc;  // the node pool
+  node_addr root;                      // never moves: a root split pushes its pairs down
+  unsigned max_steps;                  // cap on the node visits and restarts of one operation
+  unsigned* status;                    // gpuds::status flags
+  unsigned long long* size;            // number of pairs (changed by insert and remove)
+
+  __device__ __forceinline__ unsigned long long* words(node_addr a) const {
+    return alloc.pointer_as<unsigned long long>(a);
+  }
+  // Called by every lane of a tile; one lane reports.
+  template <unsigned TILE>
+  __device__ __forceinline__ void report(unsigned flag) const {
+    if (gpuds::warp::tile<TILE>::rank() == 0) gpuds::status::report(status, flag);
+  }
+
+  // Value of key k, if present.
+  template <unsigned TILE, class Mode = coherent>
+  __device__ bool lookup(key_type k, value_type& value) const;
+  // The pair with the smallest key > k, if any.
+  template <unsigned TILE, class Mode = coherent>
+  __device__ bool successor(key_type k, key_type& key, value_type& value) const;
+  // Number of pairs with lo <= key <= hi (0 when lo > hi).
+  template <unsigned TILE, class Mode = coherent>
+  __device__ unsigned range_count(key_type lo, key_type hi) const;
+  // Writes the pairs with lo <= key <= hi, in key order, to keys/values (at most `cap`);
+  // returns how many it found (it may be more than it wrote).
+  template <unsigned TILE, class Mode = coherent>
+  __device__ unsigned range_collect(key_type lo, key_type hi, key_type* keys, value_type* values,
+                                    unsigned cap) const;
+  // Removes key k; `value` gets the removed value. Keeps `size` up to date.
+  template <unsigned TILE>
+  __device__ remove_outcome remove(key_type k, value_type& value) const;
+  // Inserts (k, v), replacing the value of an existing k. A full converged warp. Keeps
+  // `size` up to date.
+  __device__ insert_outcome insert(gpuds::alloc::warp_allocator& allocator, key_type k,
+                                   value_type v) const;
+};
+
+}  // namespace btree
+}  // namespace gpuds
+
+#include <gpuds/btree/detail/read.cuh>
+#include <gpuds/btree/detail/write.cuh>
+
+namespace gpuds {
+namespace btree {
+
+template <unsigned TILE, class Mode>
+__device__ bool tree_ref::lookup(key_type k, value_type& value) const {
+  return detail::lookup<TILE, Mode>(*this, k, value);
+}
+template <unsigned TILE, class Mode>
+__device__ bool tree_ref::successor(key_type k, key_type& key, value_type& value) const {
+  return detail::successor<TILE, Mode>(*this, k, key, value);
+}
+template <unsigned TILE, class Mode>
+__device__ unsigned tree_ref::range_count(key_type lo, key_type hi) const {
+  return detail::range<TILE, Mode, false>(*this, lo, hi, nullptr, nullptr, 0);
+}
+template <unsigned TILE, class Mode>
+__device__ unsigned tree_ref::range_collect(key_type lo, key_type hi, key_type* keys,
+                                            value_type* values, unsigned cap) const {
+  return detail::range<TILE, Mode, true>(*this, lo, hi, keys, values, cap);
+}
+template <unsigned TILE>
+__device__ remove_outcome tree_ref::remove(key_type k, value_type& value) const {
+  const remove_outcome r = detail::remove<TILE>(*this, k, value);
+  if (r == REMOVE_DONE && gpuds::warp::tile<TILE>::rank() == 0) {
+    mem::fetch_add_relaxed(size, ~0ull);  // -1
+  }
+  return r;
+}
+__device__ __forceinline__ insert_outcome tree_ref::insert(gpuds::alloc::warp_allocator& allocator,
+                                                           key_type k, value_type v) const {
+  const insert_outcome r = detail::insert(*this, allocator, k, v);
+  if (r == INSERT_ADDED && gpuds::warp::lane_id() == 0) mem::fetch_add_relaxed(size, 1ull);
+  return r;
+}
+
+}  // namespace btree
+}  // namespace gpuds

@@ -1,0 +1,118 @@
+// Phased queries and deletions of GpuBTreeMap, one tile per request (TILE = QUERY_TILE,
+// 16 or 32). Queries load nodes through the read-only cache: the host runs them only while
+// no kernel modifies the tree. Deletions latch leaves and load coherently.
+// Results: one word per request, plus one bit per request (32 per warp, written by lane 0).
+#include <gpuds/btree/tree_ref.cuh>
+#include <gpuds/btree/detail/work_share.cuh>
+#include <gpuds/core/kernel_name.cuh>
+
+using namespace gpuds::btree;
+using gpuds::btree::detail::for_each_chunk;
+using gpuds::btree::detail::tile_work_share;
+using tile = gpuds::warp::tile<QUERY_TILE>;
+constexpr unsigned TILE = QUERY_TILE;
+
+extern "C" __global__ void GPUDS_KERNEL(btree_get)(tree_ref t, const unsigned* keys, unsigned n,
+                                                    unsigned* values, unsigned* found_bits) {
+  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+    const unsigned mine = active ? keys[i] : 0u;
+    unsigned value = 0;
+    bool found = false;
+    tile_work_share<TILE>(active, [&](unsigned src) {
+      unsigned v = 0;
+      const bool hit = t.lookup<TILE, cached>(tile::shfl(mine, src), v);
+      if (tile::rank() == src) {
+        found = hit;
+        value = v;
+      }
+    });
+    if (active) values[i] = value;
+    const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, found);
+    if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
+  });
+}
+
+extern "C" __global__ void GPUDS_KERNEL(btree_successor)(tree_ref t, const unsigned* keys, unsigned n,
+                                                          unsigned* out_keys, unsigned* out_values,
+                                                          unsigned* found_bits) {
+  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+    const unsigned mine = active ? keys[i] : 0u;
+    unsigned key = 0, value = 0;
+    bool found = false;
+    tile_work_share<TILE>(active, [&](unsigned src) {
+      unsigned k = 0, v = 0;
+      const bool hit = t.successor<TILE, cached>(tile::shfl(mine, src), k, v);
+      if (tile::rank() == src) {
+        found = hit;
+        key = k;
+        value = v;
+      }
+    });
+    if (active) {
+      out_keys[i] = key;
+      out_values[i] = value;
+    }
+    const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, found);
+    if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
+  });
+}
+
+// Count pass of a range query: counts[i] = |{k : lo[i] <= k <= hi[i]}|.
+extern "C" __global__ void GPUDS_KERNEL(btree_range_count)(tree_ref t, const unsigned* lo,
+                                                            const unsigned* hi, unsigned n,
+                                                            unsigned* counts) {
+  for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
+    const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+    unsigned count = 0;
+    tile_work_share<TILE>(active, [&](unsigned src) {
+      const unsigned c = t.range_count<TILE, cached>(tile::shfl(my_lo, src), tile::shfl(my_hi, src));
+      if (tile::rank() == src) count = c;
+    });
+    if (active) counts[i] = count;
+  });
+}
+
+// Collect pass: query i writes its pairs from offsets[i], at most counts[i] of them (the
+// count pass's answer, so a changed tree cannot overrun the output).
+extern "C" __global__ void GPUDS_KERNEL(btree_range_collect)(tree_ref t, const unsigned* lo,
+                                                              const unsigned* hi, unsigned n,
+                                                              const unsigned* offsets,
+                                                              const unsigned* counts,
+                                                              unsigned* out_keys,
+                                                              unsigned* out_values) {
+  for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
+    const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+    const unsigned my_off = active ? offsets[i] : 0u, my_cap = active ? counts[i] : 0u;
+    tile_work_share<TILE>(active, [&](unsigned src) {
+      const unsigned off = tile::shfl(my_off, src);
+      t.range_collect<TILE, cached>(tile::shfl(my_lo, src), tile::shfl(my_hi, src), out_keys + off,
+                                    out_values + off, tile::shfl(my_cap, src));
+    });
+  });
+}
+
+// Deletion (§3.4.4). removed bit and old value per request; size updated once per warp.
+extern "C" __global__ void GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,
+                                                       unsigned* old_values, unsigned* found_bits) {
+  unsigned long long removed = 0;
+  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+    const unsigned mine = active ? keys[i] : 0u;
+    unsigned value = 0;
+    bool done = false;
+    tile_work_share<TILE>(active, [&](unsigned src) {
+      unsigned v = 0;
+      const remove_outcome r = detail::remove<TILE>(t, tile::shfl(mine, src), v);
+      if (tile::rank() == src) {
+        done = r == REMOVE_DONE;
+        value = v;
+      }
+    });
+    if (active) old_values[i] = value;
+    const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, done);
+    removed += __popc(bits);
+    if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
+  });
+  if (gpuds::warp::lane_id() == 0 && removed != 0) {
+    gpuds::mem::fetch_add_relaxed(t.size, 0ull - removed);
+  }
+}

@@ -1,0 +1,81 @@
+//! [`BTreeConfig`]: pool sizes, bulk-build fill, query tile and retry cap.
+
+use crate::error::{Error, Result};
+use crate::node::NODE_PAIRS;
+
+/// Configuration of a [`crate::GpuBTreeMap`].
+///
+/// # Examples
+/// ```
+/// use gpuds_btree::BTreeConfig;
+/// let config = BTreeConfig { bulk_fill: 8, query_tile: 16, ..Default::default() };
+/// config.validate()?;
+/// assert!(BTreeConfig { query_tile: 8, ..Default::default() }.validate().is_err());
+/// # Ok::<(), gpuds_btree::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BTreeConfig {
+    /// Nodes (128-byte slab units) the pool holds from the start.
+    pub initial_nodes: u64,
+    /// Most nodes the pool may grow to; past it inserts fail with a pool-exhausted error.
+    pub max_nodes: u64,
+    /// Pairs per node written by the bulk build (2 to 14). Fewer than 14 leaves room, so
+    /// that later inserts do not split at once (§3.4.1 fills 8 of 15).
+    pub bulk_fill: u32,
+    /// Lanes per query (16 or 32): with 16, a warp answers two queries at a time.
+    /// Insertions and mixed batches always use whole warps.
+    pub query_tile: u32,
+    /// Most node visits and restarts one operation may make before it gives up and
+    /// reports `RETRY_LIMIT` (bounds every loop, so that a bug cannot hang the GPU).
+    pub max_steps: u32,
+}
+
+impl Default for BTreeConfig {
+    fn default() -> Self {
+        Self {
+            initial_nodes: 1 << 16,
+            max_nodes: 1 << 25,
+            bulk_fill: 10,
+            query_tile: 16,
+            max_steps: 1 << 20,
+        }
+    }
+}
+
+impl BTreeConfig {
+    /// Checks every field; the error says which is wrong and why.
+    ///
+    /// ```
+    /// use gpuds_btree::BTreeConfig;
+    /// let bad = BTreeConfig { bulk_fill: 15, ..Default::default() };
+    /// assert!(bad.validate().unwrap_err().to_string().contains("bulk_fill"));
+    /// ```
+    pub fn validate(&self) -> Result<()> {
+        let bad = |m: String| Err(Error::InvalidConfig(m));
+        if !(2..=NODE_PAIRS as u32).contains(&self.bulk_fill) {
+            return bad(format!(
+                "bulk_fill is {}, must be between 2 and {NODE_PAIRS}",
+                self.bulk_fill
+            ));
+        }
+        if self.query_tile != 16 && self.query_tile != 32 {
+            return bad(format!(
+                "query_tile is {}, must be 16 or 32",
+                self.query_tile
+            ));
+        }
+        if self.max_steps < 64 {
+            return bad(format!(
+                "max_steps is {}, must be at least 64",
+                self.max_steps
+            ));
+        }
+        if self.max_nodes == 0 || self.initial_nodes > self.max_nodes {
+            return bad(format!(
+                "initial_nodes ({}) and max_nodes ({}) must satisfy 0 <= initial <= max, max > 0",
+                self.initial_nodes, self.max_nodes
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,919 @@
+//! [`GpuBTreeMap`], the owner: node pool, root, status word and the batch operations.
+
+use std::marker::PhantomData;
+
+use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use gpuds_core::primitives::{exclusive_scan, RadixSorter, Scanner};
+use gpuds_core::{launch, DeviceKey, DeviceValue, Gpu, Kernel, StatusWord};
+use parking_lot::Mutex;
+
+use crate::config::BTreeConfig;
+use crate::error::{Error, Result};
+use crate::kernels::Kernels;
+use crate::node::{Node, NODE_BYTES, NULL_NODE};
+use crate::ops::{Ranges, TreeOp, TreeReply};
+use crate::tree_ref::TreeRef;
+use crate::validate::{bulk_shape, walk, TreeShape};
+
+/// Threads per block of every launch.
+const BLOCK: u32 = 256;
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+}
+
+/// A key type of [`GpuBTreeMap`]: `u32` (every value is a valid key). Sealed; `u64` keys
+/// need a node layout of their own and are not offered yet.
+pub trait TreeKey: DeviceKey + sealed::Sealed {}
+impl TreeKey for u32 {}
+
+/// A value type of [`GpuBTreeMap`]: `u32`. Sealed.
+pub trait TreeValue: DeviceValue + PartialEq + Default + sealed::Sealed {
+    /// The value type holding a key (the upper bound of a count in a mixed batch).
+    fn from_key<K: TreeKey>(k: K) -> Self;
+}
+impl TreeValue for u32 {
+    fn from_key<K: TreeKey>(k: K) -> Self {
+        k.to_u64() as u32
+    }
+}
+
+/// Shape and memory of a tree: what [`GpuBTreeMap::stats`] returns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BTreeStats {
+    /// Height, nodes and pairs per level (leaves first).
+    pub shape: TreeShape,
+    /// Pairs stored.
+    pub len: u64,
+    /// Slab units in use (the nodes).
+    pub units_in_use: u64,
+    /// Slab units the pool holds.
+    pub capacity_units: u64,
+}
+
+impl BTreeStats {
+    /// Bytes of nodes in use.
+    pub fn node_bytes(&self) -> u64 {
+        self.units_in_use * NODE_BYTES as u64
+    }
+}
+
+/// A GPU ordered map from `K` to `V` (both `u32`): the warp-cooperative B-link tree of
+/// Awad (2022), chapter 3. See the [crate docs](crate) for the design and the semantics of
+/// concurrent batches.
+///
+/// Every call enqueues its kernels on the GPU's stream ([`Gpu::stream`]). The `_device`
+/// forms take device buffers and do not synchronize; the host forms synchronize (they
+/// return the results) and check the status words.
+///
+/// # Examples
+/// ```no_run
+/// use gpuds_btree::GpuBTreeMap;
+/// let gpu = gpuds_core::Gpu::new(0)?;
+/// let mut tree = GpuBTreeMap::<u32, u32>::new(&gpu)?;
+/// let keys: Vec<u32> = (0..1000).rev().collect();
+/// tree.insert_many(&keys, &keys)?;
+/// assert_eq!(tree.len()?, 1000);
+/// assert_eq!(tree.range_count_many(&[(10, 19), (20, 10)])?, vec![10, 0]);
+/// # Ok::<(), gpuds_btree::Error>(())
+/// ```
+pub struct GpuBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
+    gpu: Gpu,
+    config: BTreeConfig,
+    pool: SlabAlloc,
+    status: Mutex<StatusWord>,
+    size: CudaSlice<u64>,
+    root: u32,
+    kernels: Kernels,
+    sorter: RadixSorter,
+    scanner: Scanner,
+    /// Upper bound of the units in use (exact after a count, plus the most every batch
+    /// since may have taken): the pool is grown only when this passes its capacity.
+    used_bound: u64,
+    _marker: PhantomData<(K, V)>,
+}
+
+impl<K: TreeKey, V: TreeValue> std::fmt::Debug for GpuBTreeMap<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuBTreeMap")
+            .field("device", &self.gpu.info().name)
+            .field("root", &self.root)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Most nodes a batch of `inserts` insertions can add: a leaf split needs at least four
+/// new keys in that leaf after a bulk build (fill 10 of 14) and seven after a split, an
+/// internal split seven child splits, and a root split adds two nodes.
+fn split_bound(inserts: usize) -> u64 {
+    inserts as u64 / 3 + 64
+}
+
+fn batch_len(n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| {
+        Error::from(gpuds_core::Error::InvalidArgument(format!(
+            "a batch of {n} operations; at most {} per call",
+            u32::MAX
+        )))
+    })
+}
+
+fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
+    if a != b {
+        return Err(gpuds_core::Error::InvalidArgument(format!("{a} keys but {b} {what}")).into());
+    }
+    batch_len(a)
+}
+
+fn bit(bits: &[u32], i: usize) -> bool {
+    bits.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
+}
+
+impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
+    /// An empty tree with the default [`BTreeConfig`].
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// assert!(tree.is_empty()?);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        Self::with_config(gpu, BTreeConfig::default())
+    }
+
+    /// An empty tree; the config is validated first. Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_btree::{BTreeConfig, GpuBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let config = BTreeConfig { initial_nodes: 1 << 20, query_tile: 32, ..Default::default() };
+    /// let tree = GpuBTreeMap::<u32, u32>::with_config(&gpu, config)?;
+    /// # let _ = tree;
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn with_config(gpu: &Gpu, config: BTreeConfig) -> Result<Self> {
+        config.validate()?;
+        let pool = SlabAlloc::new(
+            gpu,
+            SlabAllocConfig {
+                unit_bytes: NODE_BYTES,
+                initial_units: config.initial_nodes.max(1),
+                max_units: config.max_nodes,
+                ..Default::default()
+            },
+        )?;
+        let kernels = Kernels::load(gpu, config.query_tile)?;
+        let mut map = Self {
+            gpu: gpu.clone(),
+            pool,
+            status: Mutex::new(StatusWord::new(gpu)?),
+            size: gpu.stream().alloc_zeros::<u64>(1)?,
+            root: NULL_NODE,
+            kernels,
+            sorter: RadixSorter::new(gpu)?,
+            scanner: Scanner::new(gpu)?,
+            used_bound: 0,
+            config,
+            _marker: PhantomData,
+        };
+        map.init_root()?;
+        Ok(map)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BTreeConfig {
+        &self.config
+    }
+
+    /// The tree for user kernels (see [`TreeRef`]). Valid until the next call that takes
+    /// `&mut self`.
+    pub fn device_ref(&self) -> TreeRef {
+        let stream = self.gpu.stream();
+        TreeRef {
+            alloc: self.pool.device_ref(),
+            root: self.root,
+            max_steps: self.config.max_steps,
+            status: self.status.lock().slice().device_ptr(stream).0,
+            size: self.size.device_ptr(stream).0,
+        }
+    }
+
+    /// Number of pairs. Synchronizes.
+    pub fn len(&self) -> Result<usize> {
+        let size = self.gpu.stream().clone_dtoh(&self.size)?;
+        Ok(size.first().copied().unwrap_or(0) as usize)
+    }
+
+    /// True when the tree holds no pair. Synchronizes.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Removes every pair (the pool keeps its memory). Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[1], &[2])?;
+    /// tree.clear()?;
+    /// assert!(tree.is_empty()?);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn clear(&mut self) -> Result<()> {
+        self.pool.reset()?;
+        self.init_root()
+    }
+
+    /// Allocates the root as an empty leaf and zeroes the size.
+    fn init_root(&mut self) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        stream.memset_zeros(&mut self.size)?;
+        let mut out = stream.alloc_zeros::<u32>(1)?;
+        let r = self.device_ref();
+        let mut args = stream.launch_builder(self.kernels.init.func());
+        args.arg(&r).arg(&mut out);
+        // SAFETY: the kernel's arguments are a tree_ref and one output word.
+        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
+        let root = stream
+            .clone_dtoh(&out)?
+            .first()
+            .copied()
+            .unwrap_or(NULL_NODE);
+        self.pool.check_status()?;
+        if root == NULL_NODE {
+            return Err(
+                gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into(),
+            );
+        }
+        self.root = root;
+        self.used_bound = 1;
+        Ok(())
+    }
+
+    fn grid(&self, kernel: &Kernel, requests: usize) -> Result<LaunchConfig> {
+        Ok(self
+            .gpu
+            .grid_for(kernel, requests.div_ceil(32).max(1) * 32, BLOCK)?)
+    }
+
+    /// Grows the pool when `extra` more units might not fit.
+    fn ensure_room(&mut self, extra: u64) -> Result<()> {
+        if self.used_bound.saturating_add(extra) <= self.pool.capacity_units() {
+            self.used_bound += extra;
+            return Ok(());
+        }
+        match self.pool.reserve(extra) {
+            // At the maximum the bound may still be pessimistic: let the kernels try.
+            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.used_bound = self.pool.units_in_use()?.saturating_add(extra);
+        Ok(())
+    }
+
+    /// Reads and clears both status words (the pool's first: an exhausted pool also
+    /// ends operations early). Synchronizes.
+    pub fn check(&self) -> Result<()> {
+        self.pool.check_status()?;
+        self.status.lock().check()?;
+        Ok(())
+    }
+
+    /// Inserts `(keys[i], values[i])` for every i; an existing key's value is replaced
+    /// (when a key repeats in the batch, one of its values wins). Synchronizes.
+    ///
+    /// On a pool-exhausted error the tree is valid and holds the pairs it had plus some of
+    /// the batch.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[3, 1, 2], &[30, 10, 20])?;
+    /// tree.insert_many(&[1], &[11])?;
+    /// assert_eq!(tree.to_vec()?, vec![(1, 11), (2, 20), (3, 30)]);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn insert_many(&mut self, keys: &[K], values: &[V]) -> Result<()> {
+        same_len(keys.len(), values.len(), "values")?;
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let stream = self.gpu.stream();
+        let (k, v) = (stream.clone_htod(keys)?, stream.clone_htod(values)?);
+        self.insert_many_device(&k, &v)?;
+        self.check()
+    }
+
+    /// [`GpuBTreeMap::insert_many`] from device buffers. Does not synchronize unless the
+    /// pool must grow; call [`GpuBTreeMap::check`] to see the status.
+    pub fn insert_many_device(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
+        let n = same_len(keys.len(), values.len(), "values")?;
+        if n == 0 {
+            return Ok(());
+        }
+        self.ensure_room(split_bound(n as usize))?;
+        let stream = self.gpu.stream();
+        let mut replaced = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
+        let r = self.device_ref();
+        let shape = self.grid(&self.kernels.insert, n as usize)?;
+        let mut args = stream.launch_builder(self.kernels.insert.func());
+        args.arg(&r)
+            .arg(keys)
+            .arg(values)
+            .arg(&n)
+            .arg(&mut replaced);
+        // SAFETY: keys and values hold n elements; replaced holds ceil(n / 32) words.
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// The value of each key, if present. Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[7], &[70])?;
+    /// assert_eq!(tree.get_many(&[7, 8])?, vec![Some(70), None]);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn get_many(&self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        let n = batch_len(keys.len())?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let stream = self.gpu.stream();
+        let k = stream.clone_htod(keys)?;
+        let mut values = stream.alloc_zeros::<V>(n as usize)?;
+        let mut found = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
+        self.get_many_device(&k, &mut values, &mut found)?;
+        let (values, found) = (stream.clone_dtoh(&values)?, stream.clone_dtoh(&found)?);
+        self.check()?;
+        Ok(values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| bit(&found, i).then_some(v))
+            .collect())
+    }
+
+    /// Phased lookups on device buffers: `values[i]` and bit i of `found` (32 keys per
+    /// word). Does not synchronize. Must not overlap a kernel that modifies the tree.
+    pub fn get_many_device(
+        &self,
+        keys: &CudaSlice<K>,
+        values: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = self.query_len(keys.len(), values.len(), found.len())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.device_ref();
+        let shape = self.grid(&self.kernels.get, n as usize)?;
+        let mut args = self.gpu.stream().launch_builder(self.kernels.get.func());
+        args.arg(&r).arg(keys).arg(&n).arg(values).arg(found);
+        // SAFETY: buffer lengths were checked by query_len.
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    fn query_len(&self, keys: usize, out: usize, bits: usize) -> Result<u32> {
+        let n = batch_len(keys)?;
+        if out < keys || bits < keys.div_ceil(32) {
+            return Err(gpuds_core::Error::InvalidArgument(format!(
+                "{keys} requests need {keys} results and {} bit words; got {out} and {bits}",
+                keys.div_ceil(32)
+            ))
+            .into());
+        }
+        Ok(n)
+    }
+
+    /// Removes each key; returns the removed values. Nodes are never merged (§3.4.4).
+    /// Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[1, 2], &[10, 20])?;
+    /// assert_eq!(tree.remove_many(&[2, 3])?, vec![Some(20), None]);
+    /// assert_eq!(tree.len()?, 1);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn remove_many(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        let n = batch_len(keys.len())?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let stream = self.gpu.stream().clone();
+        let k = stream.clone_htod(keys)?;
+        let mut values = stream.alloc_zeros::<V>(n as usize)?;
+        let mut found = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
+        self.remove_many_device(&k, &mut values, &mut found)?;
+        let (values, found) = (stream.clone_dtoh(&values)?, stream.clone_dtoh(&found)?);
+        self.check()?;
+        Ok(values
+            .into_iter()
+            .enumerate()
+            .map(|(i, v)| bit(&found, i).then_some(v))
+            .collect())
+    }
+
+    /// [`GpuBTreeMap::remove_many`] on device buffers: removed values and removed bits.
+    /// Does not synchronize.
+    pub fn remove_many_device(
+        &mut self,
+        keys: &CudaSlice<K>,
+        old_values: &mut CudaSlice<V>,
+        removed: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = self.query_len(keys.len(), old_values.len(), removed.len())?;
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.device_ref();
+        let shape = self.grid(&self.kernels.remove, n as usize)?;
+        let mut args = self.gpu.stream().launch_builder(self.kernels.remove.func());
+        args.arg(&r).arg(keys).arg(&n).arg(old_values).arg(removed);
+        // SAFETY: buffer lengths were checked by query_len.
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// For each key k, the pair with the smallest key greater than k. Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[10, 20], &[1, 2])?;
+    /// assert_eq!(tree.successor_many(&[0, 10, 20])?, vec![Some((10, 1)), Some((20, 2)), None]);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn successor_many(&self, keys: &[K]) -> Result<Vec<Option<(K, V)>>> {
+        let n = batch_len(keys.len())?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let stream = self.gpu.stream();
+        let k = stream.clone_htod(keys)?;
+        let mut out_keys = stream.alloc_zeros::<K>(n as usize)?;
+        let mut out_values = stream.alloc_zeros::<V>(n as usize)?;
+        let mut found = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
+        self.successor_many_device(&k, &mut out_keys, &mut out_values, &mut found)?;
+        let (ks, vs) = (
+            stream.clone_dtoh(&out_keys)?,
+            stream.clone_dtoh(&out_values)?,
+        );
+        let found = stream.clone_dtoh(&found)?;
+        self.check()?;
+        Ok((0..n as usize)
+            .map(|i| bit(&found, i).then(|| (ks[i], vs[i])))
+            .collect())
+    }
+
+    /// Phased successor queries on device buffers. Does not synchronize.
+    pub fn successor_many_device(
+        &self,
+        keys: &CudaSlice<K>,
+        out_keys: &mut CudaSlice<K>,
+        out_values: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = self.query_len(
+            keys.len(),
+            out_keys.len().min(out_values.len()),
+            found.len(),
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.device_ref();
+        let shape = self.grid(&self.kernels.successor, n as usize)?;
+        let mut args = self
+            .gpu
+            .stream()
+            .launch_builder(self.kernels.successor.func());
+        args.arg(&r)
+            .arg(keys)
+            .arg(&n)
+            .arg(out_keys)
+            .arg(out_values)
+            .arg(found);
+        // SAFETY: buffer lengths were checked by query_len.
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// For each `(lo, hi)`, the number of pairs with `lo <= key <= hi` (0 when
+    /// `lo > hi`). Synchronizes.
+    pub fn range_count_many(&self, ranges: &[(K, K)]) -> Result<Vec<u32>> {
+        let n = batch_len(ranges.len())?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let stream = self.gpu.stream();
+        let (lo, hi): (Vec<K>, Vec<K>) = ranges.iter().copied().unzip();
+        let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
+        let mut counts = stream.alloc_zeros::<u32>(n as usize)?;
+        self.range_count_device(&lo, &hi, &mut counts)?;
+        let counts = stream.clone_dtoh(&counts)?;
+        self.check()?;
+        Ok(counts)
+    }
+
+    /// The count pass on device buffers. Does not synchronize.
+    pub fn range_count_device(
+        &self,
+        lo: &CudaSlice<K>,
+        hi: &CudaSlice<K>,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = self.query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.device_ref();
+        let shape = self.grid(&self.kernels.range_count, n as usize)?;
+        let mut args = self
+            .gpu
+            .stream()
+            .launch_builder(self.kernels.range_count.func());
+        args.arg(&r).arg(lo).arg(hi).arg(&n).arg(counts);
+        // SAFETY: lo, hi and counts hold at least n elements.
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// The collect pass on device buffers: query i writes its pairs at `offsets[i]`, at
+    /// most `counts[i]` of them (the count pass's results and their exclusive scan). Does
+    /// not synchronize.
+    #[allow(clippy::too_many_arguments)]
+    pub fn range_collect_device(
+        &self,
+        lo: &CudaSlice<K>,
+        hi: &CudaSlice<K>,
+        offsets: &CudaSlice<u32>,
+        counts: &CudaSlice<u32>,
+        out_keys: &mut CudaSlice<K>,
+        out_values: &mut CudaSlice<V>,
+    ) -> Result<()> {
+        let n = self.query_len(
+            lo.len().min(hi.len()),
+            offsets.len().min(counts.len()),
+            usize::MAX,
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.device_ref();
+        let shape = self.grid(&self.kernels.range_collect, n as usize)?;
+        let mut args = self
+            .gpu
+            .stream()
+            .launch_builder(self.kernels.range_collect.func());
+        args.arg(&r)
+            .arg(lo)
+            .arg(hi)
+            .arg(&n)
+            .arg(offsets)
+            .arg(counts)
+            .arg(out_keys)
+            .arg(out_values);
+        // SAFETY: the caller sized the outputs from the count pass (offsets + counts);
+        // each query writes at most counts[i] pairs from offsets[i].
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// Every pair with `lo <= key <= hi` for each range, in key order: a count pass, an
+    /// exclusive scan of the counts into per-query offsets, then a collect pass. A range
+    /// with `lo > hi` is empty. Synchronizes.
+    pub fn range_many(&self, ranges: &[(K, K)]) -> Result<Ranges<K, V>> {
+        let n = batch_len(ranges.len())?;
+        if n == 0 {
+            return Ok(Ranges::new(vec![0], Vec::new()));
+        }
+        let stream = self.gpu.stream();
+        let (lo, hi): (Vec<K>, Vec<K>) = ranges.iter().copied().unzip();
+        let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
+        let mut counts = stream.alloc_zeros::<u32>(n as usize)?;
+        self.range_count_device(&lo, &hi, &mut counts)?;
+        let mut offsets = stream.alloc_zeros::<u32>(n as usize)?;
+        let counts_host = stream.clone_dtoh(&counts)?;
+        let total: u64 = counts_host.iter().map(|&c| c as u64).sum();
+        if total > u32::MAX as u64 {
+            return Err(gpuds_core::Error::InvalidArgument(format!(
+                "the ranges hold {total} pairs; at most {} per call",
+                u32::MAX
+            ))
+            .into());
+        }
+        exclusive_scan(&self.gpu, &counts, &mut offsets)?;
+        let mut keys = stream.alloc_zeros::<K>(total.max(1) as usize)?;
+        let mut values = stream.alloc_zeros::<V>(total.max(1) as usize)?;
+        self.range_collect_device(&lo, &hi, &offsets, &counts, &mut keys, &mut values)?;
+        let (keys, values) = (stream.clone_dtoh(&keys)?, stream.clone_dtoh(&values)?);
+        self.check()?;
+        let mut starts = Vec::with_capacity(n as usize + 1);
+        let mut at = 0usize;
+        for &c in &counts_host {
+            starts.push(at);
+            at += c as usize;
+        }
+        starts.push(at);
+        let pairs = keys.into_iter().zip(values).take(at).collect();
+        Ok(Ranges::new(starts, pairs))
+    }
+
+    /// Runs a mixed batch in one kernel, every operation by its own warp, concurrently:
+    /// see the [crate docs](crate) for what the replies may show. Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_btree::{GpuBTreeMap, TreeOp, TreeReply};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[1, 2], &[10, 20])?;
+    /// let replies = tree.apply(&[TreeOp::Insert(3, 30), TreeOp::Get(1), TreeOp::Count(1, 2)])?;
+    /// assert_eq!(replies[1], TreeReply::Value(Some(10)));
+    /// assert_eq!(replies[2], TreeReply::Count(2));
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn apply(&mut self, ops: &[TreeOp<K, V>]) -> Result<Vec<TreeReply<K, V>>> {
+        let n = batch_len(ops.len())?;
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut codes = Vec::with_capacity(ops.len());
+        let mut keys = Vec::with_capacity(ops.len());
+        let mut args = Vec::with_capacity(ops.len());
+        for op in ops {
+            let (c, k, a) = op.encode(V::default(), V::from_key);
+            codes.push(c);
+            keys.push(k);
+            args.push(a);
+        }
+        let stream = self.gpu.stream().clone();
+        let (codes, keys, args) = (
+            stream.clone_htod(&codes)?,
+            stream.clone_htod(&keys)?,
+            stream.clone_htod(&args)?,
+        );
+        let mut out_a = stream.alloc_zeros::<u32>(n as usize)?;
+        let mut out_b = stream.alloc_zeros::<V>(n as usize)?;
+        let mut found = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
+        self.apply_device(&codes, &keys, &args, &mut out_a, &mut out_b, &mut found)?;
+        let (a, b) = (stream.clone_dtoh(&out_a)?, stream.clone_dtoh(&out_b)?);
+        let found = stream.clone_dtoh(&found)?;
+        self.check()?;
+        Ok(ops
+            .iter()
+            .enumerate()
+            .map(|(i, op)| {
+                let hit = bit(&found, i);
+                let value = V::from_u64(a[i] as u64);
+                match op {
+                    TreeOp::Insert(..) => TreeReply::Inserted { replaced: hit },
+                    TreeOp::Remove(_) => TreeReply::Removed(hit.then_some(value)),
+                    TreeOp::Get(_) => TreeReply::Value(hit.then_some(value)),
+                    TreeOp::Successor(_) => {
+                        TreeReply::Successor(hit.then(|| (K::from_u64(a[i] as u64), b[i])))
+                    }
+                    TreeOp::Count(..) => TreeReply::Count(a[i]),
+                }
+            })
+            .collect())
+    }
+
+    /// A mixed batch on device buffers: operation codes (0 insert, 1 remove, 2 get,
+    /// 3 successor, 4 count), keys, arguments (an insert's value, a count's upper bound);
+    /// results as in `btree_apply` (value / successor key / count, successor value, and the
+    /// found / replaced / removed bits). Does not synchronize unless the pool must grow.
+    #[allow(clippy::too_many_arguments)]
+    pub fn apply_device(
+        &mut self,
+        codes: &CudaSlice<u32>,
+        keys: &CudaSlice<K>,
+        args: &CudaSlice<V>,
+        out_a: &mut CudaSlice<u32>,
+        out_b: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = self.query_len(
+            codes.len().min(keys.len()).min(args.len()),
+            out_a.len().min(out_b.len()),
+            found.len(),
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        self.ensure_room(split_bound(n as usize))?;
+        let r = self.device_ref();
+        let shape = self.grid(&self.kernels.apply, n as usize)?;
+        let mut b = self.gpu.stream().launch_builder(self.kernels.apply.func());
+        b.arg(&r)
+            .arg(codes)
+            .arg(keys)
+            .arg(args)
+            .arg(&n)
+            .arg(out_a)
+            .arg(out_b)
+            .arg(found);
+        // SAFETY: buffer lengths were checked by query_len.
+        unsafe { b.launch(shape) }?;
+        Ok(())
+    }
+
+    /// Replaces the contents with the given pairs (for a repeated key the last pair
+    /// wins): sorts them with the core radix sort and builds the tree bottom-up with
+    /// [`BTreeConfig::bulk_fill`] pairs per node (§3.4.1). Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.bulk_build(&[5, 3, 5, 1], &[50, 30, 51, 10])?;
+    /// assert_eq!(tree.to_vec()?, vec![(1, 10), (3, 30), (5, 51)]);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn bulk_build(&mut self, keys: &[K], values: &[V]) -> Result<()> {
+        same_len(keys.len(), values.len(), "values")?;
+        let stream = self.gpu.stream();
+        let (mut k, mut v) = if keys.is_empty() {
+            (stream.alloc_zeros::<K>(1)?, stream.alloc_zeros::<V>(1)?)
+        } else {
+            (stream.clone_htod(keys)?, stream.clone_htod(values)?)
+        };
+        if keys.is_empty() {
+            return self.clear();
+        }
+        self.bulk_build_device(&mut k, &mut v)
+    }
+
+    /// [`GpuBTreeMap::bulk_build`] from device buffers, which it sorts in place.
+    /// Synchronizes (it reads the number of distinct keys). On an error the tree is
+    /// left empty.
+    pub fn bulk_build_device(
+        &mut self,
+        keys: &mut CudaSlice<K>,
+        values: &mut CudaSlice<V>,
+    ) -> Result<()> {
+        let result = self.try_bulk_build(keys, values);
+        if result.is_err() {
+            // A partial build is not a tree: start over empty (keep the first error).
+            let _ = self.check();
+            let _ = self.clear();
+        }
+        result
+    }
+
+    fn try_bulk_build(&mut self, keys: &mut CudaSlice<K>, values: &mut CudaSlice<V>) -> Result<()> {
+        let n = same_len(keys.len(), values.len(), "values")?;
+        if n == 0 {
+            return self.clear();
+        }
+        let stream = self.gpu.stream().clone();
+        self.sorter.sort_pairs(keys, values)?;
+        let mut flags = stream.alloc_zeros::<u32>(n as usize)?;
+        {
+            let shape = self
+                .gpu
+                .grid_for(&self.kernels.last_of_run, n as usize, BLOCK)?;
+            let mut args = stream.launch_builder(self.kernels.last_of_run.func());
+            args.arg(&*keys).arg(&n).arg(&mut flags);
+            // SAFETY: keys and flags hold n elements.
+            unsafe { args.launch(shape) }?;
+        }
+        let mut unique_keys = stream.alloc_zeros::<K>(n as usize)?;
+        let mut unique_values = stream.alloc_zeros::<V>(n as usize)?;
+        let mut count = stream.alloc_zeros::<u32>(1)?;
+        self.scanner
+            .compact(keys, &flags, &mut unique_keys, &mut count)?;
+        self.scanner
+            .compact(values, &flags, &mut unique_values, &mut count)?;
+        let m = stream.clone_dtoh(&count)?.first().copied().unwrap_or(0);
+        drop(flags);
+
+        self.clear()?;
+        let fill = self.config.bulk_fill;
+        let shape = bulk_shape(m as u64, fill);
+        if self.pool.capacity_units() < shape.nodes() + 1 {
+            self.pool.reserve(shape.nodes() + 1)?;
+        }
+        let r = self.device_ref();
+        let kernel = self.kernels.bulk_level.clone();
+        let mut level = 0u32;
+        let mut entries = m;
+        let mut nodes = entries.div_ceil(fill);
+        let mut addr = stream.alloc_zeros::<u32>(nodes as usize)?;
+        let mut low = stream.alloc_zeros::<u32>(nodes as usize)?;
+        {
+            let grid = self.gpu.grid_for(&kernel, nodes as usize * 32, BLOCK)?;
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r)
+                .arg(&unique_keys)
+                .arg(&unique_values)
+                .arg(&entries)
+                .arg(&fill)
+                .arg(&level)
+                .arg(&mut addr)
+                .arg(&mut low);
+            // SAFETY: the inputs hold `entries` pairs, the outputs ceil(entries / fill).
+            unsafe { args.launch(grid) }?;
+        }
+        while nodes > 1 {
+            level += 1;
+            entries = nodes;
+            nodes = entries.div_ceil(fill);
+            let mut up_addr = stream.alloc_zeros::<u32>(nodes as usize)?;
+            let mut up_low = stream.alloc_zeros::<u32>(nodes as usize)?;
+            let grid = self.gpu.grid_for(&kernel, nodes as usize * 32, BLOCK)?;
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r)
+                .arg(&low)
+                .arg(&addr)
+                .arg(&entries)
+                .arg(&fill)
+                .arg(&level)
+                .arg(&mut up_addr)
+                .arg(&mut up_low);
+            // SAFETY: the inputs hold `entries` children, the outputs ceil(entries / fill).
+            unsafe { args.launch(grid) }?;
+            addr = up_addr;
+            low = up_low;
+        }
+        stream.memcpy_htod(&[m as u64], &mut self.size)?;
+        self.used_bound = shape.nodes() + 1;
+        self.check()
+    }
+
+    /// Every pair in key order, read from a host copy of the node pool. Synchronizes.
+    pub fn to_vec(&self) -> Result<Vec<(K, V)>> {
+        let (_, pairs) = self.walk(true)?;
+        Ok(pairs
+            .into_iter()
+            .map(|(k, v)| (K::from_u64(k as u64), V::from_u64(v as u64)))
+            .collect())
+    }
+
+    fn walk(&self, collect: bool) -> Result<(TreeShape, Vec<(u32, u32)>)> {
+        let snapshot = self.pool.snapshot()?;
+        let fetch = |a: u32| {
+            if snapshot.is_allocated(a) {
+                snapshot.unit(a).and_then(Node::decode)
+            } else {
+                None
+            }
+        };
+        let (shape, pairs) = walk(self.root, fetch, collect).map_err(Error::Invalid)?;
+        let in_use = snapshot.units_in_use();
+        if in_use != shape.nodes() {
+            return Err(Error::Invalid(format!(
+                "{} nodes are reachable from the root but the pool has {in_use} units in use",
+                shape.nodes()
+            )));
+        }
+        Ok((shape, pairs))
+    }
+
+    /// Height, nodes and fill per level, pairs and memory, from a host copy of the pool
+    /// (which is also checked as by [`GpuBTreeMap::validate`]). Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let keys: Vec<u32> = (0..10_000).collect();
+    /// tree.bulk_build(&keys, &keys)?;
+    /// let stats = tree.stats()?;
+    /// assert_eq!(stats.shape.height, 4); // 1000, 100, 10 and 1 nodes
+    /// println!("fill per level: {:?}", stats.shape.fill_per_level());
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn stats(&self) -> Result<BTreeStats> {
+        let (shape, _) = self.walk(false)?;
+        Ok(BTreeStats {
+            len: self.len()? as u64,
+            units_in_use: shape.nodes(),
+            capacity_units: self.pool.capacity_units(),
+            shape,
+        })
+    }
+
+    /// Copies the tree to the host and checks every invariant (see
+    /// [`crate::validate::walk`]), that every node in the pool is reachable from the root,
+    /// that the pair count agrees with [`GpuBTreeMap::len`], and the status words.
+    /// Synchronizes.
+    pub fn validate(&self) -> Result<()> {
+        self.check()?;
+        let (shape, _) = self.walk(false)?;
+        let len = self.len()? as u64;
+        if shape.keys() != len {
+            return Err(Error::Invalid(format!(
+                "the leaves hold {} pairs but the size counter says {len}",
+                shape.keys()
+            )));
+        }
+        Ok(())
+    }
+}

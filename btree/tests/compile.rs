@@ -1,0 +1,67 @@
+//! Every kernel module of gpuds-btree compiles with NVRTC (no GPU needed), with the
+//! kernel names the host looks up, and as a CUBIN for sm_90.
+
+use gpuds_core::{Arch, Output};
+
+#[test]
+fn kernel_modules_compile_for_every_target() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    for arch in gpuds_testkit::compile_targets() {
+        for program in gpuds_btree::programs() {
+            let ptx = program
+                .compile(arch, Output::Ptx)
+                .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
+            assert!(String::from_utf8_lossy(&ptx.image).contains(".entry"));
+        }
+    }
+}
+
+#[test]
+fn kernel_names_are_the_ones_the_host_loads() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let ptx: String = gpuds_btree::programs()
+        .iter()
+        .map(|p| {
+            let image = p.compile(Arch::new(8, 0), Output::Ptx).expect("compile");
+            String::from_utf8(image.image).expect("PTX is text")
+        })
+        .collect();
+    let mut expected = vec![
+        "btree_init".to_string(),
+        "btree_insert".into(),
+        "btree_apply".into(),
+        "btree_last_of_run".into(),
+        "btree_bulk_level".into(),
+    ];
+    for tile in [16, 32] {
+        for name in [
+            "btree_get",
+            "btree_successor",
+            "btree_range_count",
+            "btree_range_collect",
+            "btree_remove",
+        ] {
+            expected.push(format!("{name}_t{tile}"));
+        }
+    }
+    for name in expected {
+        assert!(ptx.contains(&format!(".entry {name}(")), "no kernel {name}");
+    }
+}
+
+#[test]
+fn kernel_modules_build_as_cubin() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    for program in gpuds_btree::programs() {
+        let cubin = program
+            .compile(Arch::new(9, 0), Output::Cubin)
+            .unwrap_or_else(|e| panic!("{}: {e}", program.name()));
+        assert_eq!(&cubin.image[..4], b"\x7fELF");
+    }
+}
