@@ -18,6 +18,35 @@ pub enum Error {
         /// The offending key, widened to 64 bits.
         key: u64,
     },
+    /// A reserved value (the empty value of a table that marks absence with it) was found
+    /// in a batch; nothing of the batch was applied.
+    #[error("value {value:#x} at index {index} is reserved by this table")]
+    ReservedValue {
+        /// Position of the first offending value in the batch.
+        index: usize,
+        /// The offending value, widened to 64 bits.
+        value: u64,
+    },
+    /// An insert batch would pass the table's maximum load factor and the table is
+    /// configured not to grow; nothing of the batch was applied.
+    #[error(
+        "inserting {incoming} keys into a table of {capacity} slots with {occupied} occupied \
+         would pass its limit of {limit} occupied slots (grow it with `reserve`/`rehash`, or \
+         configure it to grow)"
+    )]
+    LoadFactor {
+        /// Keys in the batch (counted as if all were new).
+        incoming: u64,
+        /// Slots occupied before the batch (live pairs and tombstones).
+        occupied: u64,
+        /// The most occupied slots the maximum load factor allows.
+        limit: u64,
+        /// The table's capacity in slots.
+        capacity: u64,
+    },
+    /// `validate()` found a broken invariant; the message names the slot and the rule.
+    #[error("invalid table: {0}")]
+    Invalid(String),
 }
 
 impl From<cudarc::driver::DriverError> for Error {

@@ -14,16 +14,36 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod linear;
+pub mod probe;
 
 pub use error::{Error, Result};
+pub use linear::{
+    Deletion, Input, LinearConfig, LinearProbeMap, LinearRef, LinearStats, Operation, WhenFull,
+};
 
 /// Every kernel module of gpuds-hive, with representative instantiations, so that a test
 /// can compile all of them without a GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
-    Vec::new()
+    linear::kernels::programs()
 }
 
 /// gpuds-hive's device headers as (include name, text), chained after gpuds-core's.
 pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
-    gpuds_core::cuda_headers()
+    let mut headers = gpuds_core::cuda_headers();
+    headers.extend([
+        (
+            "gpuds/hive/probing.cuh",
+            include_str!("../cuda/include/gpuds/hive/probing.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/linear_slot.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/linear_slot.cuh"),
+        ),
+        (
+            "gpuds/hive/linear_ref.cuh",
+            include_str!("../cuda/include/gpuds/hive/linear_ref.cuh"),
+        ),
+    ]);
+    headers
 }
