@@ -9,6 +9,9 @@
 //!   allocates from its resident memory block, whose bitmap it keeps in registers: one
 //!   atomic OR on one bitmap word claims a unit. The device API is
 //!   `#include <gpuds/alloc/slab_alloc.cuh>`.
+//! - [`Collector`]: block-granular, DEBRA-style epoch-based reclamation, so that
+//!   structures can retire the units they unlink while other warps still read them
+//!   (`#include <gpuds/alloc/ebr.cuh>`; see the [`Collector`] docs for the protocol).
 //!
 //! | on the CPU | in gpuds-alloc |
 //! | --- | --- |
@@ -78,6 +81,7 @@
 
 pub mod address;
 mod config;
+mod ebr;
 mod error;
 mod memory;
 mod slab_alloc;
@@ -85,6 +89,7 @@ mod snapshot;
 
 pub use address::NULL_UNIT;
 pub use config::{Layout, SlabAllocConfig};
+pub use ebr::{Collector, CollectorConfig, CollectorStats, EbrRef, LIMBO_FULL};
 pub use error::{Error, Result};
 pub use slab_alloc::{SlabAlloc, SlabAllocRef, SlabAllocStats, SuperBlockStats, DOUBLE_FREE};
 pub use snapshot::PoolSnapshot;
@@ -92,7 +97,7 @@ pub use snapshot::PoolSnapshot;
 /// Every kernel module of gpuds-alloc, so that a test can compile all of them without a
 /// GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
-    vec![slab_alloc::program()]
+    vec![slab_alloc::program(), ebr::program()]
 }
 
 /// gpuds-alloc's device headers and those of the crates below, as (include name, text).
@@ -101,6 +106,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     headers.push((
         "gpuds/alloc/slab_alloc.cuh",
         include_str!("../cuda/include/gpuds/alloc/slab_alloc.cuh"),
+    ));
+    headers.push((
+        "gpuds/alloc/ebr.cuh",
+        include_str!("../cuda/include/gpuds/alloc/ebr.cuh"),
     ));
     headers
 }

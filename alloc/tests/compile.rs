@@ -21,6 +21,10 @@ fn every_module_compiles_for_every_target_with_its_kernels() {
         "slab_alloc_count",
         "slab_alloc_churn",
         "slab_alloc_check_stamps",
+        "ebr_drain",
+        "ebr_cells_init",
+        "ebr_churn",
+        "ebr_churn_null",
     ];
     for arch in gpuds_testkit::compile_targets() {
         let all: String = gpuds_alloc::programs()
@@ -75,5 +79,39 @@ fn the_header_serves_a_user_kernel() {
     .headers(gpuds_alloc::cuda_headers());
     for arch in gpuds_testkit::compile_targets() {
         assert!(ptx(&program, arch).contains(".entry user("));
+    }
+}
+
+/// A reclaiming user kernel, generic over the reclaimer as structures write them.
+#[test]
+fn the_ebr_header_serves_a_generic_kernel() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let program = Program::new(
+        "user_ebr",
+        r#"#include <gpuds/alloc/ebr.cuh>
+           using namespace gpuds::alloc;
+           template <class Block, class Ref>
+           __device__ void body(const Ref& r, unit_addr* cells) {
+               __shared__ Block block;
+               if (!block.begin(r)) return;
+               block.enter();
+               if (threadIdx.x == 0) block.retire(atomicExch(cells + blockIdx.x, null_unit));
+               block.leave();
+               block.end();
+           }
+           extern "C" __global__ void with_ebr(ebr_ref r, unit_addr* cells) {
+               body<ebr_block<64>>(r, cells);
+           }
+           extern "C" __global__ void without(unit_addr* cells) {
+               body<null_block>(null_reclaimer_ref{0}, cells);
+           }
+           static_assert(sizeof(ebr_ref) == 128, "mirror size");"#,
+    )
+    .headers(gpuds_alloc::cuda_headers());
+    for arch in gpuds_testkit::compile_targets() {
+        let text = ptx(&program, arch);
+        assert!(text.contains(".entry with_ebr(") && text.contains(".entry without("));
     }
 }
