@@ -1,7 +1,5 @@
 //! Host-side reading of a LinearProbeMap's slots: decoding, statistics and validation.
 
-use std::collections::HashMap;
-
 use gpuds_core::{DeviceKey, DeviceValue};
 
 use super::config::{Deletion, LinearConfig};
@@ -100,7 +98,6 @@ pub(crate) fn validate<K: DeviceKey, V: DeviceValue>(
     }
     let packed = std::mem::size_of::<K>() == 4 && std::mem::size_of::<V>() == 4;
     let per_slot = if packed { 1 } else { 2 };
-    let mut seen: HashMap<K, usize> = HashMap::new();
     for (i, slot) in slots.iter().enumerate() {
         match *slot {
             Slot::Empty | Slot::Erased => {
@@ -122,21 +119,24 @@ pub(crate) fn validate<K: DeviceKey, V: DeviceValue>(
                 }
             }
             Slot::Dead(key) | Slot::Live(key, _) => {
-                if let Some(first) = seen.insert(key, i) {
-                    return Err(Error::Invalid(format!(
-                        "key {:#x} is held by slots {first} and {i}",
+                // Two copies of a key lie on the key's one probe sequence, so the later
+                // copy meets the earlier one on its way from the start window.
+                let twice = |at: usize| {
+                    Error::Invalid(format!(
+                        "key {:#x} is held by slots {at} and {i}",
                         key.to_u64()
-                    )));
-                }
+                    ))
+                };
                 let own = (i / width) as u32;
                 let mut seq = ProbeSequence::new(key, geometry, config.probing);
                 let mut steps = 0u64;
                 while seq.window() != own {
                     let start = seq.window() as usize * width;
-                    if let Some(lane) = slots[start..start + width]
-                        .iter()
-                        .position(|s| matches!(s, Slot::Empty))
-                    {
+                    let window = &slots[start..start + width];
+                    if let Some(lane) = window.iter().position(|s| s.key() == Some(key)) {
+                        return Err(twice(start + lane));
+                    }
+                    if let Some(lane) = window.iter().position(|s| matches!(s, Slot::Empty)) {
                         return Err(Error::Invalid(format!(
                             "key {:#x} in slot {i} is unreachable: slot {} on its probe \
                              sequence is empty",
@@ -162,11 +162,8 @@ pub(crate) fn validate<K: DeviceKey, V: DeviceValue>(
                         key.to_u64()
                     )));
                 }
-                if slots[start..i].iter().any(|s| s.key() == Some(key)) {
-                    return Err(Error::Invalid(format!(
-                        "key {:#x} appears twice in window {own}",
-                        key.to_u64()
-                    )));
+                if let Some(lane) = slots[start..i].iter().position(|s| s.key() == Some(key)) {
+                    return Err(twice(start + lane));
                 }
             }
         }

@@ -472,7 +472,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             return Ok(Vec::new());
         }
         let keys: Vec<K> = ops.iter().map(Operation::key).collect();
-        gpuds_core::keys::check_reserved(&keys, &Self::reserved_keys()).map_err(Error::from)?;
+        Self::check_keys(&keys)?;
         let empty = Self::reserved_value();
         let mut kinds = Vec::with_capacity(n);
         let mut values = Vec::with_capacity(n);
@@ -769,7 +769,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     {
         let keys_on_host = match keys_in.as_host() {
             Some(host) => {
-                gpuds_core::keys::check_reserved(host, &Self::reserved_keys())?;
+                Self::check_keys(host)?;
                 true
             }
             None => false,
@@ -811,6 +811,16 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         // skips keys or values); it lowers control[0..2].
         unsafe { args.launch(shape) }?;
         Ok(())
+    }
+
+    fn check_keys(keys: &[K]) -> Result<()> {
+        match gpuds_core::keys::first_reserved(keys, &Self::reserved_keys()) {
+            Some((index, key)) => Err(Error::ReservedKey {
+                index,
+                key: key.to_u64(),
+            }),
+            None => Ok(()),
+        }
     }
 
     fn guard_ptr(&self) -> u64 {
