@@ -1,0 +1,114 @@
+//! Mixed concurrent batches (`apply`, §3.5.6) with concurrency-tolerant checks: point
+//! operations must match some serial order of each key's operations; counts and
+//! successors over keys the batch does not update must be exact.
+
+mod common;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use gpuds_btree::{TreeOp, TreeReply};
+use gpuds_testkit::check::{check_map, Reply};
+use gpuds_testkit::model::InsertPolicy;
+use gpuds_testkit::Op;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+fn batch(rng: &mut ChaCha8Rng, universe: &[u32], n: usize) -> Vec<TreeOp<u32, u32>> {
+    (0..n)
+        .map(|_| {
+            let k = universe[rng.random_range(0..universe.len())];
+            match rng.random_range(0..100u32) {
+                0..30 => TreeOp::Insert(k, rng.random_range(1..1000u32)),
+                30..50 => TreeOp::Remove(k),
+                50..70 => TreeOp::Get(k),
+                70..85 => TreeOp::Successor(k),
+                _ => TreeOp::Count(k, k.saturating_add(rng.random_range(0..50_000u32))),
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn mixed_batches_are_explained_by_serial_orders() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(21);
+    let universe: Vec<u32> = (0..6000u32).map(|i| i * 977 + 3).collect();
+    let mut t = common::tree(&gpu, 16);
+    let initial: Vec<u32> = universe.iter().copied().step_by(2).collect();
+    t.insert_many(&initial, &initial).unwrap();
+    for round in 0..6 {
+        let before: BTreeMap<u32, u32> = t.to_vec().unwrap().into_iter().collect();
+        let ops = batch(&mut rng, &universe, 8000);
+        let replies = t.apply(&ops).unwrap();
+        t.validate().unwrap();
+        let after: HashMap<u32, u32> = t.to_vec().unwrap().into_iter().collect();
+
+        let mut points = Vec::new();
+        let mut point_replies = Vec::new();
+        let updated: HashSet<u32> = ops
+            .iter()
+            .filter_map(|op| match op {
+                TreeOp::Insert(k, _) | TreeOp::Remove(k) => Some(*k),
+                _ => None,
+            })
+            .collect();
+        for (op, reply) in ops.iter().zip(&replies) {
+            match (*op, *reply) {
+                (TreeOp::Insert(k, v), TreeReply::Inserted { replaced }) => {
+                    points.push(Op::Insert(k, v));
+                    point_replies.push(Reply::Found(replaced));
+                }
+                (TreeOp::Remove(k), TreeReply::Removed(v)) => {
+                    points.push(Op::Remove(k));
+                    point_replies.push(Reply::Value(v));
+                }
+                (TreeOp::Get(k), TreeReply::Value(v)) => {
+                    points.push(Op::Get(k));
+                    point_replies.push(Reply::Value(v));
+                }
+                (TreeOp::Count(lo, hi), TreeReply::Count(c)) => {
+                    let stable = before
+                        .range(lo..=hi)
+                        .filter(|(k, _)| !updated.contains(k))
+                        .count();
+                    let touched = updated.iter().filter(|k| (lo..=hi).contains(*k)).count();
+                    assert!(
+                        (stable..=stable + touched).contains(&(c as usize)),
+                        "round {round}: count [{lo}, {hi}] = {c}, stable {stable}, touched {touched}"
+                    );
+                }
+                (TreeOp::Successor(k), TreeReply::Successor(got)) => {
+                    // Exact when nothing in (k, next stable key] is updated by the batch.
+                    let next = before
+                        .range(k.saturating_add(1)..)
+                        .next()
+                        .filter(|_| k < u32::MAX);
+                    let hi = next.map_or(u32::MAX, |(nk, _)| *nk);
+                    let quiet = !updated.iter().any(|u| *u > k && *u <= hi);
+                    if quiet {
+                        assert_eq!(
+                            got,
+                            next.map(|(a, b)| (*a, *b)),
+                            "round {round}: successor of {k}"
+                        );
+                    } else if let Some((sk, _)) = got {
+                        assert!(sk > k, "round {round}: successor {sk} of {k}");
+                    }
+                }
+                (op, reply) => panic!("reply {reply:?} to {op:?}"),
+            }
+        }
+        let initial_map: HashMap<u32, u32> = before.into_iter().collect();
+        let verdict = check_map(
+            InsertPolicy::Replace,
+            &points,
+            &point_replies,
+            &initial_map,
+            &after,
+        )
+        .unwrap_or_else(|m| panic!("round {round}: {m}"));
+        assert!(verdict.keys > 0);
+    }
+}
