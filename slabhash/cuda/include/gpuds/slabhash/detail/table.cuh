@@ -1,0 +1,138 @@
+// gpuds/slabhash/detail/table.cuh: what map_ref and set_ref share: the fields of a slab
+// hash (B base slabs, a SlabAlloc for the rest, the universal hash, counters and status
+// word) and the warp-cooperative walk along one request's list.
+//
+// The walk is the slab hash paper's work-sharing loop (§IV-A, Fig. 2): lanes with a
+// request vote, the warp takes the lowest voter's key, hashes it to its bucket and reads
+// one slab per round, all lanes together; the operation's body looks at the slab with
+// ballots and decides to finish, re-read the same slab (a CAS lost a race) or move on.
+// Every request is bounded by `step_cap` rounds: past it, RETRY_LIMIT is reported and
+// the request fails, so a corrupted list (a cycle) cannot hang a kernel.
+#pragma once
+#include <gpuds/core/hash.cuh>
+#include <gpuds/core/status.cuh>
+#include <gpuds/slabhash/slab.cuh>
+
+namespace gpuds {
+namespace slabhash {
+namespace detail {
+
+struct table {
+  unsigned* buckets;                // num_buckets base slabs, 32 words each
+  unsigned long long* counters;     // [0] live keys, [1] claimed slots (live + tombstones)
+  unsigned* status;                 // the table's status word
+  alloc::slab_alloc_ref alloc;      // where slabs beyond the base slabs live
+  hash::universal hash;             // bucket = ((a*k + b) mod p) mod num_buckets
+  unsigned num_buckets;
+  unsigned unique_keys;             // 1: keys are unique (REPLACE); 0: duplicates allowed
+  unsigned step_cap;                // rounds one request may take
+
+  __device__ unsigned bucket_of(unsigned key) const { return hash(key, num_buckets); }
+  __device__ unsigned* base_slab(unsigned bucket) const {
+    return buckets + static_cast<unsigned long long>(bucket) * SLAB_WORDS;
+  }
+  __device__ unsigned* slab_at(unsigned address) const {
+    return alloc.pointer_as<unsigned>(address);
+  }
+
+  __device__ slab_iterator iterate(unsigned bucket, unsigned key_lanes) const {
+    slab_iterator it;
+    it.alloc = alloc;
+    it.slab = base_slab(bucket);
+    it.word_ = read_slab(it.slab);
+    it.key_lanes = key_lanes;
+    return it;
+  }
+
+  // Adds this warp's changes to the counters with one atomic per counter (warp-uniform
+  // arguments).
+  __device__ void count(long long live, long long claimed) const {
+    if (warp::lane_id() == 0) {
+      if (live != 0) mem::fetch_add_relaxed(&counters[0], static_cast<unsigned long long>(live));
+      if (claimed != 0) {
+        mem::fetch_add_relaxed(&counters[1], static_cast<unsigned long long>(claimed));
+      }
+    }
+  }
+
+  __device__ void report(unsigned flag) const { status::report(status, flag); }
+
+  // Requests with a reserved key are refused (RESERVED_KEY) and marked failed.
+  __device__ bool admit(bool active, unsigned key, unsigned& outcome) const {
+    if (active && is_reserved_key(key)) {
+      report(status::RESERVED_KEY);
+      outcome = OP_FAILED;
+      return false;
+    }
+    return active;
+  }
+
+  // Runs the work-sharing loop over the lanes with `active`. `visit(src, key, slab, word)`
+  // is called by all lanes with src's key, the slab it is at and this lane's word of it;
+  // it returns true when src's request is finished, and may move `slab` (to the next
+  // slab, or to one it appended); returning false with `slab` unchanged re-reads it.
+  // `give_up(src)` runs when a request passes the step cap.
+  template <class Visit, class GiveUp>
+  __device__ void walk(bool active, unsigned key, Visit&& visit, GiveUp&& give_up) const {
+    unsigned* slab = nullptr;
+    int current = -1;
+    unsigned steps = 0;
+    warp::work_share(active, [&](int src) -> bool {
+      const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
+      if (src != current) {
+        current = src;
+        steps = 0;
+        slab = base_slab(bucket_of(k));
+      }
+      if (++steps > step_cap) {
+        report(status::RETRY_LIMIT);
+        give_up(src);
+        return true;
+      }
+      const unsigned word = read_slab(slab);
+      return visit(src, k, slab, word);
+    });
+  }
+
+  // Follows the next address of the slab whose words the lanes hold; false at the tail.
+  __device__ bool advance(unsigned*& slab, unsigned word) const {
+    const unsigned next = __shfl_sync(warp::FULL_MASK, word, NEXT_LANE);
+    if (next == NULL_SLAB) return false;
+    slab = slab_at(next);
+    return true;
+  }
+
+  // Appends a fresh slab after `tail` (whose next address was seen NULL) or, if another
+  // warp got there first, moves to that warp's slab. False when the pool is exhausted.
+  __device__ bool append(alloc::warp_allocator& allocator, unsigned*& tail) const {
+    const unsigned lane = warp::lane_id();
+    const unsigned fresh = allocator.allocate();
+    if (fresh == NULL_SLAB) {
+      report(status::POOL_EXHAUSTED);
+      return false;
+    }
+    unsigned* slab = slab_at(fresh);
+    mem::st_relaxed(slab + lane, FRESH_WORD);
+    // bar.warp.sync orders the other lanes' stores before lane 31's release CAS.
+    __syncwarp();
+    unsigned seen = NULL_SLAB;
+    if (lane == NEXT_LANE) {
+      seen = mem::cas_acq_rel(tail + NEXT_LANE, NULL_SLAB, fresh);
+      if (seen != NULL_SLAB) alloc.deallocate(fresh);
+    }
+    seen = __shfl_sync(warp::FULL_MASK, seen, NEXT_LANE);
+    tail = slab_at(seen == NULL_SLAB ? fresh : seen);
+    return true;
+  }
+};
+
+// Sum over the warp.
+__device__ __forceinline__ unsigned long long warp_sum(unsigned long long x) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(warp::FULL_MASK, x, d);
+  return x;
+}
+
+}  // namespace detail
+}  // namespace slabhash
+}  // namespace gpuds

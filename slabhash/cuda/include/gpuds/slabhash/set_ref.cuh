@@ -1,0 +1,114 @@
+// gpuds/slabhash/set_ref.cuh: set_ref, the device view of a SlabHashSet.
+//
+// The dissertation's concurrent set (Awad, 2022, §5.4): the slab list of map_ref with 30
+// keys per slab and no values; keys are unique. Same calling rules as map_ref: all 32
+// lanes call each operation, `active` says whether a lane has a request, inserting
+// operations take the warp's allocator (`make_allocator()`, once per warp per kernel).
+//
+//   insert  OP_ABSENT: added; OP_PRESENT: it was there already
+//   erase   OP_PRESENT: removed (left as a tombstone until FLUSH); OP_ABSENT: not there
+//   find    OP_PRESENT or OP_ABSENT
+#pragma once
+#include <gpuds/slabhash/detail/table.cuh>
+
+namespace gpuds {
+namespace slabhash {
+
+template <class K>
+struct set_ref : detail::table {
+  static_assert(sizeof(K) == 4, "set_ref stores 32-bit keys");
+  static constexpr unsigned KEY_LANES = SET_KEY_LANES;
+  static constexpr unsigned SLOTS = 30;
+
+  __device__ alloc::warp_allocator make_allocator() const {
+    return alloc::warp_allocator(alloc);
+  }
+
+  // An iterator over bucket `b`'s slabs (see slab_iterator).
+  __device__ slab_iterator bucket(unsigned b) const { return iterate(b, KEY_LANES); }
+
+  __device__ unsigned insert(alloc::warp_allocator& allocator, bool active, K key) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    const unsigned lane = warp::lane_id();
+    walk(
+        active, key,
+        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+          const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
+          const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
+          const unsigned targets = hits | empties;
+          if (targets == 0) {
+            if (advance(slab, word)) return false;
+            if (append(allocator, slab)) return false;
+            if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+            return true;
+          }
+          const int dest = __ffs(targets) - 1;
+          if ((hits >> dest) & 1u) {
+            if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
+            return true;
+          }
+          bool won = false;
+          if (lane == static_cast<unsigned>(dest)) {
+            won = mem::cas_acq_rel(slab + dest, EMPTY_KEY, k) == EMPTY_KEY;
+          }
+          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
+          if (lane == static_cast<unsigned>(src)) outcome = OP_ABSENT;
+          return true;
+        },
+        [&](int src) {
+          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+        });
+    const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, active && outcome == OP_ABSENT));
+    count(added, added);
+    return outcome;
+  }
+
+  __device__ unsigned erase(bool active, K key) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    const unsigned lane = warp::lane_id();
+    walk(
+        active, key,
+        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+          const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
+          if (hits == 0) return !advance(slab, word);
+          const int dest = __ffs(hits) - 1;
+          bool won = false;
+          if (lane == static_cast<unsigned>(dest)) {
+            won = mem::cas_acq_rel(slab + dest, k, TOMBSTONE_KEY) == k;
+          }
+          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;
+          if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
+          return true;
+        },
+        [&](int src) {
+          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+        });
+    const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_PRESENT));
+    count(-static_cast<long long>(removed), 0);
+    return outcome;
+  }
+
+  __device__ unsigned find(bool active, K key) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    const unsigned lane = warp::lane_id();
+    walk(
+        active, key,
+        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+          if (__ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES) {
+            if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
+            return true;
+          }
+          return !advance(slab, word);
+        },
+        [&](int src) {
+          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+        });
+    return outcome;
+  }
+};
+
+}  // namespace slabhash
+}  // namespace gpuds

@@ -1,0 +1,256 @@
+// Entry points of SlabHashMap and SlabHashSet: thin loops over map_ref / set_ref, one
+// thread per request (lanes past the end take part with no request), plus the
+// whole-table kernels: FLUSH, the census behind stats() and the export behind to_vec().
+//
+// Compiled once per kind and type: SLAB_SET (0: map, 1: set), KEY_T, VALUE_T (maps) and
+// KERNEL_SUFFIX (`map_u32_u32`, `set_u32`).
+#include <gpuds/core/kernel_name.cuh>
+#include <gpuds/slabhash/map_ref.cuh>
+#include <gpuds/slabhash/set_ref.cuh>
+
+using namespace gpuds;
+using namespace gpuds::slabhash;
+using K = KEY_T;
+
+#if SLAB_SET
+using V = unsigned;  // a set has no values; value arguments are null
+using ref_t = set_ref<K>;
+#else
+using V = VALUE_T;
+using ref_t = map_ref<K, V>;
+#endif
+
+// Operation kinds of a mixed batch (apply).
+constexpr unsigned KIND_INSERT = 0;
+constexpr unsigned KIND_REMOVE = 1;
+constexpr unsigned KIND_GET = 2;
+
+__device__ __forceinline__ unsigned long long item_index() {
+  return static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+// The lowest index of a reserved key, by atomicMin into `first` (preset to all ones).
+extern "C" __global__ void GPUDS_KERNEL(first_reserved)(const K* keys, unsigned long long n,
+                                                        unsigned long long* first) {
+  const unsigned long long i = item_index();
+  if (i < n && is_reserved_key(keys[i])) atomicMin(first, i);
+}
+
+// REPLACE or INSERT (maps: `unique` picks; sets: always unique). `outcomes` and `olds`
+// may be null.
+extern "C" __global__ void GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
+                                                unsigned long long n, unsigned unique,
+                                                unsigned* outcomes, V* olds) {
+  const unsigned long long i = item_index();
+  const bool active = i < n;
+  const K key = active ? keys[i] : K(0);
+  alloc::warp_allocator allocator = ref.make_allocator();
+#if SLAB_SET
+  (void)values;
+  (void)unique;
+  (void)olds;
+  const unsigned outcome = ref.insert(allocator, active, key);
+#else
+  const V value = active ? values[i] : V(0);
+  V old = V(0);
+  const unsigned outcome = unique ? ref.replace(allocator, active, key, value, old)
+                                  : ref.insert(allocator, active, key, value);
+  if (active && olds != nullptr) olds[i] = old;
+#endif
+  if (active && outcomes != nullptr) outcomes[i] = outcome;
+}
+
+// SEARCH. Maps write each value (NOT_FOUND_VALUE when missing) if `values` is not null;
+// `found` (if not null) gets one bit per request, 32 requests per word.
+extern "C" __global__ void GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
+                                              V* values, unsigned* found) {
+  const unsigned long long i = item_index();
+  const bool active = i < n;
+  const K key = active ? keys[i] : K(0);
+#if SLAB_SET
+  (void)values;
+  const unsigned outcome = ref.find(active, key);
+#else
+  V value = static_cast<V>(NOT_FOUND_VALUE);
+  const unsigned outcome = ref.find(active, key, value);
+  if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : V(NOT_FOUND_VALUE);
+#endif
+  const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);
+  if (found != nullptr && active && warp::lane_id() == 0) found[i / 32] = bits;
+}
+
+// DELETE (the least recent instance). `outcomes` and `olds` may be null.
+extern "C" __global__ void GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
+                                               unsigned* outcomes, V* olds) {
+  const unsigned long long i = item_index();
+  const bool active = i < n;
+  const K key = active ? keys[i] : K(0);
+#if SLAB_SET
+  (void)olds;
+  const unsigned outcome = ref.erase(active, key);
+#else
+  V old = V(0);
+  const unsigned outcome = ref.erase(active, key, old);
+  if (active && olds != nullptr) olds[i] = old;
+#endif
+  if (active && outcomes != nullptr) outcomes[i] = outcome;
+}
+
+// A mixed batch: each request's kind, key and value; each gets its outcome and the value
+// it saw (replaced, removed or found; maps only).
+extern "C" __global__ void GPUDS_KERNEL(apply)(ref_t ref, const unsigned* kinds, const K* keys,
+                                               const V* values, unsigned long long n,
+                                               unsigned* outcomes, V* seen) {
+  const unsigned long long i = item_index();
+  const bool active = i < n;
+  const unsigned kind = active ? kinds[i] : KIND_GET;
+  const K key = active ? keys[i] : K(0);
+  alloc::warp_allocator allocator = ref.make_allocator();
+  unsigned o1, o2, o3;
+#if SLAB_SET
+  (void)values;
+  (void)seen;
+  o1 = ref.insert(allocator, active && kind == KIND_INSERT, key);
+  o2 = ref.erase(active && kind == KIND_REMOVE, key);
+  o3 = ref.find(active && kind == KIND_GET, key);
+#else
+  const V value = active && values != nullptr ? values[i] : V(0);
+  V v1 = V(0), v2 = V(0), v3 = V(0);
+  o1 = ref.upsert(allocator, active && kind == KIND_INSERT, key, value, v1);
+  o2 = ref.erase(active && kind == KIND_REMOVE, key, v2);
+  o3 = ref.find(active && kind == KIND_GET, key, v3);
+  if (active && seen != nullptr) seen[i] = kind == KIND_INSERT ? v1 : kind == KIND_REMOVE ? v2 : v3;
+#endif
+  if (active) outcomes[i] = kind == KIND_INSERT ? o1 : kind == KIND_REMOVE ? o2 : o3;
+}
+
+#if !SLAB_SET
+// DELETEALL. `counts` may be null.
+extern "C" __global__ void GPUDS_KERNEL(erase_all)(ref_t ref, const K* keys,
+                                                   unsigned long long n, unsigned* counts) {
+  const unsigned long long i = item_index();
+  const bool active = i < n;
+  const unsigned removed = ref.erase_all(active, active ? keys[i] : K(0));
+  if (active && counts != nullptr) counts[i] = removed;
+}
+
+// COUNT: instances of each key.
+extern "C" __global__ void GPUDS_KERNEL(count)(ref_t ref, const K* keys, unsigned long long n,
+                                               unsigned* counts) {
+  const unsigned long long i = item_index();
+  const bool active = i < n;
+  const unsigned c = ref.count_of(active, active ? keys[i] : K(0));
+  if (active) counts[i] = c;
+}
+
+// SEARCHALL: request i writes its key's values at values[offsets[i]..offsets[i + 1]]
+// (`total` for the last); `offsets` is the exclusive scan of a COUNT of the same keys.
+extern "C" __global__ void GPUDS_KERNEL(find_all)(ref_t ref, const K* keys, unsigned long long n,
+                                                  const unsigned* offsets, unsigned total,
+                                                  V* values) {
+  const unsigned long long i = item_index();
+  const bool active = i < n;
+  const unsigned begin = active ? offsets[i] : 0u;
+  const unsigned end = i + 1 < n ? offsets[i + 1] : total;
+  const unsigned capacity = active ? end - begin : 0u;
+  ref.find_all(active, active ? keys[i] : K(0), values + begin, capacity);
+}
+#endif
+
+// FLUSH, one warp per bucket (grid-stride): packs the live entries of the bucket's list,
+// in list order, into its first slabs, empties the rest of the last one, cuts the list
+// there and returns the slabs after it to SlabAlloc. Entries move only towards the head
+// (the write position never passes the read position), so each slab is read before it
+// is written. Runs alone: no other kernel may use the table meanwhile.
+extern "C" __global__ void GPUDS_KERNEL(flush)(ref_t ref, unsigned long long* freed) {
+  const unsigned lane = warp::lane_id();
+  constexpr unsigned KEY_LANES = ref_t::KEY_LANES;
+  constexpr unsigned SLOTS = ref_t::SLOTS;
+  constexpr unsigned WORDS_PER_SLOT = SLAB_SET ? 1u : 2u;
+  unsigned long long released = 0;
+  for (unsigned long long b = warp::global_warp_id(); b < ref.num_buckets; b += warp::warp_count()) {
+    unsigned* write = ref.base_slab(static_cast<unsigned>(b));
+    unsigned filled = 0;  // slots of `write` already packed
+    unsigned* read = write;
+    for (unsigned steps = 0; steps < ref.step_cap; ++steps) {
+      const unsigned word = read_slab(read);
+      const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
+      const unsigned next = __shfl_sync(warp::FULL_MASK, word, NEXT_LANE);
+      const unsigned live = __ballot_sync(warp::FULL_MASK, !is_reserved_key(word)) & KEY_LANES;
+      const unsigned count = __popc(live);
+      unsigned* spill = write;
+      if (filled + count > SLOTS) spill = ref.slab_at(mem::ld_relaxed(write + NEXT_LANE));
+      if ((live >> lane) & 1u) {
+        const unsigned rank = filled + __popc(live & lanes_below());
+        unsigned* dst = rank < SLOTS ? write + WORDS_PER_SLOT * rank
+                                     : spill + WORDS_PER_SLOT * (rank - SLOTS);
+#if SLAB_SET
+        (void)neighbour;
+        mem::st_relaxed(dst, word);
+#else
+        mem::st_relaxed(reinterpret_cast<unsigned long long*>(dst), pack_pair(word, neighbour));
+#endif
+      }
+      __syncwarp();
+      if (filled + count > SLOTS) {
+        write = spill;
+        filled = filled + count - SLOTS;
+      } else {
+        filled += count;
+      }
+      if (next == NULL_SLAB) break;
+      read = ref.slab_at(next);
+    }
+    // Empty the unused slots of the last packed slab, cut the list after it, free the rest.
+    unsigned tail = mem::ld_relaxed(write + NEXT_LANE);
+    __syncwarp();
+    if (lane < WORDS_PER_SLOT * SLOTS && lane / WORDS_PER_SLOT >= filled) {
+      mem::st_relaxed(write + lane, FRESH_WORD);
+    }
+    if (lane == NEXT_LANE) mem::st_relaxed(write + NEXT_LANE, NULL_SLAB);
+    for (unsigned steps = 0; tail != NULL_SLAB && steps < ref.step_cap; ++steps) {
+      const unsigned after = mem::ld_relaxed(ref.slab_at(tail) + NEXT_LANE);
+      __syncwarp();
+      if (lane == 0) ref.alloc.deallocate(tail);
+      ++released;
+      tail = after;
+    }
+  }
+  if (lane == 0 && released != 0) mem::fetch_add_relaxed(freed, released);
+}
+
+// Slabs per bucket, one warp per bucket (grid-stride), into `slabs[bucket]`.
+extern "C" __global__ void GPUDS_KERNEL(census)(ref_t ref, unsigned* slabs) {
+  for (unsigned long long b = warp::global_warp_id(); b < ref.num_buckets; b += warp::warp_count()) {
+    unsigned count = 0;
+    slab_iterator it = ref.bucket(static_cast<unsigned>(b));
+    for (unsigned steps = 0; it.valid() && steps < ref.step_cap; ++steps, it.next()) ++count;
+    if (warp::lane_id() == 0) slabs[b] = count;
+  }
+}
+
+// Every live entry, appended at `cursor` (warp-aggregated), at most `capacity` of them.
+// Maps write values too; sets leave `values` null.
+extern "C" __global__ void GPUDS_KERNEL(export_entries)(ref_t ref, K* keys, V* values,
+                                                        unsigned long long* cursor,
+                                                        unsigned long long capacity) {
+  const unsigned lane = warp::lane_id();
+  for (unsigned long long b = warp::global_warp_id(); b < ref.num_buckets; b += warp::warp_count()) {
+    slab_iterator it = ref.bucket(static_cast<unsigned>(b));
+    for (unsigned steps = 0; it.valid() && steps < ref.step_cap; ++steps) {
+      const unsigned live = it.live_key_lanes();
+      const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, it.word(), 1);
+      unsigned long long base = 0;
+      if (lane == 0 && live != 0) base = mem::fetch_add_relaxed(cursor, __popc(live));
+      base = __shfl_sync(warp::FULL_MASK, base, 0);
+      if ((live >> lane) & 1u) {
+        const unsigned long long at = base + __popc(live & lanes_below());
+        if (at < capacity) {
+          keys[at] = static_cast<K>(it.word());
+          if (values != nullptr) values[at] = static_cast<V>(neighbour);
+        }
+      }
+      it.next();
+    }
+  }
+}

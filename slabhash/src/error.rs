@@ -1,0 +1,68 @@
+//! The error type of gpuds-slabhash.
+
+/// Everything that can go wrong in gpuds-slabhash.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A batch held a reserved key (the empty or the tombstone sentinel); nothing of the
+    /// batch was applied.
+    #[error("key {key:#x} at index {index} is reserved by the slab hash (empty or tombstone)")]
+    ReservedKey {
+        /// Position of the first reserved key in the batch.
+        index: usize,
+        /// The key, widened to 64 bits.
+        key: u64,
+    },
+    /// Two inputs of one batch differ in length.
+    #[error("{what}: {left} keys but {right} values or outputs")]
+    LengthMismatch {
+        /// Which call.
+        what: &'static str,
+        /// Number of keys.
+        left: usize,
+        /// Number of values (or output slots).
+        right: usize,
+    },
+    /// The slab pool could not give a slab that an insertion needed. The operations that
+    /// got one were applied, the others were not; the table is valid. Grow the pool
+    /// (`max_units`), flush, or retry the batch.
+    #[error("slab pool exhausted: {0}")]
+    PoolExhausted(gpuds_alloc::Error),
+    /// A kernel reported a problem other than exhaustion (a retry limit: a list longer
+    /// than the step cap, or a corrupted list).
+    #[error("a slab hash kernel reported: {0}")]
+    Kernel(gpuds_core::Status),
+    /// The operation needs a table made with duplicate keys allowed.
+    #[error("{0} needs a table with duplicate keys (SlabHashConfig::unique_keys = false)")]
+    NeedsDuplicates(&'static str),
+    /// A configuration value is out of range; the message says which and why.
+    #[error("invalid slab hash configuration: {0}")]
+    InvalidConfig(String),
+    /// `validate` found a broken invariant; the message says where.
+    #[error("slab hash invariant violated: {0}")]
+    Corrupted(String),
+    /// An error of gpuds-alloc.
+    #[error(transparent)]
+    Alloc(gpuds_alloc::Error),
+    /// An error of gpuds-core (driver, compiler).
+    #[error(transparent)]
+    Core(#[from] gpuds_core::Error),
+}
+
+impl From<gpuds_alloc::Error> for Error {
+    fn from(e: gpuds_alloc::Error) -> Self {
+        match e {
+            e @ gpuds_alloc::Error::PoolExhausted { .. } => Error::PoolExhausted(e),
+            e => Error::Alloc(e),
+        }
+    }
+}
+
+impl From<cudarc::driver::DriverError> for Error {
+    fn from(e: cudarc::driver::DriverError) -> Self {
+        Error::Core(gpuds_core::Error::from(e))
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,132 @@
+//! # gpuds-slabhash
+//!
+//! The slab hash (Ashkiani, Farach-Colton and Owens, "A Dynamic Hash Table for the GPU",
+//! IPDPS 2018) and its set variant (Awad, dissertation, 2022, §5.4): hash tables with
+//! chaining whose lists are *slab lists*, linked 128-byte slabs that one warp reads with
+//! one coalesced load, one 32-bit word per lane.
+//!
+//! | on the CPU | in gpuds-slabhash |
+//! | --- | --- |
+//! | `HashMap<u32, u32>` | [`SlabHashMap`] (unique keys: REPLACE) |
+//! | a multimap | [`SlabHashMap`] with `unique_keys: false` (INSERT, SEARCHALL, DELETEALL) |
+//! | `HashSet<u32>` | [`SlabHashSet`] (30 keys per slab) |
+//! | a list node | a slab: 15 pairs or 30 keys, an auxiliary word, a next address |
+//! | `Box::new` for a node | SlabAlloc (`gpuds-alloc`), warp-synchronous |
+//! | a reference into the map | [`MapRef`] / [`SetRef`], passed by value into kernels |
+//!
+//! ## Layout and invariants
+//!
+//! B buckets are B base slabs in one array; a bucket's further slabs come from a
+//! [`gpuds_alloc::SlabAlloc`]. A key's bucket is the universal hash
+//! ((a·k + b) mod p) mod B with random a, b (from the configured seed). Two key values
+//! are reserved ([`SlabKey::RESERVED`]): the empty slot and the tombstone. A deleted key
+//! becomes a tombstone, which keeps its slot until [`SlabHashMap::flush`] compacts the
+//! lists: so empty slots are always a suffix of a list, list order is insertion order,
+//! and DELETE and SEARCH see the least recent instance of a key.
+//!
+//! ## Operations
+//!
+//! All operations are batches, one kernel each; within a kernel every warp serves its
+//! lanes' requests one at a time (the paper's warp-cooperative work sharing), so a
+//! batch may mix keys, buckets and (with `apply`) operation kinds freely. Inputs may be
+//! host slices or device memory ([`BatchInput`]).
+//!
+//! ## Device API
+//!
+//! `#include <gpuds/slabhash/map_ref.cuh>` (or `set_ref.cuh`) through [`cuda_headers`]
+//! gives `gpuds::slabhash::map_ref<K, V>`: the warp-cooperative operations (replace,
+//! insert, erase, erase_all, find, find_all, count_of) and a bucket iterator, on the
+//! same memory as the host map. A user kernel that inserts through a ref:
+//!
+//! ```no_run
+//! use gpuds_core::cudarc::driver::PushKernelArg;
+//! use gpuds_core::{launch, Gpu, Program};
+//! use gpuds_slabhash::SlabHashMap;
+//!
+//! let gpu = Gpu::new(0)?;
+//! let mut map = SlabHashMap::<u32, u32>::new(&gpu, 1 << 16)?;
+//! let program = Program::new(
+//!     "squares",
+//!     r#"#include <gpuds/slabhash/map_ref.cuh>
+//!        using namespace gpuds::slabhash;
+//!        // Every thread inserts i -> i * i; all lanes of every warp take part.
+//!        extern "C" __global__ void squares(map_ref<unsigned, unsigned> map, unsigned n) {
+//!            const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+//!            auto allocator = map.make_allocator();      // once per warp
+//!            unsigned old;
+//!            map.replace(allocator, i < n, i, i * i, old);
+//!        }"#,
+//! )
+//! .headers(gpuds_slabhash::cuda_headers());
+//! let kernel = gpu.load(&program)?.kernel("squares")?;
+//! let n = 1u32 << 16;
+//! map.reserve(n as usize)?; // the kernel may link new slabs
+//! let r = map.device_ref();
+//! let mut args = gpu.stream().launch_builder(kernel.func());
+//! args.arg(&r).arg(&n);
+//! unsafe { args.launch(launch::one_thread_per_item(n as usize, 128)?) }
+//!     .map_err(gpuds_core::Error::from)?;
+//! assert_eq!(map.len()?, n as usize);
+//! assert_eq!(map.get_many(&[3, 7])?, vec![Some(9), Some(49)]);
+//! map.validate()?;
+//! # Ok::<(), gpuds_slabhash::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod config;
+mod error;
+mod image;
+mod input;
+mod kernels;
+mod keys;
+mod map;
+mod ops;
+mod refs;
+mod set;
+mod stats;
+mod table;
+
+pub use config::{buckets_for, SlabHashConfig, DEFAULT_BETA, MAX_BUCKETS};
+pub use error::{Error, Result};
+pub use image::Summary;
+pub use input::{BatchInput, Staged};
+pub use keys::{SlabKey, SlabValue};
+pub use map::SlabHashMap;
+pub use ops::{MapOp, MultiValues, OpResult, SetOp};
+pub use refs::{MapRef, SetRef, TableRef};
+pub use set::SlabHashSet;
+pub use stats::SlabHashStats;
+
+/// Every kernel module of gpuds-slabhash, with its instantiations (map of u32 to u32,
+/// set of u32), so that a test can compile all of them without a GPU.
+pub fn programs() -> Vec<gpuds_core::Program> {
+    vec![
+        kernels::program::<u32, u32>(kernels::Kind::Map),
+        kernels::program::<u32, u32>(kernels::Kind::Set),
+    ]
+}
+
+/// gpuds-slabhash's device headers and those of the crates below (gpuds-alloc,
+/// gpuds-core), as (include name, text).
+pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
+    let mut headers = gpuds_alloc::cuda_headers();
+    headers.extend([
+        (
+            "gpuds/slabhash/slab.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/slab.cuh"),
+        ),
+        (
+            "gpuds/slabhash/detail/table.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/detail/table.cuh"),
+        ),
+        (
+            "gpuds/slabhash/map_ref.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/map_ref.cuh"),
+        ),
+        (
+            "gpuds/slabhash/set_ref.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/set_ref.cuh"),
+        ),
+    ]);
+    headers
+}

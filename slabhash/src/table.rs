@@ -1,0 +1,438 @@
+//! [`Table`]: the owner core that [`SlabHashMap`](crate::SlabHashMap) and
+//! [`SlabHashSet`](crate::SlabHashSet) share: the base slabs, the slab pool, the
+//! counters and status word, and the launches that do not depend on values.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchConfig, PushKernelArg};
+use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+use gpuds_core::hash::Universal;
+use gpuds_core::{launch, primitives, DeviceType, Gpu, Kernel, Module, Status};
+
+use crate::config::SlabHashConfig;
+use crate::error::{Error, Result};
+use crate::image::{self, Image, Summary};
+use crate::input::BatchInput;
+use crate::kernels::{self, Kind, BLOCK, TABLE_BLOCK};
+use crate::keys::SlabKey;
+use crate::ops::{OpResult, OP_ADDED, OP_PRESENT};
+use crate::refs::TableRef;
+use crate::stats::SlabHashStats;
+
+/// Words of the control buffer: live keys, claimed slots, status word (low 32 bits).
+const LIVE: usize = 0;
+const CLAIMED: usize = 1;
+const STATUS: usize = 2;
+
+pub(crate) struct Table {
+    gpu: Gpu,
+    kind: Kind,
+    suffix: String,
+    module: Module,
+    buckets: CudaSlice<u32>,
+    control: CudaSlice<u64>,
+    alloc: SlabAlloc,
+    hash: Universal,
+    config: SlabHashConfig,
+    /// Claimed slots after the last batch that synchronized.
+    claimed: u64,
+    /// A device ref was handed out since: kernels of the user may have moved the counters.
+    stale: AtomicBool,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("kind", &self.kind)
+            .field("buckets", &self.config.buckets)
+            .field("unique_keys", &self.config.unique_keys)
+            .field("alloc", &self.alloc)
+            .finish()
+    }
+}
+
+impl Table {
+    pub(crate) fn new<K: SlabKey, V: DeviceType>(
+        gpu: &Gpu,
+        mut config: SlabHashConfig,
+        kind: Kind,
+    ) -> Result<Self> {
+        if kind == Kind::Set {
+            config.unique_keys = true;
+        }
+        config.validate()?;
+        let module = gpu.load(&kernels::program::<K, V>(kind))?;
+        let stream = gpu.stream();
+        let words = config.buckets as usize * 32;
+        // SAFETY: filled with all ones (empty slots, NULL next) right below.
+        let mut buckets = unsafe { stream.alloc::<u32>(words) }?;
+        primitives::fill(gpu, &mut buckets, u32::MAX)?;
+        let alloc = SlabAlloc::new(gpu, config.alloc.clone())?;
+        Ok(Self {
+            gpu: gpu.clone(),
+            kind,
+            suffix: kernels::suffix::<K, V>(kind),
+            module,
+            buckets,
+            control: stream.alloc_zeros::<u64>(3)?,
+            alloc,
+            hash: Universal::from_seed(config.seed),
+            config,
+            claimed: 0,
+            stale: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    pub(crate) fn config(&self) -> &SlabHashConfig {
+        &self.config
+    }
+
+    /// The ref kernels get. Marks the counters stale: a user kernel may change them.
+    pub(crate) fn device_ref(&self) -> TableRef {
+        self.stale.store(true, Ordering::Relaxed);
+        self.table_ref()
+    }
+
+    pub(crate) fn table_ref(&self) -> TableRef {
+        let stream = self.gpu.stream();
+        let control = self.control.device_ptr(stream).0;
+        TableRef {
+            buckets: self.buckets.device_ptr(stream).0,
+            counters: control,
+            status: control + (STATUS * 8) as u64,
+            alloc: self.alloc.device_ref(),
+            hash: self.hash,
+            num_buckets: self.config.buckets,
+            unique_keys: self.config.unique_keys as u32,
+            step_cap: self.config.effective_step_cap(),
+        }
+    }
+
+    pub(crate) fn kernel(&self, name: &str) -> Result<Kernel> {
+        Ok(self.module.kernel(&format!("{name}_{}", self.suffix))?)
+    }
+
+    /// One thread per request.
+    pub(crate) fn item_shape(&self, n: usize) -> Result<LaunchConfig> {
+        Ok(launch::one_thread_per_item(n, BLOCK)?)
+    }
+
+    /// One warp per bucket, grid-stride.
+    fn bucket_shape(&self, kernel: &Kernel) -> Result<LaunchConfig> {
+        Ok(self
+            .gpu
+            .grid_for(kernel, self.config.buckets as usize * 32, TABLE_BLOCK)?)
+    }
+
+    /// Rejects a batch holding a reserved key: on the host for host input, with a kernel
+    /// (and a synchronization) for device input.
+    pub(crate) fn check_keys<K: SlabKey>(
+        &self,
+        input: &(impl BatchInput<K> + ?Sized),
+        staged: &CudaView<'_, K>,
+    ) -> Result<()> {
+        if let Some(keys) = input.host() {
+            return check_host_keys(keys);
+        }
+        let n = staged.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let stream = self.gpu.stream();
+        let mut first = stream.clone_htod(&[u64::MAX])?;
+        let kernel = self.kernel("first_reserved")?;
+        let n64 = n as u64;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(staged).arg(&n64).arg(&mut first);
+        // SAFETY: the kernel reads keys[..n] and writes the one word of `first`.
+        unsafe { args.launch(self.item_shape(n)?) }?;
+        let index = stream.clone_dtoh(&first)?[0];
+        if index == u64::MAX {
+            return Ok(());
+        }
+        let key = stream.clone_dtoh(&staged.slice(index as usize..index as usize + 1))?[0];
+        Err(Error::ReservedKey {
+            index: index as usize,
+            key: key.to_u64(),
+        })
+    }
+
+    /// Grows the slab pool so that `n` more claimed slots cannot run out of slabs: every
+    /// slab but the last of a list is full, so a table with c claimed slots has at most
+    /// c / slots slabs beyond its base slabs, and each resident warp may hold one more
+    /// for a moment (a lost race to link it). Synchronizes only when the pool must grow
+    /// or a device ref was handed out since the last batch. A pool that cannot grow that
+    /// far is left as large as it may be: the batch runs and reports exhaustion if it
+    /// really runs out.
+    pub(crate) fn reserve_for(&mut self, n: usize) -> Result<()> {
+        if self.stale.swap(false, Ordering::Relaxed) {
+            self.claimed = self.read_control()?[CLAIMED];
+        }
+        let slots = self.kind.slots() as u64;
+        let warps = self.gpu.info().sm_count as u64 * 64;
+        let bound = (self.claimed + n as u64).div_ceil(slots) + warps;
+        if self.alloc.capacity_units() >= bound + bound / 4 {
+            return Ok(());
+        }
+        let in_use = self.alloc.units_in_use()?;
+        match self.alloc.reserve(bound.saturating_sub(in_use)) {
+            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn read_control(&self) -> Result<Vec<u64>> {
+        Ok(self.gpu.stream().clone_dtoh(&self.control)?)
+    }
+
+    /// Ends a batch: reads the counters and the status word (one copy, synchronizing)
+    /// and turns flags into errors, clearing them.
+    pub(crate) fn finish(&mut self) -> Result<u64> {
+        let control = self.read_control()?;
+        self.claimed = control[CLAIMED];
+        let flags = Status(control[STATUS] as u32);
+        if flags.is_ok() {
+            return Ok(control[LIVE]);
+        }
+        let stream = self.gpu.stream();
+        stream.memset_zeros(&mut self.control.slice_mut(STATUS..STATUS + 1))?;
+        if flags.contains(Status::POOL_EXHAUSTED) {
+            return Err(match self.alloc.check_status() {
+                Err(e @ gpuds_alloc::Error::PoolExhausted { .. }) => Error::PoolExhausted(e),
+                _ => Error::PoolExhausted(gpuds_alloc::Error::PoolExhausted {
+                    needed: 0,
+                    capacity: self.alloc.capacity_units(),
+                    max_units: self.alloc.config().max_units,
+                }),
+            });
+        }
+        Err(Error::Kernel(flags))
+    }
+
+    /// After a read-only batch: the flags its kernels set, as an error, left in the word
+    /// (the next batch that changes the table clears them). Synchronizes.
+    pub(crate) fn check_read(&self) -> Result<()> {
+        let flags = Status(self.read_control()?[STATUS] as u32);
+        if flags.is_ok() {
+            Ok(())
+        } else {
+            Err(Error::Kernel(flags))
+        }
+    }
+
+    /// A mixed batch: `kinds[i]` (KIND_*) on `keys[i]` with `values[i]` (maps). Returns
+    /// each request's outcome code and the value it saw (maps). Synchronizes.
+    pub(crate) fn apply<K: SlabKey, V: DeviceType>(
+        &mut self,
+        kinds: &[u32],
+        keys: &[K],
+        values: Option<&[V]>,
+    ) -> Result<(Vec<u32>, Vec<V>)> {
+        let n = keys.len();
+        check_host_keys(keys)?;
+        let inserts = kinds
+            .iter()
+            .filter(|&&k| k == crate::ops::KIND_INSERT)
+            .count();
+        self.reserve_for(inserts)?;
+        let stream = self.gpu.stream().clone();
+        let kinds_d = stream.clone_htod(kinds)?;
+        let keys_d = stream.clone_htod(keys)?;
+        let values_d = match values {
+            Some(v) => Some(stream.clone_htod(v)?),
+            None => None,
+        };
+        let mut outcomes = stream.alloc_zeros::<u32>(n)?;
+        let mut seen = stream.alloc_zeros::<V>(if values.is_some() { n } else { 0 })?;
+        let kernel = self.kernel("apply")?;
+        let r = self.table_ref();
+        let (n64, null) = (n as u64, 0u64);
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&kinds_d).arg(&keys_d);
+        match &values_d {
+            Some(v) => args.arg(v),
+            None => args.arg(&null),
+        };
+        args.arg(&n64).arg(&mut outcomes);
+        if values.is_some() {
+            args.arg(&mut seen);
+        } else {
+            args.arg(&null);
+        }
+        // SAFETY: the kernel reads kinds, keys (and values) [..n] and writes outcomes
+        // (and seen) [..n].
+        unsafe { args.launch(self.item_shape(n)?) }?;
+        let outcomes = stream.clone_dtoh(&outcomes)?;
+        let seen = if values.is_some() {
+            stream.clone_dtoh(&seen)?
+        } else {
+            Vec::new()
+        };
+        self.finish()?;
+        Ok((outcomes, seen))
+    }
+
+    /// Live keys. Synchronizes.
+    pub(crate) fn len(&self) -> Result<u64> {
+        Ok(self.read_control()?[LIVE])
+    }
+
+    /// FLUSH: compacts every list and frees the emptied slabs; returns how many.
+    /// Synchronizes.
+    pub(crate) fn flush(&mut self) -> Result<u64> {
+        let stream = self.gpu.stream().clone();
+        let kernel = self.kernel("flush")?;
+        let shape = self.bucket_shape(&kernel)?;
+        let mut freed = stream.alloc_zeros::<u64>(1)?;
+        let r = self.table_ref();
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&mut freed);
+        // SAFETY: the kernel walks the table's own lists and writes one word of `freed`.
+        unsafe { args.launch(shape) }?;
+        // Tombstones are gone: every claimed slot is live again.
+        let (live, mut claimed) = self.control.split_at_mut(CLAIMED);
+        stream.memcpy_dtod(&live, &mut claimed.slice_mut(..1))?;
+        let freed = stream.clone_dtoh(&freed)?[0];
+        self.finish()?;
+        self.alloc.check_status()?;
+        Ok(freed)
+    }
+
+    /// Every key gone, every slab back in the pool. Does not synchronize.
+    pub(crate) fn clear(&mut self) -> Result<()> {
+        primitives::fill(&self.gpu, &mut self.buckets, u32::MAX)?;
+        self.alloc.reset()?;
+        self.gpu.stream().memset_zeros(&mut self.control)?;
+        self.claimed = 0;
+        Ok(())
+    }
+
+    /// Slabs of each bucket. Synchronizes.
+    pub(crate) fn census(&self) -> Result<Vec<u32>> {
+        let stream = self.gpu.stream();
+        let kernel = self.kernel("census")?;
+        let shape = self.bucket_shape(&kernel)?;
+        let mut slabs = stream.alloc_zeros::<u32>(self.config.buckets as usize)?;
+        let r = self.table_ref();
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&mut slabs);
+        // SAFETY: the kernel writes slabs[b] for every bucket b < buckets.
+        unsafe { args.launch(shape) }?;
+        Ok(stream.clone_dtoh(&slabs)?)
+    }
+
+    /// Statistics of the shape and memory use. Synchronizes.
+    pub(crate) fn stats(&self) -> Result<SlabHashStats> {
+        let census = self.census()?;
+        let len = self.len()?;
+        let pool = self.alloc.stats()?;
+        Ok(SlabHashStats::from_census(
+            &census,
+            len,
+            self.claimed_now()?,
+            self.kind.slots(),
+            self.kind.element_bytes(),
+            pool.bytes_reserved,
+        ))
+    }
+
+    fn claimed_now(&self) -> Result<u64> {
+        Ok(self.read_control()?[CLAIMED])
+    }
+
+    /// Every live entry: keys, and values for maps. Synchronizes.
+    pub(crate) fn export<K: SlabKey, V: DeviceType>(&self) -> Result<(Vec<K>, Vec<V>)> {
+        let len = self.len()? as usize;
+        let stream = self.gpu.stream();
+        let kernel = self.kernel("export_entries")?;
+        let shape = self.bucket_shape(&kernel)?;
+        let mut keys = stream.alloc_zeros::<K>(len.max(1))?;
+        let mut values = stream.alloc_zeros::<V>(if self.kind == Kind::Map {
+            len.max(1)
+        } else {
+            0
+        })?;
+        let mut cursor = stream.alloc_zeros::<u64>(1)?;
+        let capacity = len as u64;
+        let null = 0u64;
+        let r = self.table_ref();
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&mut keys);
+        if self.kind == Kind::Map {
+            args.arg(&mut values);
+        } else {
+            args.arg(&null);
+        }
+        args.arg(&mut cursor).arg(&capacity);
+        // SAFETY: the kernel writes at most `capacity` entries into keys (and values).
+        unsafe { args.launch(shape) }?;
+        let found = stream.clone_dtoh(&cursor)?[0];
+        if found != capacity {
+            return Err(Error::Corrupted(format!(
+                "the lists hold {found} live keys but the counter says {capacity}"
+            )));
+        }
+        let mut k = stream.clone_dtoh(&keys)?;
+        k.truncate(len);
+        let mut v = if self.kind == Kind::Map {
+            stream.clone_dtoh(&values)?
+        } else {
+            Vec::new()
+        };
+        v.truncate(len);
+        Ok((k, v))
+    }
+
+    /// Checks every invariant on a host copy of the table and its pool. Synchronizes;
+    /// copies the base slabs and the whole pool.
+    pub(crate) fn validate(&self) -> Result<Summary> {
+        let stream = self.gpu.stream();
+        let buckets = stream.clone_dtoh(&self.buckets)?;
+        let control = self.read_control()?;
+        let pool = self.alloc.snapshot()?;
+        let summary = image::validate(&Image {
+            kind: self.kind,
+            unique: self.config.unique_keys,
+            buckets: &buckets,
+            pool: &pool,
+            hash: self.hash,
+            live: control[LIVE],
+            claimed: control[CLAIMED],
+        })?;
+        self.alloc.validate()?;
+        Ok(summary)
+    }
+
+    /// The default slab pool for a table of `buckets` buckets.
+    pub(crate) fn default_alloc(expected_len: usize, slots: u32) -> SlabAllocConfig {
+        let expected_slabs = (expected_len as u64).div_ceil(slots as u64);
+        SlabAllocConfig {
+            initial_units: expected_slabs.max(1 << 14),
+            ..SlabAllocConfig::default()
+        }
+    }
+}
+
+/// The result of one request from its outcome code and the value it saw.
+pub(crate) fn op_result<V>(outcome: u32, seen: V) -> OpResult<V> {
+    match outcome {
+        OP_PRESENT => OpResult::Present(seen),
+        OP_ADDED => OpResult::Added,
+        _ => OpResult::Absent,
+    }
+}
+
+/// Rejects host keys holding a reserved value, naming the first.
+pub(crate) fn check_host_keys<K: SlabKey>(keys: &[K]) -> Result<()> {
+    match gpuds_core::keys::first_reserved(keys, &K::RESERVED) {
+        Some((index, key)) => Err(Error::ReservedKey {
+            index,
+            key: key.to_u64(),
+        }),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,120 @@
+//! NVRTC compile checks of gpuds-slabhash's kernels and device headers (no GPU needed).
+
+use gpuds_core::{Arch, Output, Program};
+
+fn ptx(program: &Program, arch: Arch) -> String {
+    let image = program
+        .compile(arch, Output::Ptx)
+        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
+    String::from_utf8(image.image).expect("PTX is text")
+}
+
+#[test]
+fn every_module_has_its_kernels_for_every_target() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let map = [
+        "first_reserved",
+        "insert",
+        "find",
+        "erase",
+        "apply",
+        "erase_all",
+        "count",
+        "find_all",
+        "flush",
+        "census",
+        "export_entries",
+    ];
+    let set = [
+        "first_reserved",
+        "insert",
+        "find",
+        "erase",
+        "apply",
+        "flush",
+        "census",
+        "export_entries",
+    ];
+    for arch in gpuds_testkit::compile_targets() {
+        let all: String = gpuds_slabhash::programs()
+            .iter()
+            .map(|p| ptx(p, arch))
+            .collect();
+        for name in map {
+            assert!(
+                all.contains(&format!(".entry {name}_map_u32_u32(")),
+                "{name} map {arch}"
+            );
+        }
+        for name in set {
+            assert!(
+                all.contains(&format!(".entry {name}_set_u32(")),
+                "{name} set {arch}"
+            );
+        }
+    }
+}
+
+#[test]
+fn modules_build_as_cubin() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    for program in gpuds_slabhash::programs() {
+        let cubin = program
+            .compile(Arch::new(9, 0), Output::Cubin)
+            .unwrap_or_else(|e| panic!("{}: {e}", program.name()));
+        assert_eq!(&cubin.image[..4], b"\x7fELF");
+    }
+}
+
+/// The search kernel's loop reads each slab with one 32-bit load per lane and nothing
+/// else from memory: the hot path the search rate depends on.
+#[test]
+fn search_reads_one_word_per_lane_per_slab() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let text = ptx(&gpuds_slabhash::programs()[0], Arch::new(9, 0));
+    let start = text.find(".entry find_map_u32_u32(").expect("find kernel");
+    let body = &text[start..];
+    let body = &body[..body.find("\n}\n").expect("end of kernel")];
+    let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
+    // One in the base-slab round, one in the following rounds: the status word read of
+    // a report is the only other relaxed load.
+    assert!(slab_loads <= 4, "{slab_loads} relaxed loads in find");
+}
+
+/// A user kernel that uses map_ref, set_ref and the bucket iterator compiles from the
+/// exported headers alone.
+#[test]
+fn a_user_kernel_compiles_against_the_refs() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let program = Program::new(
+        "user",
+        r#"#include <gpuds/slabhash/map_ref.cuh>
+           #include <gpuds/slabhash/set_ref.cuh>
+           using namespace gpuds::slabhash;
+           extern "C" __global__ void user(map_ref<unsigned, unsigned> map,
+                                           set_ref<unsigned> set, unsigned* out) {
+               auto a = map.make_allocator();
+               auto b = set.make_allocator();
+               unsigned old = 0, v = 0;
+               const unsigned k = threadIdx.x;
+               map.replace(a, true, k, k, old);
+               set.insert(b, true, k);
+               map.find(true, k, v);
+               unsigned live = 0;
+               for (auto it = map.bucket(0); it.valid(); it.next()) live += __popc(it.live_key_lanes());
+               out[threadIdx.x] = v + live + set.find(true, k);
+           }"#,
+    )
+    .headers(gpuds_slabhash::cuda_headers());
+    for arch in gpuds_testkit::compile_targets() {
+        assert!(ptx(&program, arch).contains(".entry user("));
+    }
+}
