@@ -44,6 +44,20 @@ pub enum Error {
         /// The table's capacity in slots.
         capacity: u64,
     },
+    /// Some operations of a HiveMap batch failed (no room even in the stash, or a retry
+    /// cap reached under contention); every other operation was applied and the table is
+    /// valid. Expanding the table (or turning on automatic resizing) makes room.
+    #[error(
+        "{failed} operation(s) of the batch failed ({status}); first failed indices: {indices:?}"
+    )]
+    OperationsFailed {
+        /// How many operations failed.
+        failed: u64,
+        /// Batch indices of the first failures (at most 64).
+        indices: Vec<usize>,
+        /// The status flags the kernel reported.
+        status: gpuds_core::Status,
+    },
     /// `validate()` found a broken invariant; the message names the slot and the rule.
     #[error("invalid table: {0}")]
     Invalid(String),

@@ -14,10 +14,12 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod hive;
 pub mod linear;
 pub mod probe;
 
 pub use error::{Error, Result};
+pub use hive::{HashPair, HiveConfig, HiveMap, HiveRef, HiveStats};
 pub use linear::{
     Deletion, Input, LinearConfig, LinearProbeMap, LinearRef, LinearStats, Operation, WhenFull,
 };
@@ -25,7 +27,9 @@ pub use linear::{
 /// Every kernel module of gpuds-hive, with representative instantiations, so that a test
 /// can compile all of them without a GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
-    linear::kernels::programs()
+    let mut programs = linear::kernels::programs();
+    programs.extend(hive::programs());
+    programs
 }
 
 /// gpuds-hive's device headers as (include name, text), chained after gpuds-core's.
@@ -43,6 +47,22 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
         (
             "gpuds/hive/linear_ref.cuh",
             include_str!("../cuda/include/gpuds/hive/linear_ref.cuh"),
+        ),
+        (
+            "gpuds/hive/hashers.cuh",
+            include_str!("../cuda/include/gpuds/hive/hashers.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/hive_bucket.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/hive_bucket.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/stash.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/stash.cuh"),
+        ),
+        (
+            "gpuds/hive/hive_ref.cuh",
+            include_str!("../cuda/include/gpuds/hive/hive_ref.cuh"),
         ),
     ]);
     headers

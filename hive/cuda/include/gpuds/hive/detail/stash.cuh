@@ -1,0 +1,70 @@
+// gpuds/hive/detail/stash.cuh: HiveMap's overflow stash (Hive paper, §IV-A, step 4).
+//
+// A ring of `capacity` packed words in global memory. Producers reserve a slot with one
+// fetch-add on the tail and publish the word there; a reservation past the capacity
+// means the stash is full (the operation reports it; nothing spins). Lookups scan the
+// occupied prefix with the whole tile, deletes empty a slot with a compare-and-swap.
+// Between batches the host drains the stash (after an expansion, or when half of it is
+// used), resets the tail to the head, and reinserts the drained words into the table.
+#pragma once
+#include <gpuds/hive/detail/hive_bucket.cuh>
+
+namespace gpuds {
+namespace hive {
+
+struct stash_ref {
+  unsigned long long* words;
+  unsigned long long* tail;
+  unsigned capacity;
+
+  __device__ __forceinline__ unsigned used() const {
+    const unsigned long long t = mem::ld_relaxed(tail);
+    return t < capacity ? static_cast<unsigned>(t) : capacity;
+  }
+
+  // WCME over the stash, SLOTS words at a time.
+  template <bool COHERENT>
+  __device__ __forceinline__ bool find(unsigned k, match& m) const {
+    const unsigned n = used();
+    for (unsigned base = 0; base < n; base += SLOTS) {
+      const unsigned i = base + tile::rank();
+      unsigned long long w = EMPTY;
+      if (i < n) w = COHERENT ? mem::ld_relaxed(words + i) : words[i];
+      const unsigned hits = tile::ballot(key_of(w) == k);
+      if (hits != 0) {
+        const unsigned lane = __ffs(hits) - 1;
+        m.slot = base + lane;
+        m.at = words + m.slot;
+        m.word = tile::shfl(w, lane);
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Rank 0 reserves a slot; returns its index, or `capacity` when the stash is full.
+  __device__ __forceinline__ unsigned reserve() const {
+    unsigned index = 0;
+    if (tile::rank() == 0) {
+      const unsigned long long t = mem::fetch_add_relaxed(tail, 1ull);
+      index = t < capacity ? static_cast<unsigned>(t) : capacity;
+    }
+    return tile::shfl(index, 0);
+  }
+
+  // Gives an unused reservation back when it is still the last one; otherwise the slot
+  // stays empty until the next drain.
+  __device__ __forceinline__ void unreserve(unsigned index) const {
+    if (tile::rank() == 0) {
+      mem::cas_relaxed(tail, static_cast<unsigned long long>(index) + 1ull,
+                       static_cast<unsigned long long>(index));
+    }
+  }
+
+  __device__ __forceinline__ void publish(unsigned index, unsigned long long word) const {
+    if (tile::rank() == 0) mem::st_release(words + index, word);
+  }
+};
+
+}  // namespace hive
+}  // namespace gpuds

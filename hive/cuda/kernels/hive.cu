@@ -1,0 +1,257 @@
+// HiveMap's batch kernels: thin loops over gpuds::hive::hive_ref (gpuds/hive/hive_ref.cuh).
+//
+// Each tile of HIVE_SLOTS lanes takes HIVE_SLOTS operations at a time (grid-stride):
+// lane r loads operation r of the chunk (coalesced), the tile runs them one after the
+// other with the operands broadcast, and lane r writes result r (coalesced).
+//
+// Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3).
+#include <gpuds/hive/hive_ref.cuh>
+
+using namespace gpuds;
+using namespace gpuds::hive;
+
+namespace {
+
+// Runs `body(index, key, value, lane_result)` for every operation, chunk by chunk.
+template <typename Body>
+__device__ __forceinline__ void for_each_op(unsigned long long n, Body&& body) {
+  const unsigned long long tiles = (static_cast<unsigned long long>(gridDim.x) * blockDim.x) / SLOTS;
+  const unsigned long long first = (static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x) / SLOTS;
+  for (unsigned long long chunk = first; chunk * SLOTS < n; chunk += tiles) {
+    body(chunk * SLOTS);
+  }
+}
+
+__device__ __forceinline__ unsigned ops_in_chunk(unsigned long long base, unsigned long long n) {
+  const unsigned long long left = n - base;
+  return left < SLOTS ? static_cast<unsigned>(left) : SLOTS;
+}
+
+}  // namespace
+
+// Sets buckets [from, to) to empty, unlocked, all slots free.
+extern "C" __global__ void hive_init(hive_ref t, unsigned from, unsigned to) {
+  const unsigned long long total = static_cast<unsigned long long>(to - from) * SLOTS;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const unsigned long long slot = static_cast<unsigned long long>(from) * SLOTS + i;
+    t.slots[slot] = EMPTY;
+    if (slot % SLOTS == 0) {
+      t.meta[2 * (slot / SLOTS)] = ALL_FREE;
+      t.meta[2 * (slot / SLOTS) + 1] = 0u;
+    }
+  }
+}
+
+// Writes the smallest index of a reserved key into *first (initialized to n by the host).
+extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned long long n, unsigned long long* first) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if (keys[i] == EMPTY_KEY) atomicMin(first, i);
+  }
+}
+
+// Inserts or replaces (keys[i], values[i]).
+extern "C" __global__ void hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
+  tally counts;
+  for_each_op(n, [&](unsigned long long base) {
+    const unsigned count = ops_in_chunk(base, n);
+    const unsigned r = tile::rank();
+    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    const unsigned my_value = r < count ? values[base + r] : 0u;
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
+      unsigned old = 0;
+      if (t.insert(k, v, old, counts) == STEP_FAILED) t.record_failure(base + j);
+    }
+  });
+  t.flush(counts);
+}
+
+// Reinserts drained stash words (empty words are skipped); the pairs are already
+// counted in the length, so the count is not changed.
+extern "C" __global__ void hive_reinsert(hive_ref t, const unsigned long long* words, unsigned long long n) {
+  tally counts;
+  for_each_op(n, [&](unsigned long long base) {
+    const unsigned count = ops_in_chunk(base, n);
+    const unsigned r = tile::rank();
+    const unsigned long long mine = r < count ? words[base + r] : EMPTY;
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned long long w = tile::shfl(mine, j);
+      if (w == EMPTY) continue;
+      unsigned old = 0;
+      if (t.insert(key_of(w), value_of(w), old, counts) == STEP_FAILED) t.record_failure(base + j);
+    }
+  });
+  counts.len = 0;
+  t.flush(counts);
+}
+
+// Looks keys up: values[i] gets the value or `absent`, found[i] (when not null) 1 or 0.
+// No writer runs during this kernel (HiveMap::get_many takes &self).
+extern "C" __global__ void hive_find(hive_ref t, const unsigned* keys, unsigned long long n, unsigned* values,
+                                     unsigned char* found, unsigned absent) {
+  for_each_op(n, [&](unsigned long long base) {
+    const unsigned count = ops_in_chunk(base, n);
+    const unsigned r = tile::rank();
+    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    unsigned my_value = absent;
+    bool my_hit = false;
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned k = tile::shfl(my_key, j);
+      unsigned v = absent;
+      const bool hit = t.find<false>(k, v);
+      if (r == j) {
+        my_value = hit ? v : absent;
+        my_hit = hit;
+      }
+    }
+    if (r < count) {
+      if (values != nullptr) values[base + r] = my_value;
+      if (found != nullptr) found[base + r] = my_hit ? 1 : 0;
+    }
+  });
+}
+
+// Removes keys; found[i] (when not null) says whether the key was present.
+extern "C" __global__ void hive_erase(hive_ref t, const unsigned* keys, unsigned long long n, unsigned char* found) {
+  tally counts;
+  for_each_op(n, [&](unsigned long long base) {
+    const unsigned count = ops_in_chunk(base, n);
+    const unsigned r = tile::rank();
+    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    bool my_hit = false;
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned k = tile::shfl(my_key, j);
+      unsigned v = 0;
+      const bool hit = t.erase(k, v, counts);
+      if (r == j) my_hit = hit;
+    }
+    if (r < count && found != nullptr) found[base + r] = my_hit ? 1 : 0;
+  });
+  t.flush(counts);
+}
+
+// A mixed batch: kinds[i] is 0 (insert keys[i] -> values[i]), 1 (remove) or 2 (get).
+// out[i] is what the operation observed: (1 << 32) | value when the key was present
+// before it, 0 when absent, 1 << 33 when it failed (stash full, retry cap).
+constexpr unsigned long long OBSERVED = 1ull << 32;
+constexpr unsigned long long FAILED = 1ull << 33;
+
+extern "C" __global__ void hive_apply(hive_ref t, const unsigned char* kinds, const unsigned* keys, const unsigned* values,
+                                      unsigned long long n, unsigned long long* out) {
+  tally counts;
+  for_each_op(n, [&](unsigned long long base) {
+    const unsigned count = ops_in_chunk(base, n);
+    const unsigned r = tile::rank();
+    const unsigned my_kind = r < count ? kinds[base + r] : 2u;
+    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    const unsigned my_value = r < count ? values[base + r] : 0u;
+    unsigned long long my_out = 0;
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned kind = tile::shfl(my_kind, j), k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
+      unsigned long long seen = 0;
+      unsigned value = 0;
+      if (kind == 0) {
+        const unsigned step = t.insert(k, v, value, counts);
+        if (step == STEP_FAILED) {
+          seen = FAILED;
+          t.record_failure(base + j);
+        } else if (step == STEP_REPLACE) {
+          seen = OBSERVED | value;
+        }
+      } else if (kind == 1) {
+        if (t.erase(k, value, counts)) seen = OBSERVED | value;
+      } else {
+        if (t.find<true>(k, value)) seen = OBSERVED | value;
+      }
+      if (r == j) my_out = seen;
+    }
+    if (r < count) out[base + r] = my_out;
+  });
+  t.flush(counts);
+}
+
+// Expansion (§IV-C1): splits buckets [first, first + count) into their partners
+// b + level_mask + 1 (all below the end of the level). One tile per pair: each lane
+// decides from the one extra hash bit whether its entry stays or moves; movers are
+// ranked with a ballot and packed into the partner's first slots.
+extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count) {
+  const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
+  const unsigned next_mask = (t.level_mask << 1) | 1u;
+  for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
+    const unsigned b = first + p, partner = b + t.level_mask + 1u;
+    const unsigned r = tile::rank();
+    const unsigned long long w = t.bucket(b)[r];
+    bool moves = false;
+    if (w != EMPTY) {
+      const hash_pair h = hashes(key_of(w));
+      // Hashes that place the entry here now; it stays if one of them still does.
+      const bool by1 = (h.h1 & t.level_mask) == b, by2 = (h.h2 & t.level_mask) == b;
+      const bool stays = (by1 && (h.h1 & next_mask) == b) || (by2 && (h.h2 & next_mask) == b) || (!by1 && !by2);
+      moves = !stays;
+    }
+    const unsigned movers = tile::ballot(moves);
+    const unsigned below = movers & ((1u << r) - 1u);
+    const unsigned n_movers = __popc(movers);
+    const unsigned rank = __popc(below);
+    unsigned long long* dst = t.bucket(partner);
+    if (moves) {
+      dst[rank] = w;
+      t.bucket(b)[r] = EMPTY;
+    }
+    if (r >= n_movers) dst[r] = EMPTY;
+    if (r == 0) {
+      t.meta[2ull * b] |= movers;
+      t.meta[2ull * partner] = n_movers >= 32 ? 0u : (ALL_FREE & ~((1u << n_movers) - 1u));
+      t.meta[2ull * partner + 1] = 0u;
+    }
+  }
+}
+
+// Contraction check (§IV-C2): ok[p] = 1 when the partner of bucket first + p fits into
+// the free slots of that bucket.
+extern "C" __global__ void hive_merge_check(hive_ref t, unsigned first, unsigned count, unsigned* ok) {
+  const unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < count; p += stride) {
+    const unsigned b = first + p, partner = b + t.level_mask + 1u;
+    const unsigned free_here = __popc(t.meta[2ull * b] & ALL_FREE);
+    const unsigned used_there = SLOTS - __popc(t.meta[2ull * partner] & ALL_FREE);
+    ok[p] = used_there <= free_here ? 1u : 0u;
+  }
+}
+
+// Contraction (§IV-C2): merges the partners b + level_mask + 1 of buckets
+// [first, first + count) back into them. The i-th entry of the partner goes to the i-th
+// free slot of the bucket (prefix ranks of both masks); the host checked that it fits.
+extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count) {
+  const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
+  for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
+    const unsigned b = first + p, partner = b + t.level_mask + 1u;
+    const unsigned r = tile::rank();
+    const unsigned long long w = t.bucket(partner)[r];
+    const unsigned movers = tile::ballot(w != EMPTY);
+    const unsigned free_bits = t.meta[2ull * b] & ALL_FREE;
+    const unsigned n_movers = __popc(movers);
+    // Lane r, if its slot is free and its free rank is below n_movers, takes the mover
+    // of that rank.
+    const bool is_free = (free_bits >> r) & 1u;
+    const unsigned free_rank = __popc(free_bits & ((1u << r) - 1u));
+    unsigned source = 0;
+    if (is_free && free_rank < n_movers) {
+      unsigned m = movers;
+      for (unsigned i = 0; i < free_rank; ++i) m &= m - 1u;
+      source = __ffs(m) - 1;
+    }
+    const unsigned long long moving = tile::shfl(w, source);
+    const bool takes = is_free && free_rank < n_movers;
+    if (takes) t.bucket(b)[r] = moving;
+    const unsigned taken = tile::ballot(takes);
+    t.bucket(partner)[r] = EMPTY;
+    if (r == 0) {
+      t.meta[2ull * b] = free_bits & ~taken;
+      t.meta[2ull * partner] = ALL_FREE;
+      t.meta[2ull * partner + 1] = 0u;
+    }
+  }
+}

@@ -1,0 +1,260 @@
+//! Online resizing by warp-parallel linear hashing (Hive paper, §IV-C), between batches.
+//!
+//! The table's buckets are `level_mask + 1 + split`: buckets below the split pointer
+//! have been split into partners `b + level_mask + 1`. An expansion step splits the next
+//! K buckets (one tile per pair; one extra hash bit decides whether an entry moves); when
+//! the split pointer reaches the end of the level, the level doubles. A contraction step
+//! merges the last K partners back, after a check that each fits; the level halves when
+//! the split pointer falls to zero. The arrays grow by doubling when a partner lies past
+//! them and never shrink. After an expansion the stash is drained and its pairs are
+//! reinserted into the larger table.
+
+use cudarc::driver::PushKernelArg;
+
+use super::device::{CTRL_FAILED, CTRL_LEN, CTRL_STASH_TAIL, EMPTY};
+use super::HiveMap;
+use crate::error::{Error, Result};
+
+impl HiveMap {
+    /// Adds `buckets` buckets, splitting K at a time, then reinserts the stash. Works
+    /// with or without [`auto_resize`](super::HiveConfig::auto_resize). Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// map.insert_many(&[1, 2, 3], &[1, 2, 3])?;
+    /// let before = map.buckets();
+    /// map.expand(100)?;
+    /// assert_eq!(map.buckets(), before + 100);
+    /// map.validate()?;
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn expand(&mut self, buckets: usize) -> Result<()> {
+        self.split_buckets(buckets)?;
+        self.drain_stash()
+    }
+
+    /// Removes up to `buckets` buckets by merging partners back, K at a time, stopping
+    /// early where a partner does not fit or at the first size of the table; returns how
+    /// many were removed. Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// map.expand(64)?;
+    /// assert_eq!(map.contract(64)?, 64);
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn contract(&mut self, buckets: usize) -> Result<usize> {
+        let mut left = buckets;
+        let mut removed = 0;
+        let k = self.config.resize_batch as usize;
+        while left > 0 && self.buckets() > self.min_buckets as usize {
+            let lowered = self.split == 0;
+            if lowered {
+                if self.level_mask == 0 {
+                    break;
+                }
+                self.level_mask >>= 1;
+                self.split = self.level_mask + 1;
+            }
+            let step = left
+                .min(k)
+                .min(self.split as usize)
+                .min(self.buckets() - self.min_buckets as usize) as u32;
+            let first = self.split - step;
+            let fits = self.merge_fits(first, step)?;
+            if fits == 0 {
+                if lowered {
+                    self.level_mask = (self.level_mask << 1) | 1;
+                    self.split = 0;
+                }
+                break;
+            }
+            self.launch_pairs(true, self.split - fits, fits)?;
+            self.split -= fits;
+            self.contractions += 1;
+            removed += fits as usize;
+            left -= fits as usize;
+            if fits < step {
+                break;
+            }
+        }
+        self.gpu.synchronize()?;
+        Ok(removed)
+    }
+
+    /// How many of the pairs `first..first + count`, counted from the top, can merge.
+    fn merge_fits(&mut self, first: u32, count: u32) -> Result<u32> {
+        let stream = self.gpu.stream().clone();
+        let mut ok = stream.alloc_zeros::<u32>(count as usize)?;
+        let r = self.device_ref_with(self.level_mask, self.split);
+        let kernel = &self.kernels.merge_check;
+        let shape = self.gpu.grid_for(kernel, count as usize, super::BLOCK)?;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&first).arg(&count).arg(&mut ok);
+        // SAFETY: the kernel reads the metadata of both buckets of each pair.
+        unsafe { args.launch(shape) }?;
+        let ok = stream.clone_dtoh(&ok)?;
+        Ok(ok.iter().rev().take_while(|&&f| f == 1).count() as u32)
+    }
+
+    fn device_ref_with(&self, level_mask: u32, split: u32) -> super::HiveRef {
+        super::HiveRef {
+            level_mask,
+            split,
+            buckets: level_mask + 1 + split,
+            ..self.device_ref()
+        }
+    }
+
+    /// Splits (or merges) `count` pairs starting at bucket `first` under the current
+    /// level mask.
+    fn launch_pairs(&mut self, merge: bool, first: u32, count: u32) -> Result<()> {
+        let r = self.device_ref();
+        let kernel = if merge {
+            &self.kernels.merge
+        } else {
+            &self.kernels.split
+        };
+        let shape = self.shape(
+            kernel,
+            count as usize * self.config.slots_per_bucket as usize,
+        )?;
+        let mut args = self.gpu.stream().launch_builder(kernel.func());
+        args.arg(&r).arg(&first).arg(&count);
+        // SAFETY: every partner first + level_mask + 1 + i lies inside the arrays.
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// Splits `buckets` more buckets, K at a time, growing the arrays as needed.
+    fn split_buckets(&mut self, buckets: usize) -> Result<()> {
+        let mut left = buckets;
+        let k = self.config.resize_batch as usize;
+        while left > 0 {
+            let level_end = self.level_mask as usize + 1;
+            let step = left.min(k).min(level_end - self.split as usize) as u32;
+            self.reserve_buckets(self.buckets() + step as usize)?;
+            self.launch_pairs(false, self.split, step)?;
+            self.split += step;
+            if self.split as usize == level_end {
+                self.level_mask = (self.level_mask << 1) | 1;
+                self.split = 0;
+            }
+            self.expansions += 1;
+            left -= step as usize;
+        }
+        Ok(())
+    }
+
+    /// Grows the arrays (doubling) so that `buckets` buckets fit.
+    fn reserve_buckets(&mut self, buckets: usize) -> Result<()> {
+        let s = self.config.slots_per_bucket as usize;
+        let have = self.slots.len() / s;
+        if buckets <= have {
+            return Ok(());
+        }
+        let new = buckets.max(2 * have);
+        let stream = self.gpu.stream().clone();
+        let used = self.buckets();
+        // SAFETY: the used prefix is copied below; the split kernel writes every partner
+        // bucket (slots and metadata) before any kernel reads it.
+        let mut slots = unsafe { stream.alloc::<u64>(new * s) }?;
+        let mut meta = unsafe { stream.alloc::<u32>(2 * new) }?;
+        stream.memcpy_dtod(
+            &self.slots.slice(..used * s),
+            &mut slots.slice_mut(..used * s),
+        )?;
+        stream.memcpy_dtod(
+            &self.meta.slice(..2 * used),
+            &mut meta.slice_mut(..2 * used),
+        )?;
+        self.slots = slots;
+        self.meta = meta;
+        Ok(())
+    }
+
+    /// Before a batch of up to `incoming` new keys: expands so that they fit under the
+    /// upper threshold.
+    pub(super) fn grow_for(&mut self, incoming: usize) -> Result<()> {
+        if !self.config.auto_resize {
+            return Ok(());
+        }
+        let wanted = ((self.len + incoming) as f64 / self.config.max_load).ceil() as usize;
+        let s = self.config.slots_per_bucket as usize;
+        let buckets = wanted.div_ceil(s);
+        if buckets > self.buckets() {
+            self.expand(buckets - self.buckets())?;
+        }
+        Ok(())
+    }
+
+    /// After an update batch: expand above the upper threshold, contract below the
+    /// lower one, drain a stash that is half used.
+    pub(super) fn after_update(&mut self, stash_tail: u64) -> Result<()> {
+        if self.config.auto_resize {
+            let s = self.config.slots_per_bucket as usize;
+            if self.load_factor() > self.config.max_load {
+                let wanted = (self.len as f64 / self.config.max_load).ceil() as usize;
+                let extra = wanted.div_ceil(s).saturating_sub(self.buckets()).max(1);
+                return self.expand(extra);
+            }
+            if self.config.min_load > 0.0
+                && self.load_factor() < self.config.min_load
+                && self.buckets() > self.min_buckets as usize
+            {
+                let middle = (self.config.min_load + self.config.max_load) / 2.0;
+                let target = ((self.len as f64 / middle).ceil() as usize)
+                    .div_ceil(s)
+                    .max(self.min_buckets as usize);
+                if target < self.buckets() {
+                    self.contract(self.buckets() - target)?;
+                }
+            }
+        }
+        if stash_tail as usize * 2 >= self.stash.len() {
+            self.drain_stash()?;
+        }
+        Ok(())
+    }
+
+    /// Takes every pair out of the stash and reinserts it into the table (pairs that
+    /// still find no room go back into the emptied stash). Synchronizes.
+    pub(super) fn drain_stash(&mut self) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        let ctrl = stream.clone_dtoh(&self.ctrl)?;
+        let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash.len());
+        if used == 0 {
+            return Ok(());
+        }
+        // SAFETY: the copy below writes every word.
+        let mut words = unsafe { stream.alloc::<u64>(used) }?;
+        stream.memcpy_dtod(&self.stash.slice(..used), &mut words)?;
+        gpuds_core::primitives::fill(&self.gpu, &mut self.stash, EMPTY)?;
+        stream.memcpy_htod(
+            &[0u64],
+            &mut self.ctrl.slice_mut(CTRL_STASH_TAIL..CTRL_STASH_TAIL + 1),
+        )?;
+        let r = self.device_ref();
+        let n = used as u64;
+        let kernel = &self.kernels.reinsert;
+        let shape = self.shape(kernel, used)?;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&words).arg(&n);
+        // SAFETY: the kernel reads n words and works inside the ref's arrays.
+        unsafe { args.launch(shape) }?;
+        let ctrl = stream.clone_dtoh(&self.ctrl)?;
+        self.len = ctrl[CTRL_LEN] as usize;
+        if ctrl[CTRL_FAILED] > 0 {
+            // Each reinsert parks at most one pair in the emptied stash, so this takes a
+            // retry cap reached under contention: say so rather than drop pairs silently.
+            let status = self.status.take()?;
+            return Err(Error::Invalid(format!(
+                "{} stash pairs could not be reinserted ({status})",
+                ctrl[CTRL_FAILED]
+            )));
+        }
+        Ok(())
+    }
+}
