@@ -86,6 +86,7 @@ mod error;
 mod memory;
 mod slab_alloc;
 mod snapshot;
+pub mod workload;
 
 pub use address::NULL_UNIT;
 pub use config::{Layout, SlabAllocConfig};

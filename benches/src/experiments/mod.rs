@@ -7,6 +7,7 @@
 //!
 //! A new structure crate adds one line to [`registry`] and one module here.
 
+pub mod alloc;
 pub mod limits;
 pub mod primitives;
 
@@ -60,7 +61,11 @@ pub struct Experiment {
 
 /// Every experiment, in the order `quick` runs them.
 pub fn registry() -> Vec<Experiment> {
-    vec![limits::EXPERIMENT, primitives::EXPERIMENT]
+    vec![
+        limits::EXPERIMENT,
+        primitives::EXPERIMENT,
+        alloc::EXPERIMENT,
+    ]
 }
 
 /// The experiment called `name`.

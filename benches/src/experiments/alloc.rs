@@ -1,0 +1,259 @@
+//! `alloc`: SlabAlloc and epoch-based reclamation (gpuds-alloc).
+//!
+//! - The slab hash paper's experiment (§VI): one allocation per thread, 1 M slabs of
+//!   128 B, each warp serving its lanes one after another with the warp-cooperative
+//!   `allocate()` (the paper reports 600 M slabs/s on a K40c); the same with the lanes
+//!   claiming from their own bitmap words at once (`allocate_lane`), and both at 2^24.
+//! - A mixed load: rounds in which half the threads free their unit and every thread
+//!   without one allocates (frees and allocations both counted).
+//! - EBR overhead: the read/retire loop (warps read a cell's unit or replace and retire
+//!   it) with epoch-based reclamation against the null reclaimer.
+//!
+//! Allocation rows compare with random atomicCAS (an allocation is one atomic on a
+//! bitmap word); the EBR row compares with the same loop without reclamation. Each
+//! repetition starts from an empty pool grown beforehand (`reserve` of the batch, so the
+//! pool is at most 80% full at the end of a batch).
+
+use gpuds_alloc::workload::{self, Reclaimer};
+use gpuds_alloc::{Collector, CollectorConfig, SlabAlloc, SlabAllocConfig, NULL_UNIT};
+use gpuds_core::hash::murmur3_32;
+use gpuds_core::Result;
+
+use super::limits::ensure;
+use super::{Case, Experiment, Scale};
+use crate::bench::{Bench, Limit};
+use crate::report::{Baseline, Row, Unit};
+
+/// The `alloc` experiment.
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "alloc",
+    about:
+        "SlabAlloc: the paper's allocation experiment, 2^24 allocations, mixed load, EBR overhead",
+    plan,
+};
+
+const NAME: &str = "alloc";
+
+fn core(e: gpuds_alloc::Error) -> gpuds_core::Error {
+    match e {
+        gpuds_alloc::Error::Core(e) => e,
+        other => gpuds_core::Error::InvalidArgument(other.to_string()),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Path {
+    /// The paper's: lanes served one at a time by the warp-cooperative allocate().
+    EachLane,
+    /// allocate_lane: lanes claim from their own bitmap words at once.
+    Lanes,
+}
+
+fn plan(scale: Scale) -> Vec<Case> {
+    let mut cases = vec![
+        Case::new("1 M slabs, warp-cooperative", move |b| {
+            allocation(b, scale, 1 << 20, Path::EachLane)
+        }),
+        Case::new("2^24 slabs, lanes at once", move |b| {
+            allocation(b, scale, 1 << 24, Path::Lanes)
+        }),
+    ];
+    if scale == Scale::Full {
+        cases.extend([
+            Case::new("1 M slabs, lanes at once", move |b| {
+                allocation(b, scale, 1 << 20, Path::Lanes)
+            }),
+            Case::new("2^24 slabs, warp-cooperative", move |b| {
+                allocation(b, scale, 1 << 24, Path::EachLane)
+            }),
+            Case::new("mixed allocate/free", move |b| mixed(b, scale, 1 << 22, 8)),
+            Case::new("EBR read/retire", move |b| ebr(b, 1000)),
+        ]);
+    }
+    cases
+}
+
+fn cas_baseline(bench: &mut Bench, scale: Scale) -> Result<Baseline> {
+    Ok(Baseline {
+        label: "random atomicCAS".into(),
+        rate: ensure(bench, Limit::Cas, scale)?,
+    })
+}
+
+/// `n` allocations into an emptied pool, timed.
+fn allocation(bench: &mut Bench, scale: Scale, n: usize, path: Path) -> Result<Vec<Row>> {
+    let mut pool = SlabAlloc::new(&bench.gpu, SlabAllocConfig::default()).map_err(core)?;
+    pool.reserve(n as u64).map_err(core)?;
+    let mut out = bench.gpu.stream().alloc_zeros::<u32>(n)?;
+    let timing = bench.timer.measure(|rep| {
+        pool.reset().map_err(core)?;
+        let mut view = out.slice_mut(..);
+        rep.time(|| match path {
+            Path::EachLane => pool.allocate_each_into(&mut view).map_err(core),
+            Path::Lanes => pool.allocate_into(&mut view).map_err(core),
+        })
+    })?;
+    pool.check_status().map_err(core)?;
+    if pool.units_in_use().map_err(core)? != n as u64 {
+        return Err(core(gpuds_alloc::Error::Corrupted(
+            "the batch did not allocate every unit".into(),
+        )));
+    }
+    let (what, note) = match path {
+        Path::EachLane => (
+            "warp-cooperative allocate(), lanes in turn",
+            "the paper's experiment; paper: 0.6 G/s on a K40c",
+        ),
+        Path::Lanes => ("allocate_lane(), lanes at once", "one atomic OR per lane"),
+    };
+    Ok(vec![Row::new(
+        NAME,
+        &format!("{what}, 128 B units"),
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaItemsPerSecond,
+    )
+    .with_baseline(Some(cas_baseline(bench, scale)?))
+    .with_note(format!(
+        "{note}; {:?} layout, pool {} units",
+        pool.layout(),
+        pool.capacity_units()
+    ))])
+}
+
+/// Frees plus allocations of `rounds` churn rounds over `n` initially empty slots: every
+/// slot allocates in round 0; later, slots whose coin is odd free and allocate again (the
+/// host twin of the kernel's coin).
+fn churn_operations(n: usize, rounds: u32, seed: u32) -> u64 {
+    let mut ops = n as u64;
+    for round in 1..rounds {
+        let salt = murmur3_32(seed.wrapping_add(round));
+        ops += 2
+            * (0..n as u32)
+                .filter(|&i| murmur3_32(i ^ salt) & 1 == 1)
+                .count() as u64;
+    }
+    ops
+}
+
+fn mixed(bench: &mut Bench, scale: Scale, n: usize, rounds: u32) -> Result<Vec<Row>> {
+    let mut pool = SlabAlloc::new(&bench.gpu, SlabAllocConfig::default()).map_err(core)?;
+    pool.reserve(n as u64).map_err(core)?;
+    let stream = bench.gpu.stream().clone();
+    let mut slots = stream.clone_htod(&vec![NULL_UNIT; n])?;
+    let empty = stream.clone_htod(&vec![NULL_UNIT; n])?;
+    let mut ops = Vec::new();
+    let timing = bench.timer.measure(|rep| {
+        pool.reset().map_err(core)?;
+        stream.memcpy_dtod(&empty, &mut slots)?;
+        let seed = rep.seed();
+        ops.push(churn_operations(n, rounds, seed));
+        rep.time(|| workload::churn(&pool, &mut slots, rounds, seed).map_err(core))
+    })?;
+    pool.check_status().map_err(core)?;
+    if workload::stamp_errors(&pool, &slots).map_err(core)? != 0 {
+        return Err(core(gpuds_alloc::Error::Corrupted(
+            "a unit was handed out twice".into(),
+        )));
+    }
+    // Repetitions differ in their seeds by a fraction of a percent of operations.
+    let work = ops.iter().sum::<u64>() as f64 / ops.len().max(1) as f64;
+    Ok(vec![Row::new(
+        NAME,
+        &format!("mixed: {rounds} rounds of free half / allocate, frees+allocations"),
+        n as u64,
+        timing,
+        work,
+        Unit::GigaItemsPerSecond,
+    )
+    .with_baseline(Some(cas_baseline(bench, scale)?))
+    .with_note(
+        "one atomic per free or allocation; stamps checked",
+    )])
+}
+
+/// The read/retire loop, 50% writes, over 512 cells: with EBR and with the null reclaimer.
+fn ebr(bench: &mut Bench, rounds: u32) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let stream = gpu.stream().clone();
+    let mut rows = Vec::new();
+    let mut null_rate = None;
+    for epoch_based in [false, true] {
+        let mut pool = SlabAlloc::new(&gpu, SlabAllocConfig::default()).map_err(core)?;
+        // The null reclaimer keeps every retired unit: room for all of them.
+        let warps = gpu.info().sm_count as u64 * gpu.info().max_threads_per_sm as u64 / 32;
+        pool.reserve(warps * rounds as u64 / 2 + (1 << 20))
+            .map_err(core)?;
+        let collector = Collector::new(&gpu, CollectorConfig::default()).map_err(core)?;
+        let mut violations = stream.alloc_zeros::<u64>(1)?;
+        let mut cells = None;
+        let mut ops = 0;
+        let timing = bench.timer.measure(|rep| {
+            collector.drain(&pool).map_err(core)?;
+            pool.reset().map_err(core)?;
+            let c = cells.insert(workload::cells(&pool, 512).map_err(core)?);
+            let seed = rep.seed();
+            let reclaimer = if epoch_based {
+                Reclaimer::Epoch(&collector)
+            } else {
+                Reclaimer::Null
+            };
+            rep.time(|| {
+                ops = workload::read_retire(&pool, reclaimer, c, rounds, 50, seed, &mut violations)
+                    .map_err(core)?;
+                Ok(())
+            })
+        })?;
+        pool.check_status().map_err(core)?;
+        collector.check_status().map_err(core)?;
+        if stream.clone_dtoh(&violations)?[0] != 0 {
+            return Err(core(gpuds_alloc::Error::Corrupted(
+                "a reader saw a reclaimed unit".into(),
+            )));
+        }
+        let stats = collector.stats().map_err(core)?;
+        let name = if epoch_based {
+            "read/retire, 50% writes, epoch-based reclamation"
+        } else {
+            "read/retire, 50% writes, null reclaimer"
+        };
+        let mut row = Row::new(
+            NAME,
+            name,
+            ops,
+            timing,
+            ops as f64,
+            Unit::GigaQueriesPerSecond,
+        );
+        if epoch_based {
+            row = row
+                .with_baseline(null_rate.map(|rate| Baseline {
+                    label: "null reclaimer".into(),
+                    rate,
+                }))
+                .with_note(format!(
+                    "warp operations; last run: epoch {}, {} retired, {} reclaimed in kernels",
+                    stats.epoch, stats.retired, stats.reclaimed
+                ));
+        } else {
+            null_rate = Some(row.rate);
+            row = row.with_note("warp operations; retired units never freed");
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn churn_counts_every_slot_once_then_pairs() {
+        assert_eq!(churn_operations(100, 1, 5), 100);
+        let two = churn_operations(1000, 2, 5);
+        assert!(two > 1000 + 800 && two < 1000 + 1200, "{two}");
+        assert_eq!(two % 2, 0);
+    }
+}
