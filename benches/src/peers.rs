@@ -27,6 +27,50 @@ pub fn reference(device: &str, limit: Limit) -> Option<Baseline> {
     })
 }
 
+/// Published figures of the original simple lock-free linear-probing table on the same
+/// GPU (u32 keys and values, 2^24 keys, a table of 2^25 slots), in G operations/s, for
+/// `op` (`insert`, `find hit`, `find miss`, `erase`) at load 0.5 or 0.8.
+pub fn linear_probe(device: &str, op: &str, load: f64) -> Option<Baseline> {
+    // (insert, find hit, find miss, erase) at load 0.5, then at 0.8.
+    let (label, figures) = if device.contains("H100") && device.contains("HBM3") {
+        (
+            "original, published H100",
+            [
+                [11.072, 24.266, 24.054, 11.304],
+                [7.754, 19.118, 8.196, 11.165],
+            ],
+        )
+    } else if device.contains("H200") {
+        (
+            "original, published H200",
+            [
+                [13.761, 32.458, 29.698, 14.547],
+                [8.875, 23.759, 8.642, 14.389],
+            ],
+        )
+    } else {
+        return None;
+    };
+    let at = if (load - 0.5).abs() < 1e-9 {
+        figures[0]
+    } else if (load - 0.8).abs() < 1e-9 {
+        figures[1]
+    } else {
+        return None;
+    };
+    let rate = match op {
+        "insert" => at[0],
+        "find hit" => at[1],
+        "find miss" => at[2],
+        "erase" => at[3],
+        _ => return None,
+    };
+    Some(Baseline {
+        label: label.to_string(),
+        rate,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

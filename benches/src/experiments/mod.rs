@@ -9,6 +9,7 @@
 
 pub mod alloc;
 pub mod limits;
+pub mod linear;
 pub mod primitives;
 
 use gpuds_core::Result;
@@ -64,6 +65,7 @@ pub fn registry() -> Vec<Experiment> {
     vec![
         limits::EXPERIMENT,
         primitives::EXPERIMENT,
+        linear::EXPERIMENT,
         alloc::EXPERIMENT,
     ]
 }
