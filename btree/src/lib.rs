@@ -90,6 +90,7 @@ mod kernels;
 mod map;
 pub mod node;
 mod ops;
+mod sorted_array;
 mod tree_ref;
 pub mod validate;
 
@@ -97,10 +98,11 @@ pub use config::BTreeConfig;
 pub use error::{Error, Result};
 pub use map::{BTreeStats, GpuBTreeMap, TreeKey, TreeValue};
 pub use ops::{Ranges, TreeOp, TreeReply};
+pub use sorted_array::SortedArray;
 pub use tree_ref::TreeRef;
 
-/// Every kernel module of gpuds-btree (the update module and the query module for both
-/// tiles), so that a test can compile all of them without a GPU.
+/// Every kernel module of gpuds-btree (the update module, the query module for both
+/// tiles, and the sorted-array baseline), so that a test can compile all of them without a GPU.
 ///
 /// ```no_run
 /// for program in gpuds_btree::programs() {
@@ -113,6 +115,7 @@ pub fn programs() -> Vec<gpuds_core::Program> {
         kernels::update_program(),
         kernels::query_program(16),
         kernels::query_program(32),
+        sorted_array::program(),
     ]
 }
 

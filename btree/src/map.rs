@@ -112,7 +112,7 @@ fn split_bound(inserts: usize) -> u64 {
     inserts as u64 / 3 + 64
 }
 
-fn batch_len(n: usize) -> Result<u32> {
+pub(crate) fn batch_len(n: usize) -> Result<u32> {
     u32::try_from(n).map_err(|_| {
         Error::from(gpuds_core::Error::InvalidArgument(format!(
             "a batch of {n} operations; at most {} per call",
@@ -121,14 +121,28 @@ fn batch_len(n: usize) -> Result<u32> {
     })
 }
 
-fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
+pub(crate) fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
     if a != b {
         return Err(gpuds_core::Error::InvalidArgument(format!("{a} keys but {b} {what}")).into());
     }
     batch_len(a)
 }
 
-fn bit(bits: &[u32], i: usize) -> bool {
+/// The batch length, checked against the result buffers (`out` results, `bits` words of
+/// one bit per request).
+pub(crate) fn query_len(keys: usize, out: usize, bits: usize) -> Result<u32> {
+    let n = batch_len(keys)?;
+    if out < keys || bits < keys.div_ceil(32) {
+        return Err(gpuds_core::Error::InvalidArgument(format!(
+            "{keys} requests need {keys} results and {} bit words; got {out} and {bits}",
+            keys.div_ceil(32)
+        ))
+        .into());
+    }
+    Ok(n)
+}
+
+pub(crate) fn bit(bits: &[u32], i: usize) -> bool {
     bits.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
 }
 
@@ -381,15 +395,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     }
 
     fn query_len(&self, keys: usize, out: usize, bits: usize) -> Result<u32> {
-        let n = batch_len(keys)?;
-        if out < keys || bits < keys.div_ceil(32) {
-            return Err(gpuds_core::Error::InvalidArgument(format!(
-                "{keys} requests need {keys} results and {} bit words; got {out} and {bits}",
-                keys.div_ceil(32)
-            ))
-            .into());
-        }
-        Ok(n)
+        query_len(keys, out, bits)
     }
 
     /// Removes each key; returns the removed values. Nodes are never merged (§3.4.4).

@@ -245,3 +245,48 @@ fn mismatched_lengths_are_rejected() {
     assert!(t.bulk_build(&[1], &[]).is_err());
     assert!(t.is_empty().unwrap());
 }
+
+#[test]
+fn sorted_array_baseline_matches_std() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut sa = gpuds_btree::SortedArray::new(&gpu).unwrap();
+    let keys = unique_keys::<u32>(17, 10_000, &[]);
+    let stream = gpu.stream();
+    let (mut k, mut v) = (
+        stream.clone_htod(&keys).unwrap(),
+        stream.clone_htod(&keys).unwrap(),
+    );
+    sa.build_device(&mut k, &mut v).unwrap();
+    let more = unique_keys::<u32>(18, 1000, &[]);
+    let (mk, mv) = (
+        stream.clone_htod(&more).unwrap(),
+        stream.clone_htod(&more).unwrap(),
+    );
+    sa.insert_device(&mk, &mv).unwrap();
+    let model: BTreeMap<u32, u32> = keys.iter().chain(&more).map(|&k| (k, k)).collect();
+    assert_eq!(sa.len(), model.len());
+    let probes: Vec<u32> = keys.iter().take(500).flat_map(|&k| [k, k ^ 1]).collect();
+    let got = sa.get_many(&probes).unwrap();
+    for (p, g) in probes.iter().zip(&got) {
+        assert_eq!(*g, model.get(p).copied());
+    }
+    let (lo, hi): (Vec<u32>, Vec<u32>) =
+        probes.iter().map(|&p| (p, p.wrapping_add(1 << 24))).unzip();
+    let (dlo, dhi) = (
+        stream.clone_htod(&lo).unwrap(),
+        stream.clone_htod(&hi).unwrap(),
+    );
+    let mut counts = stream.alloc_zeros::<u32>(lo.len()).unwrap();
+    sa.range_count_device(&dlo, &dhi, &mut counts).unwrap();
+    let counts = stream.clone_dtoh(&counts).unwrap();
+    for i in 0..lo.len() {
+        let want = if lo[i] > hi[i] {
+            0
+        } else {
+            model.range(lo[i]..=hi[i]).count()
+        };
+        assert_eq!(counts[i] as usize, want);
+    }
+}
