@@ -279,7 +279,14 @@ fn concurrent_duplicate_inserts_leave_one_copy() {
         return;
     };
     for cfg in configs() {
-        let mut map = LinearProbeMap::<u32, u32>::with_config(&gpu, config(1 << 12, cfg)).unwrap();
+        // Room for the whole batch counted as new keys, so that no rebuild drops the
+        // tombstones the test is about.
+        let cfg = LinearConfig {
+            max_load_factor: 1.0,
+            when_full: WhenFull::Fail,
+            ..config(1 << 15, cfg)
+        };
+        let mut map = LinearProbeMap::<u32, u32>::with_config(&gpu, cfg).unwrap();
         let keys: Vec<u32> = (0..2000).collect();
         map.insert_many(&keys, &vec![1; keys.len()]).unwrap();
         map.remove_many(&keys).unwrap();
@@ -289,7 +296,7 @@ fn concurrent_duplicate_inserts_leave_one_copy() {
         map.insert_many(&dup, &values).unwrap();
         map.validate().unwrap();
         let got = state(&map);
-        assert_eq!(got.len(), 2000, "{cfg:?}");
+        assert_eq!(got.len(), 2000, "{:?}", map.config());
         for (k, v) in got {
             assert_eq!(v % 2000, k, "value {v} was inserted with another key");
         }
@@ -464,7 +471,11 @@ fn key_tombstones_refuse_mixed_batches_and_reuse_slots() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let cfg = config(1 << 12, (1, Probing::Linear, Deletion::KeyTombstones));
+    let cfg = LinearConfig {
+        max_load_factor: 1.0,
+        when_full: WhenFull::Fail,
+        ..config(1 << 13, (1, Probing::Linear, Deletion::KeyTombstones))
+    };
     let mut map = LinearProbeMap::<u32, u32>::with_config(&gpu, cfg).unwrap();
     assert!(map
         .apply(&[Operation::Insert(1, 1), Operation::Remove(2)])
