@@ -71,6 +71,34 @@ pub fn linear_probe(device: &str, op: &str, load: f64) -> Option<Baseline> {
     })
 }
 
+/// Published figures of the original GPU B-Tree (GpuBTree) and of the B-link tree of the
+/// original multiversion B-Tree on the same GPU (u32 keys and values, 2^24 keys), in
+/// G operations/s (G keys/s for the bulk build), for `op`: `insert`, `find`, `range 8`,
+/// `range 32`, `erase` (GpuBTree) or `bulk build` (the B-link tree).
+pub fn btree(device: &str, op: &str) -> Option<Baseline> {
+    // (insert, find, range 8, range 32, erase, bulk build)
+    let (gpu, figures) = if device.contains("H100") && device.contains("HBM3") {
+        ("H100", [0.624, 2.130, 3.191, 1.982, 1.934, 45.878])
+    } else if device.contains("H200") {
+        ("H200", [0.645, 2.132, 3.271, 2.118, 2.060, 49.141])
+    } else {
+        return None;
+    };
+    let (i, who) = match op {
+        "insert" => (0, "original"),
+        "find" => (1, "original"),
+        "range 8" => (2, "original"),
+        "range 32" => (3, "original"),
+        "erase" => (4, "original"),
+        "bulk build" => (5, "original B-link"),
+        _ => return None,
+    };
+    Some(Baseline {
+        label: format!("{who}, published {gpu}"),
+        rate: figures[i],
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -73,6 +73,11 @@ impl SortedArray {
         self.len as usize
     }
 
+    /// Empties the array (keeps its memory).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
     /// True when empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0

@@ -107,7 +107,7 @@ fn splits_grow_the_tree_to_height_six() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let keys = unique_keys::<u32>(12, 1 << 20, &[]);
+    let keys = unique_keys::<u32>(12, 3 << 19, &[]);
     let mut t = tree(&gpu, 32);
     t.insert_many(&keys, &keys).unwrap();
     let stats = t.stats().unwrap();

@@ -8,6 +8,7 @@
 //! A new structure crate adds one line to [`registry`] and one module here.
 
 pub mod alloc;
+pub mod btree;
 pub mod limits;
 pub mod linear;
 pub mod primitives;
@@ -67,6 +68,7 @@ pub fn registry() -> Vec<Experiment> {
         primitives::EXPERIMENT,
         linear::EXPERIMENT,
         alloc::EXPERIMENT,
+        btree::EXPERIMENT,
     ]
 }
 

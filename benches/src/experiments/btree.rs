@@ -1,0 +1,597 @@
+//! `btree`: the GPU B-Tree experiments of Awad (2022), chapter 3, on the local GPU, with a
+//! GPU sorted array (gpuds-core radix sort + binary search) as the baseline in the same
+//! run, and the published figures of the original implementations on the same GPU for
+//! the target rows (2^24 keys):
+//!
+//! - targets: insertion into an empty tree, bulk build, lookup (tiles of 16 and 32
+//!   lanes), range queries returning exactly 8 and 32 pairs (collect form; count form
+//!   too), successor, erasing half the keys;
+//! - Table 3.3: incremental insertion with batches of 2^16 to 2^22 keys (SA: re-sort);
+//! - Fig. 3.2: point, range (count, 8 per query) and successor rates against tree size;
+//! - Fig. 3.3: inserting a batch of 2^i into a tree of m - 2^i against a bulk rebuild of m;
+//! - Fig. 3.4: deleting 10 to 50 % of the keys;
+//! - Fig. 3.5: mixed concurrent batches with update ratio α = 0.2, 0.6, 1.0.
+//!
+//! Keys are distinct random words (never zero), fresh in every repetition where the
+//! operation consumes them; trees for queries are built by insertion, as the originals'.
+
+use gpuds_btree::{BTreeConfig, GpuBTreeMap, SortedArray};
+use gpuds_core::cudarc::driver::CudaSlice;
+use gpuds_core::primitives::RadixSorter;
+use gpuds_core::{Error, Result};
+
+use super::{Case, Experiment, Scale};
+use crate::bench::Bench;
+use crate::peers;
+use crate::report::{Baseline, Row, Unit};
+
+/// The `btree` experiment.
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "btree",
+    about:
+        "GpuBTreeMap (Awad 2022, ch. 3): Table 3.3, Fig. 3.2-3.5, targets; sorted array baseline",
+    plan,
+};
+
+const NAME: &str = "btree";
+type Tree = GpuBTreeMap<u32, u32>;
+
+fn plan(scale: Scale) -> Vec<Case> {
+    let n = match scale {
+        Scale::Quick => 1 << 22,
+        Scale::Full => 1 << 24,
+    };
+    let mut cases = vec![
+        Case::new("insert and bulk build", move |b| updates(b, n)),
+        Case::new("lookup, range, successor", move |b| queries(b, n)),
+        Case::new("erase half", move |b| erase(b, n, &[0.5])),
+        Case::new("concurrent α = 0.6", move |b| concurrent(b, n, &[0.6])),
+    ];
+    if scale == Scale::Full {
+        cases.extend([
+            Case::new("Table 3.3 batched insertion", move |b| table_3_3(b, n)),
+            Case::new("Fig. 3.2 queries vs size", fig_3_2),
+            Case::new("Fig. 3.3 incremental vs rebuild", move |b| fig_3_3(b, n)),
+            Case::new("Fig. 3.4 deletion", move |b| {
+                erase(b, n, &[0.1, 0.2, 0.3, 0.4])
+            }),
+            Case::new("Fig. 3.5 concurrent", move |b| {
+                concurrent(b, n, &[0.2, 1.0])
+            }),
+        ]);
+    }
+    cases
+}
+
+/// A gpuds-btree error as a core error (the runner's error type).
+fn ce(e: gpuds_btree::Error) -> Error {
+    match e {
+        gpuds_btree::Error::Core(c) => c,
+        other => Error::InvalidArgument(other.to_string()),
+    }
+}
+
+fn tree(bench: &Bench, n: usize, tile: u32) -> Result<Tree> {
+    Tree::with_config(
+        &bench.gpu,
+        BTreeConfig {
+            initial_nodes: (n as u64 / 2).max(1 << 16),
+            max_nodes: (n as u64 * 2).max(1 << 20),
+            query_tile: tile,
+            ..Default::default()
+        },
+    )
+    .map_err(ce)
+}
+
+fn copy(bench: &Bench, src: &CudaSlice<u32>) -> Result<CudaSlice<u32>> {
+    Ok(bench.gpu.stream().clone_dtod(src)?)
+}
+
+fn peer(bench: &Bench, op: &str) -> Option<Baseline> {
+    peers::btree(&bench.gpu.info().name, op)
+}
+
+fn checked(ok: bool, note: &str) -> String {
+    if ok {
+        format!("{note}; checked")
+    } else {
+        format!("RESULT WRONG: {note}")
+    }
+}
+
+/// Insertion of n fresh keys into an empty tree, and the bulk build of n fresh pairs.
+fn updates(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let mut t = tree(bench, n, 16)?;
+    let mut keys = bench.random_words(n, 1)?;
+    let values = bench.random_words(n, 2)?;
+    let probes = &bench.probes;
+    let timing = bench.timer.measure(|rep| {
+        t.clear().map_err(ce)?;
+        probes.fill_random(&mut keys, rep.seed())?;
+        rep.time(|| t.insert_many_device(&keys, &values).map_err(ce))
+    })?;
+    let ok = t.check().is_ok() && t.len().map_err(ce)? == n;
+    let insert = Row::new(
+        NAME,
+        "insert into empty tree",
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaKeysPerSecond,
+    )
+    .with_baseline(peer(bench, "insert"))
+    .with_note(checked(ok, "one batch, tile 32"));
+
+    let (mut k, mut v) = (copy(bench, &keys)?, copy(bench, &values)?);
+    let timing = bench.timer.measure(|rep| {
+        probes.fill_random(&mut k, rep.seed())?;
+        probes.fill_random(&mut v, rep.seed() ^ 1)?;
+        rep.time(|| t.bulk_build_device(&mut k, &mut v).map_err(ce))
+    })?;
+    let ok = t.len().map_err(ce)? == n;
+    let bulk = Row::new(
+        NAME,
+        "bulk build (sort + dedup + build)",
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaKeysPerSecond,
+    )
+    .with_baseline(peer(bench, "bulk build"))
+    .with_note(checked(ok, "fill 10 of 14"));
+
+    let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+    let timing = bench.timer.measure(|rep| {
+        probes.fill_random(&mut k, rep.seed())?;
+        probes.fill_random(&mut v, rep.seed() ^ 1)?;
+        rep.time(|| sa.build_device(&mut k, &mut v).map_err(ce))
+    })?;
+    let sa_build = Row::new(
+        NAME,
+        "GPU SA build (sort + dedup)",
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaKeysPerSecond,
+    )
+    .with_note(checked(sa.len() == n, "baseline"));
+    drop(values);
+    Ok(vec![insert, bulk, sa_build])
+}
+
+/// Sorted copy of the keys on the host.
+fn sorted_host(bench: &Bench, keys: &CudaSlice<u32>) -> Result<Vec<u32>> {
+    let mut sorted = copy(bench, keys)?;
+    RadixSorter::new(&bench.gpu)?.sort_keys(&mut sorted)?;
+    Ok(bench.gpu.stream().clone_dtoh(&sorted)?)
+}
+
+/// `q` ranges over `sorted` holding exactly `len` keys each, at pseudo-random places.
+fn exact_ranges(sorted: &[u32], q: usize, len: usize) -> (Vec<u32>, Vec<u32>) {
+    let span = sorted.len() - len;
+    (0..q)
+        .map(|i| {
+            let j = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) as usize % span;
+            (sorted[j], sorted[j + len - 1])
+        })
+        .unzip()
+}
+
+fn count_bits(bench: &Bench, bits: &CudaSlice<u32>) -> Result<u64> {
+    Ok(bench
+        .gpu
+        .stream()
+        .clone_dtoh(bits)?
+        .iter()
+        .map(|w| w.count_ones() as u64)
+        .sum())
+}
+
+/// Lookup (both tiles), ranges of 8 and 32 (collect form; count form for 8) and successor
+/// on a tree of n keys built by insertion; the sorted array's lookup and range count.
+fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let keys = bench.random_words(n, 3)?;
+    let sorted = sorted_host(bench, &keys)?;
+    let stream = bench.gpu.stream().clone();
+    let mut rows = Vec::new();
+    let mut out = stream.alloc_zeros::<u32>(n)?;
+    let mut out2 = stream.alloc_zeros::<u32>(n)?;
+    let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+    for tile in [16, 32] {
+        let mut t = tree(bench, n, tile)?;
+        t.insert_many_device(&keys, &keys).map_err(ce)?;
+        t.check().map_err(ce)?;
+        let timing = bench.timer.measure(|rep| {
+            rep.time(|| t.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
+        })?;
+        let ok = count_bits(bench, &bits)? == n as u64;
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("lookup, tile {tile}"),
+                n as u64,
+                timing,
+                n as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_baseline(peer(bench, "find"))
+            .with_note(checked(ok, "every key present")),
+        );
+        if tile != 16 {
+            continue;
+        }
+        let timing = bench.timer.measure(|rep| {
+            rep.time(|| {
+                t.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
+                    .map_err(ce)
+            })
+        })?;
+        let ok = count_bits(bench, &bits)? == n as u64 - 1;
+        rows.push(
+            Row::new(
+                NAME,
+                "successor",
+                n as u64,
+                timing,
+                n as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_note(checked(ok, "of every key")),
+        );
+        let q = n / 4;
+        for len in [8usize, 32] {
+            let (lo, hi) = exact_ranges(&sorted, q, len);
+            let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
+            let counts = stream.clone_htod(&vec![len as u32; q])?;
+            let offsets: Vec<u32> = (0..q as u32).map(|i| i * len as u32).collect();
+            let offsets = stream.clone_htod(&offsets)?;
+            let mut rk = stream.alloc_zeros::<u32>(q * len)?;
+            let mut rv = stream.alloc_zeros::<u32>(q * len)?;
+            let timing = bench.timer.measure(|rep| {
+                rep.time(|| {
+                    t.range_collect_device(&lo, &hi, &offsets, &counts, &mut rk, &mut rv)
+                        .map_err(ce)
+                })
+            })?;
+            let got = stream.clone_dtoh(&rk)?;
+            let ok = got.chunks(len).all(|c| c.windows(2).all(|w| w[0] < w[1]));
+            rows.push(
+                Row::new(
+                    NAME,
+                    &format!("range, {len} per query (collect)"),
+                    q as u64,
+                    timing,
+                    q as f64,
+                    Unit::GigaQueriesPerSecond,
+                )
+                .with_baseline(peer(bench, if len == 8 { "range 8" } else { "range 32" }))
+                .with_note(checked(ok, "n/4 queries, pairs written")),
+            );
+            if len == 8 {
+                let mut c = stream.alloc_zeros::<u32>(q)?;
+                let timing = bench.timer.measure(|rep| {
+                    rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(ce))
+                })?;
+                let ok = stream.clone_dtoh(&c)?.iter().all(|&x| x == 8);
+                let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+                let (mut k2, mut v2) = (copy(bench, &keys)?, copy(bench, &keys)?);
+                sa.build_device(&mut k2, &mut v2).map_err(ce)?;
+                let sa_timing = bench.timer.measure(|rep| {
+                    rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(ce))
+                })?;
+                let sa_rate = sa_timing.giga_rate(q as f64);
+                rows.push(
+                    Row::new(
+                        NAME,
+                        "range count, 8 per query",
+                        q as u64,
+                        timing,
+                        q as f64,
+                        Unit::GigaQueriesPerSecond,
+                    )
+                    .with_baseline(Some(Baseline {
+                        label: "GPU SA, this run".into(),
+                        rate: sa_rate,
+                    }))
+                    .with_note(checked(ok, "count form")),
+                );
+                let sa_timing = bench.timer.measure(|rep| {
+                    rep.time(|| sa.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
+                })?;
+                let ok = count_bits(bench, &bits)? == n as u64;
+                rows.push(
+                    Row::new(
+                        NAME,
+                        "GPU SA lookup (baseline)",
+                        n as u64,
+                        sa_timing,
+                        n as f64,
+                        Unit::GigaQueriesPerSecond,
+                    )
+                    .with_baseline(peer(bench, "find"))
+                    .with_note(checked(ok, "binary search")),
+                );
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// Deleting each fraction of n keys from a bulk-built tree (rebuilt for every repetition).
+fn erase(bench: &mut Bench, n: usize, fractions: &[f64]) -> Result<Vec<Row>> {
+    let mut t = tree(bench, n, 16)?;
+    let keys = bench.random_words(n, 4)?;
+    let stream = bench.gpu.stream().clone();
+    let mut rows = Vec::new();
+    for &f in fractions {
+        let m = ((n as f64 * f) as usize).max(1);
+        let gone = stream.clone_dtod(&keys.slice(..m))?;
+        let mut old = stream.alloc_zeros::<u32>(m)?;
+        let mut bits = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
+        let timing = bench.timer.measure(|rep| {
+            let (mut k, mut v) = (stream.clone_dtod(&keys)?, stream.clone_dtod(&keys)?);
+            t.bulk_build_device(&mut k, &mut v).map_err(ce)?;
+            rep.time(|| t.remove_many_device(&gone, &mut old, &mut bits).map_err(ce))
+        })?;
+        let ok = count_bits(bench, &bits)? == m as u64 && t.len().map_err(ce)? == n - m;
+        let name = format!("erase {:.0} %", f * 100.0);
+        rows.push(
+            Row::new(
+                NAME,
+                &name,
+                m as u64,
+                timing,
+                m as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_baseline(if f == 0.5 { peer(bench, "erase") } else { None })
+            .with_note(checked(ok, "of a bulk-built tree")),
+        );
+    }
+    Ok(rows)
+}
+
+/// Incremental insertion of n keys in batches (the dissertation's mean over all tree
+/// sizes is the total over the total time), against a sorted array that re-sorts.
+fn table_3_3(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let mut t = tree(bench, n, 16)?;
+    let mut rows = Vec::new();
+    for log_b in [16u32, 17, 18, 19, 20, 21, 22] {
+        let b = 1usize << log_b;
+        let batches: Vec<CudaSlice<u32>> = (0..n / b)
+            .map(|i| bench.random_words(b, 100 + i as u32))
+            .collect::<Result<_>>()?;
+        let timing = bench.timer.measure(|rep| {
+            t.clear().map_err(ce)?;
+            rep.time(|| {
+                batches
+                    .iter()
+                    .try_for_each(|k| t.insert_many_device(k, k).map_err(ce))
+            })
+        })?;
+        let ok = t.check().is_ok() && t.len().map_err(ce)? == n;
+        let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+        let sa_timing = bench.timer.measure(|rep| {
+            sa.clear();
+            rep.time(|| {
+                batches
+                    .iter()
+                    .try_for_each(|k| sa.insert_device(k, k).map_err(ce))
+            })
+        })?;
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("Table 3.3: batches of 2^{log_b}"),
+                n as u64,
+                timing,
+                n as f64,
+                Unit::GigaKeysPerSecond,
+            )
+            .with_baseline(Some(Baseline {
+                label: "GPU SA (re-sort), this run".into(),
+                rate: sa_timing.giga_rate(n as f64),
+            }))
+            .with_note(checked(ok, "tree built from empty")),
+        );
+    }
+    Ok(rows)
+}
+
+/// Query rates against tree size, each with the sorted array of the same keys.
+fn fig_3_2(bench: &mut Bench) -> Result<Vec<Row>> {
+    let stream = bench.gpu.stream().clone();
+    let mut rows = Vec::new();
+    for log_n in [18u32, 20, 22, 24] {
+        let n = 1usize << log_n;
+        let keys = bench.random_words(n, 200 + log_n)?;
+        let sorted = sorted_host(bench, &keys)?;
+        let mut t = tree(bench, n, 16)?;
+        t.insert_many_device(&keys, &keys).map_err(ce)?;
+        let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+        let (mut k2, mut v2) = (copy(bench, &keys)?, copy(bench, &keys)?);
+        sa.build_device(&mut k2, &mut v2).map_err(ce)?;
+        let mut out = stream.alloc_zeros::<u32>(n)?;
+        let mut out2 = stream.alloc_zeros::<u32>(n)?;
+        let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+        let tt = bench.timer.measure(|rep| {
+            rep.time(|| t.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
+        })?;
+        let st = bench.timer.measure(|rep| {
+            rep.time(|| sa.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
+        })?;
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("Fig. 3.2 lookup, 2^{log_n} keys"),
+                n as u64,
+                tt,
+                n as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_baseline(Some(Baseline {
+                label: "GPU SA, this run".into(),
+                rate: st.giga_rate(n as f64),
+            })),
+        );
+        let (lo, hi) = exact_ranges(&sorted, n / 4, 8);
+        let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
+        let mut c = stream.alloc_zeros::<u32>(n / 4)?;
+        let tt = bench
+            .timer
+            .measure(|rep| rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
+        let st = bench
+            .timer
+            .measure(|rep| rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("Fig. 3.2 range count 8, 2^{log_n} keys"),
+                (n / 4) as u64,
+                tt,
+                (n / 4) as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_baseline(Some(Baseline {
+                label: "GPU SA, this run".into(),
+                rate: st.giga_rate((n / 4) as f64),
+            })),
+        );
+        let tt = bench.timer.measure(|rep| {
+            rep.time(|| {
+                t.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
+                    .map_err(ce)
+            })
+        })?;
+        let st = bench.timer.measure(|rep| {
+            rep.time(|| {
+                sa.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
+                    .map_err(ce)
+            })
+        })?;
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("Fig. 3.2 successor, 2^{log_n} keys"),
+                n as u64,
+                tt,
+                n as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_baseline(Some(Baseline {
+                label: "GPU SA, this run".into(),
+                rate: st.giga_rate(n as f64),
+            })),
+        );
+    }
+    Ok(rows)
+}
+
+/// Inserting a batch of 2^i into a tree of n - 2^i keys against bulk-building all n.
+fn fig_3_3(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let mut t = tree(bench, n, 16)?;
+    let keys = bench.random_words(n, 5)?;
+    let stream = bench.gpu.stream().clone();
+    let rebuild = bench.timer.measure(|rep| {
+        let (mut k, mut v) = (stream.clone_dtod(&keys)?, stream.clone_dtod(&keys)?);
+        rep.time(|| t.bulk_build_device(&mut k, &mut v).map_err(ce))
+    })?;
+    let mut rows = Vec::new();
+    for log_b in [16u32, 18, 20, 22] {
+        let b = 1usize << log_b;
+        let batch = stream.clone_dtod(&keys.slice(n - b..))?;
+        let timing = bench.timer.measure(|rep| {
+            let (mut k, mut v) = (
+                stream.clone_dtod(&keys.slice(..n - b))?,
+                stream.clone_dtod(&keys.slice(..n - b))?,
+            );
+            t.bulk_build_device(&mut k, &mut v).map_err(ce)?;
+            rep.time(|| t.insert_many_device(&batch, &batch).map_err(ce))
+        })?;
+        let ok = t.len().map_err(ce)? == n;
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("Fig. 3.3 insert 2^{log_b} into n - 2^{log_b}"),
+                b as u64,
+                timing,
+                b as f64,
+                Unit::GigaKeysPerSecond,
+            )
+            .with_baseline(Some(Baseline {
+                label: "bulk rebuild of n, this run".into(),
+                rate: rebuild.giga_rate(b as f64),
+            }))
+            .with_note(checked(ok, "ratio > 1: incremental wins")),
+        );
+    }
+    Ok(rows)
+}
+
+/// Mixed concurrent batches of n operations on a tree of n keys: a fraction α of updates
+/// (inserts of new keys and removals of present ones, equally), the rest lookups,
+/// successor and count (8-key range) queries, equally; randomly assigned to threads.
+fn concurrent(bench: &mut Bench, n: usize, alphas: &[f64]) -> Result<Vec<Row>> {
+    let mut t = tree(bench, n, 16)?;
+    let keys = bench.random_words(n, 6)?;
+    let fresh = bench.random_words(n, 7)?;
+    let stream = bench.gpu.stream().clone();
+    let (present, new) = (stream.clone_dtoh(&keys)?, stream.clone_dtoh(&fresh)?);
+    let mut rows = Vec::new();
+    for &alpha in alphas {
+        let mut codes = Vec::with_capacity(n);
+        let mut ks = Vec::with_capacity(n);
+        let mut args = Vec::with_capacity(n);
+        for (i, &fresh_key) in new.iter().enumerate() {
+            let h = (i as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 11;
+            let u = (h % 1_000_000) as f64 / 1e6;
+            let j = (h >> 20) as usize % n;
+            if u < alpha {
+                if h & 1 == 0 {
+                    codes.push(0);
+                    ks.push(fresh_key);
+                    args.push(fresh_key);
+                } else {
+                    codes.push(1);
+                    ks.push(present[j]);
+                    args.push(0);
+                }
+            } else {
+                let kind = ((u - alpha) / (1.0 - alpha).max(1e-9) * 3.0) as u32;
+                codes.push([2, 3, 4][kind.min(2) as usize]);
+                ks.push(present[j]);
+                args.push(present[j].saturating_add(1 << 10));
+            }
+        }
+        let (codes, ks, args) = (
+            stream.clone_htod(&codes)?,
+            stream.clone_htod(&ks)?,
+            stream.clone_htod(&args)?,
+        );
+        let mut a = stream.alloc_zeros::<u32>(n)?;
+        let mut b = stream.alloc_zeros::<u32>(n)?;
+        let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+        let timing = bench.timer.measure(|rep| {
+            let (mut k, mut v) = (stream.clone_dtod(&keys)?, stream.clone_dtod(&keys)?);
+            t.bulk_build_device(&mut k, &mut v).map_err(ce)?;
+            rep.time(|| {
+                t.apply_device(&codes, &ks, &args, &mut a, &mut b, &mut bits)
+                    .map_err(ce)
+            })
+        })?;
+        let ok = t.check().is_ok() && t.validate().is_ok();
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("Fig. 3.5 concurrent, α = {alpha}"),
+                n as u64,
+                timing,
+                n as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_note(checked(ok, "tree validated after")),
+        );
+    }
+    Ok(rows)
+}
