@@ -30,7 +30,7 @@ use gpuds_core::{Gpu, Kernel, Program, Status, StatusWord};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::slab_alloc::{SlabAlloc, SlabAllocRef};
+use crate::slab_alloc::{Modules, SlabAlloc, SlabAllocRef};
 
 const SOURCE: &str = include_str!("../cuda/kernels/ebr.cu");
 const BAGS: usize = 3;
@@ -282,7 +282,7 @@ impl Collector {
     /// Synchronizes; returns the number of units reclaimed.
     pub fn drain(&self, pool: &SlabAlloc) -> Result<u64> {
         let before = self.counters()?[1];
-        let kernel = self.gpu.load(&program())?.kernel("ebr_drain")?;
+        let kernel = pool.kernel_of(Modules::Ebr, "ebr_drain")?;
         let shape = self
             .gpu
             .grid_for(&kernel, self.slots as usize * BAGS * 32, 256)?;

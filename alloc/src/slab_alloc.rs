@@ -1,11 +1,12 @@
 //! [`SlabAlloc`]: the host owner of a slab pool, and [`SlabAllocRef`], its device ref.
 
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
 
 use cudarc::driver::{
     CudaSlice, CudaView, CudaViewMut, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
 };
-use gpuds_core::{Gpu, Kernel, Program, Status, StatusWord};
+use gpuds_core::{Gpu, Kernel, Module, Program, Status, StatusWord};
 use parking_lot::Mutex;
 
 use crate::address::{BLOCK_BITS, SUPER_BITS, UNITS_PER_BLOCK, WORDS_PER_BLOCK};
@@ -23,6 +24,14 @@ pub const DOUBLE_FREE: Status = Status(Status::FIRST_STRUCTURE_BIT);
 /// The allocator's kernel module.
 pub(crate) fn program() -> Program {
     Program::new("slab_alloc", SOURCE).headers(crate::cuda_headers())
+}
+
+/// The crate's kernel modules, loaded once per pool (a load by program fingerprints the
+/// whole source, which would cost more than a small batch's kernel).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Modules {
+    SlabAlloc = 0,
+    Ebr = 1,
 }
 
 /// The device view of a [`SlabAlloc`]: the Rust twin of `gpuds::alloc::slab_alloc_ref`
@@ -136,6 +145,7 @@ pub struct SlabAlloc {
     log_blocks_per_super: u32,
     status: Mutex<StatusWord>,
     seed: AtomicU32,
+    modules: [OnceLock<Module>; 2],
     memory: Memory,
 }
 
@@ -182,6 +192,7 @@ impl SlabAlloc {
             log_blocks_per_super,
             status: Mutex::new(StatusWord::new(gpu)?),
             seed: AtomicU32::new(0x2545_f491),
+            modules: Default::default(),
             memory,
             config,
         };
@@ -365,7 +376,24 @@ impl SlabAlloc {
     }
 
     fn kernel(&self, name: &str) -> Result<Kernel> {
-        Ok(self.gpu.load(&program())?.kernel(name)?)
+        self.kernel_of(Modules::SlabAlloc, name)
+    }
+
+    /// Kernel `name` of one of the crate's modules, from this pool's module cache.
+    pub(crate) fn kernel_of(&self, which: Modules, name: &str) -> Result<Kernel> {
+        let cell = &self.modules[which as usize];
+        let module = match cell.get() {
+            Some(module) => module,
+            None => {
+                let program = match which {
+                    Modules::SlabAlloc => program(),
+                    Modules::Ebr => crate::ebr::program(),
+                };
+                let module = self.gpu.load(&program)?;
+                cell.get_or_init(|| module)
+            }
+        };
+        Ok(module.kernel(name)?)
     }
 
     /// A grid-stride launch over `threads` threads.

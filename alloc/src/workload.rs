@@ -5,9 +5,9 @@
 
 use cudarc::driver::{CudaSlice, PushKernelArg};
 
-use crate::ebr::{self, Collector};
+use crate::ebr::Collector;
 use crate::error::Result;
-use crate::slab_alloc::{self, SlabAlloc};
+use crate::slab_alloc::{Modules, SlabAlloc};
 
 const BLOCK: u32 = 256;
 
@@ -33,9 +33,7 @@ pub fn churn(pool: &SlabAlloc, slots: &mut CudaSlice<u32>, rounds: u32, seed: u3
         return Ok(());
     }
     let gpu = pool.gpu();
-    let kernel = gpu
-        .load(&slab_alloc::program())?
-        .kernel("slab_alloc_churn")?;
+    let kernel = pool.kernel_of(Modules::SlabAlloc, "slab_alloc_churn")?;
     let shape = gpu.grid_for(&kernel, slots.len(), BLOCK)?;
     let n = slots.len() as u64;
     let r = pool.device_ref();
@@ -54,9 +52,7 @@ pub fn stamp_errors(pool: &SlabAlloc, slots: &CudaSlice<u32>) -> Result<u64> {
     }
     let gpu = pool.gpu();
     let stream = gpu.stream();
-    let kernel = gpu
-        .load(&slab_alloc::program())?
-        .kernel("slab_alloc_check_stamps")?;
+    let kernel = pool.kernel_of(Modules::SlabAlloc, "slab_alloc_check_stamps")?;
     let shape = gpu.grid_for(&kernel, slots.len(), BLOCK)?;
     let n = slots.len() as u64;
     let mut bad = stream.alloc_zeros::<u32>(1)?;
@@ -82,7 +78,7 @@ pub enum Reclaimer<'a> {
 pub fn cells(pool: &SlabAlloc, count: u32) -> Result<CudaSlice<u32>> {
     let cells = pool.allocate(count.max(1) as usize)?;
     let gpu = pool.gpu();
-    let kernel = gpu.load(&ebr::program())?.kernel("ebr_cells_init")?;
+    let kernel = pool.kernel_of(Modules::Ebr, "ebr_cells_init")?;
     let shape = gpu.grid_for(&kernel, cells.len() * 32, BLOCK)?;
     let n = cells.len() as u32;
     let r = pool.device_ref();
@@ -109,12 +105,11 @@ pub fn read_retire(
     violations: &mut CudaSlice<u64>,
 ) -> Result<u64> {
     let gpu = pool.gpu();
-    let module = gpu.load(&ebr::program())?;
     let n = cells.len() as u32;
     let stream = gpu.stream();
     let shape = match reclaimer {
         Reclaimer::Epoch(collector) => {
-            let kernel = module.kernel("ebr_churn")?;
+            let kernel = pool.kernel_of(Modules::Ebr, "ebr_churn")?;
             let shape = collector.grid(&kernel, BLOCK, 0)?;
             let r = collector.device_ref(pool);
             let mut args = stream.launch_builder(kernel.func());
@@ -125,7 +120,7 @@ pub fn read_retire(
             shape
         }
         Reclaimer::Null => {
-            let kernel = module.kernel("ebr_churn_null")?;
+            let kernel = pool.kernel_of(Modules::Ebr, "ebr_churn_null")?;
             let shape = gpu.persistent_grid(&kernel, BLOCK, 0)?;
             let r = pool.device_ref();
             let mut args = stream.launch_builder(kernel.func());

@@ -75,7 +75,6 @@ struct ebr_block {
   unsigned global_base[EBR_BAGS]; // units already in each global bag at kernel start
   unsigned scan_pos;              // next announce entry to scan
   unsigned scan_epoch;            // epoch the current scan pass checks against
-  unsigned observed;              // broadcast from thread 0
   unsigned free_mask;             // bags to hand back (broadcast from thread 0)
   unsigned retired;               // units retired by this block during this kernel
   unsigned ok;                    // block-wide: this block has a slot
@@ -124,7 +123,6 @@ struct ebr_block {
         mem::st_relaxed(ref.announce + slot, (e << 1) | 1u);
         mem::fence_sc();
       }
-      observed = e;
       // Bags hold the epochs epoch-2 .. epoch; the one `back` epochs behind goes back to
       // the pool once e is three epochs past it. (Bag indices are taken mod 3 from
       // epoch % 3, so that the bags "before" epoch 0 map correctly.)
@@ -136,28 +134,32 @@ struct ebr_block {
         }
       }
       free_mask = mask;
-    }
-    __syncthreads();
-    const unsigned mask = free_mask;
-    for (unsigned b = 0; b < EBR_BAGS; ++b) {
-      if (mask & (1u << b)) free_bag(b);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      epoch = observed;
-      for (unsigned b = 0; b < EBR_BAGS; ++b) {
-        if (mask & (1u << b)) {
-          counts[b] = 0u;
-          global_base[b] = 0u;
-          ref.slot_counts[slot * EBR_BAGS + b] = 0u;
-        }
-      }
-      if (scan_epoch != observed) {
-        scan_epoch = observed;
+      epoch = e;  // retire() is not called during enter(); the bags keep their counts
+      if (scan_epoch != e) {
+        scan_epoch = e;
         scan_pos = 0u;
       }
     }
     __syncthreads();
+    // Only when the epoch moved (rarely) are bags handed back; otherwise an enter() costs
+    // two barriers and the scan's.
+    const unsigned mask = free_mask;
+    if (mask != 0u) {
+      for (unsigned b = 0; b < EBR_BAGS; ++b) {
+        if (mask & (1u << b)) free_bag(b);
+      }
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        for (unsigned b = 0; b < EBR_BAGS; ++b) {
+          if (mask & (1u << b)) {
+            counts[b] = 0u;
+            global_base[b] = 0u;
+            ref.slot_counts[slot * EBR_BAGS + b] = 0u;
+          }
+        }
+      }
+      __syncthreads();
+    }
     scan_step();
   }
 
