@@ -9,6 +9,7 @@
 
 pub mod alloc;
 pub mod btree;
+pub mod hive;
 pub mod limits;
 pub mod linear;
 pub mod primitives;
@@ -67,6 +68,7 @@ pub fn registry() -> Vec<Experiment> {
         limits::EXPERIMENT,
         primitives::EXPERIMENT,
         linear::EXPERIMENT,
+        hive::EXPERIMENT,
         alloc::EXPERIMENT,
         btree::EXPERIMENT,
     ]

@@ -556,26 +556,79 @@ impl HiveMap {
         let kinds = stream.clone_htod(&kinds)?;
         let values = stream.clone_htod(&values)?;
         let mut out = stream.alloc_zeros::<u64>(ops.len())?;
-        let r = self.device_ref();
-        let n = ops.len() as u64;
-        let kernel = &self.kernels.apply;
-        let shape = self.shape(kernel, ops.len())?;
-        let mut args = stream.launch_builder(kernel.func());
-        let kv = k.view();
-        args.arg(&r)
-            .arg(&kinds)
-            .arg(&kv)
-            .arg(&values)
-            .arg(&n)
-            .arg(&mut out);
-        // SAFETY: the kernel reads n operations and writes n results.
-        unsafe { args.launch(shape) }?;
+        self.launch_apply(&kinds.as_view(), &k.view(), &values.as_view(), &mut out)?;
         let out = stream.clone_dtoh(&out)?;
         self.finish_update()?;
         Ok(out
             .into_iter()
             .map(|w| (w & (1 << 32) != 0).then_some(w as u32))
             .collect())
+    }
+
+    /// [`apply`](Self::apply) on a batch already in device memory, for callers that
+    /// generate operations on the GPU: `kinds[i]` is 0 (insert `keys[i]` with
+    /// `values[i]`), 1 (remove) or 2 (get), and `out[i]` receives what the operation
+    /// observed: `(1 << 32) | value` when the key was present just before it, 0 when it
+    /// was absent, `1 << 33` when it failed. Reserved keys are rejected first (a pass
+    /// over the keys); kinds other than 0 and 1 are gets. Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let s = gpu.stream();
+    /// let (kinds, keys, values) = (s.clone_htod(&[0u8, 2])?, s.clone_htod(&[4u32, 4])?, s.clone_htod(&[40u32, 0])?);
+    /// let mut out = s.alloc_zeros::<u64>(2)?;
+    /// map.apply_device(&kinds.as_view(), &keys.as_view(), &values.as_view(), &mut out)?;
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn apply_device(
+        &mut self,
+        kinds: &CudaView<'_, u8>,
+        keys: &CudaView<'_, u32>,
+        values: &CudaView<'_, u32>,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<()> {
+        let n = keys.len();
+        if kinds.len() != n || values.len() != n || out.len() < n {
+            return Err(gpuds_core::Error::InvalidArgument(format!(
+                "{} kinds, {n} keys, {} values and room for {} results",
+                kinds.len(),
+                values.len(),
+                out.len()
+            ))
+            .into());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        self.check_device_keys(keys)?;
+        // Every operation might be an insert of a new key.
+        self.grow_for(n)?;
+        self.launch_apply(kinds, keys, values, out)?;
+        self.finish_update()
+    }
+
+    fn launch_apply(
+        &self,
+        kinds: &CudaView<'_, u8>,
+        keys: &CudaView<'_, u32>,
+        values: &CudaView<'_, u32>,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<()> {
+        let r = self.device_ref();
+        let n = keys.len() as u64;
+        let kernel = &self.kernels.apply;
+        let shape = self.shape(kernel, keys.len())?;
+        let mut args = self.gpu.stream().launch_builder(kernel.func());
+        args.arg(&r)
+            .arg(kinds)
+            .arg(keys)
+            .arg(values)
+            .arg(&n)
+            .arg(out);
+        // SAFETY: the kernel reads n operations and writes n results.
+        unsafe { args.launch(shape) }?;
+        Ok(())
     }
 
     /// Removes every pair (the size stays). Synchronizes.

@@ -111,11 +111,8 @@ struct hive_ref {
     }
     const bucket_meta meta = meta_of(b1);
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      const unsigned seen = meta.observe();
-      if (seen & 1u) {
-        backoff(attempt);
-        continue;
-      }
+      unsigned seen;
+      if (!meta.observe_unlocked(attempt, seen)) continue;
       if (locate<true>(k, b1, b2, m)) {
         value = value_of(m.word);
         return true;
@@ -135,11 +132,8 @@ struct hive_ref {
     const bucket_meta meta = meta_of(b1);
     match m;
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      const unsigned seen = meta.observe();
-      if (seen & 1u) {
-        backoff(attempt);
-        continue;
-      }
+      unsigned seen;
+      if (!meta.observe_unlocked(attempt, seen)) continue;
       if (!locate<true>(k, b1, b2, m)) {
         if (meta.unchanged(seen)) return false;
         continue;
@@ -177,11 +171,8 @@ struct hive_ref {
     const bucket_meta meta = meta_of(b1);
     match m;
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      const unsigned seen = meta.observe();
-      if (seen & 1u) {
-        backoff(attempt);
-        continue;
-      }
+      unsigned seen;
+      if (!meta.observe_unlocked(attempt, seen)) continue;
       // Step 1: replace, lock-free.
       if (locate<true>(k, b1, b2, m)) {
         unsigned done = 0;

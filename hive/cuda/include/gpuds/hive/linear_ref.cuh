@@ -66,12 +66,13 @@ struct linear_ref {
   }
 
   // Looks `key` up; true and `*value` when present. PHASED: no kernel in flight writes
-  // the table (bulk queries); false inside mixed batches.
+  // the table (bulk queries: reads take the read-only path); false inside mixed batches.
   template <bool PHASED>
   __device__ bool find(K key, V* value) const {
+    constexpr auto mode = PHASED ? detail::read_mode::nc : detail::read_mode::relaxed;
     probing::sequence<Probing> seq(probing::hash_key(key), geometry);
     for (unsigned i = 0; i < geometry.windows; ++i) {
-      const auto seen = ops::template load<PHASED>(lane_slot(seq.window));
+      const auto seen = ops::template load<mode>(lane_slot(seq.window));
       const unsigned hits = vote(seen.key == key);
       if (hits != 0u) {
         const V v = from(seen.value, __ffs(hits) - 1);
@@ -87,8 +88,10 @@ struct linear_ref {
   // Inserts or replaces (key, value); false when the table had no room (TABLE_FULL) or
   // the retry cap passed (RETRY_LIMIT), both reported in the status word. OBSERVE:
   // `*before` gets the value replaced (the empty value when the key was absent), read
-  // atomically with the write; without it writes are plain stores and `*before` stays
-  // the empty value.
+  // atomically with the write, and probes use relaxed loads; without it probes use weak
+  // loads (every decision they lead to is confirmed by a compare-and-swap or holds in a
+  // state the slot had since the batch began), writes are plain stores, and `*before`
+  // stays the empty value.
   template <bool OBSERVE>
   __device__ bool insert(K key, V value, V* before) const {
     *before = EMPTY_VALUE;
@@ -98,9 +101,10 @@ struct linear_ref {
       probing::sequence<Probing> seq(probing::hash_key(key), geometry);
       for (unsigned i = 0; i < geometry.windows; ++i) {
         slot_type* mine = lane_slot(seq.window);
-        // One lane per key claims at once, as the Farrell table does: a failed
-        // compare-and-swap returns the key that is there, which is the read it needs.
-        const K seen = G == 1 ? EMPTY_KEY : ops::template load<false>(mine).key;
+        // One lane per key tries its start slot at once, as the Farrell table does (a
+        // failed compare-and-swap returns the key that is there); later slots are read
+        // first, so that occupied slots cost a read instead of an atomic.
+        const K seen = (G == 1 && i == 0) ? EMPTY_KEY : ops::template load<mode<OBSERVE>()>(mine).key;
         if (claim_in_window<OBSERVE>(mine, seen, key, value, before)) {
           return true;
         }
@@ -112,23 +116,26 @@ struct linear_ref {
   }
 
   // Erases `key`; true when it was present. OBSERVE: `*before` gets the value erased,
-  // read atomically with the erase (value tombstones; key tombstones read it first, as
-  // no insert runs concurrently).
+  // taken atomically with the erase; probes read as in `insert`.
   template <bool OBSERVE>
   __device__ bool erase(K key, V* before) const {
     *before = EMPTY_VALUE;
     probing::sequence<Probing> seq(probing::hash_key(key), geometry);
     for (unsigned i = 0; i < geometry.windows; ++i) {
       slot_type* mine = lane_slot(seq.window);
-      const auto seen = ops::template load<false>(mine);
+      const auto seen = ops::template load<mode<OBSERVE>()>(mine);
       const unsigned hits = vote(seen.key == key);
       if (hits != 0u) {
         const unsigned src = __ffs(hits) - 1;
         V old = EMPTY_VALUE;
         if (tile::rank() == src || G == 1) {
           if constexpr (KEY_TOMBSTONES) {
-            old = seen.value;
-            ops::erase_key(mine);
+            if (OBSERVE) {
+              old = ops::take_key(mine, key, seen.value);
+            } else {
+              old = seen.value;
+              ops::erase_key(mine);
+            }
           } else {
             old = OBSERVE ? ops::template put<true>(mine, key, EMPTY_VALUE) : seen.value;
             if (!OBSERVE) ops::template put<false>(mine, key, EMPTY_VALUE);
@@ -145,6 +152,11 @@ struct linear_ref {
   }
 
  private:
+  template <bool OBSERVE>
+  __device__ __forceinline__ static constexpr detail::read_mode mode() {
+    return OBSERVE ? detail::read_mode::relaxed : detail::read_mode::weak;
+  }
+
   // One window of a value-tombstone insert: replace where the key is, else claim the
   // first empty lane, retrying the window's next empty lane when a claim loses (at
   // most G claims). `seen` is this lane's slot key. True when the insert is done.
@@ -186,7 +198,7 @@ struct linear_ref {
       bool target_erased = false;
       for (unsigned i = 0; i < geometry.windows; ++i) {
         slot_type* mine = lane_slot(seq.window);
-        const auto seen = ops::template load<false>(mine);
+        const auto seen = ops::template load<mode<OBSERVE>()>(mine);
         const unsigned hits = vote(seen.key == key);
         if (hits != 0u) {
           const unsigned src = __ffs(hits) - 1;

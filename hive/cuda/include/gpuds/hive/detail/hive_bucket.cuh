@@ -80,8 +80,16 @@ struct bucket_meta {
   __device__ __forceinline__ unsigned* version() const { return words + 1; }
 
   // Every lane reads the version with acquire semantics (each lane's later loads are
-  // then ordered after it; the hardware merges the identical requests).
-  __device__ __forceinline__ unsigned observe() const { return mem::ld_acquire(version()); }
+  // then ordered after it; the hardware merges the identical requests). False, after a
+  // backoff, while the bucket is locked or the lanes saw different versions; otherwise
+  // `seen` is the version every lane saw.
+  __device__ __forceinline__ bool observe_unlocked(unsigned attempt, unsigned& seen) const {
+    const unsigned mine = mem::ld_acquire(version());
+    seen = tile::shfl(mine, 0);
+    if ((seen & 1u) == 0 && !tile::any(mine != seen)) return true;
+    backoff(attempt);
+    return false;
+  }
 
   // True (on every lane) when the version still equals `seen` after the lane's loads.
   __device__ __forceinline__ bool unchanged(unsigned seen) const {

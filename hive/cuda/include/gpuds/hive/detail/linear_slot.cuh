@@ -34,6 +34,34 @@ __device__ __forceinline__ unsigned long long exch_relaxed(unsigned long long* p
   return old;
 }
 
+// Weak (plain) global loads: for probes whose decisions are confirmed by a
+// compare-and-swap or hold in any state the slot had since the batch began (slots only
+// move forward: empty to key, or key to erased in batches without inserts).
+__device__ __forceinline__ unsigned ld_weak(const unsigned* p) {
+  unsigned v;
+  asm("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ unsigned long long ld_weak(const unsigned long long* p) {
+  unsigned long long v;
+  asm("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
+}
+
+// How a probe reads a slot.
+enum class read_mode { nc, weak, relaxed };
+
+template <read_mode M, class T>
+__device__ __forceinline__ T read(const T* p) {
+  if constexpr (M == read_mode::nc) {
+    return mem::ld_nc(p);
+  } else if constexpr (M == read_mode::weak) {
+    return ld_weak(p);
+  } else {
+    return mem::ld_relaxed(p);
+  }
+}
+
 template <class K, class V>
 struct slot_size {
   static constexpr unsigned value = (sizeof(K) == 4 && sizeof(V) == 4) ? 8u : 16u;
@@ -69,17 +97,15 @@ struct slot_ops {
     return reinterpret_cast<unsigned long long*>(s);
   }
 
-  // Reads a slot. PHASED: no kernel in flight writes the table (bulk queries), so the
-  // read-only path may serve it; otherwise a relaxed load at GPU scope.
-  template <bool PHASED>
+  // Reads a slot: through the read-only path (nc: no kernel in flight writes the
+  // table), a weak load, or a relaxed load at GPU scope.
+  template <read_mode M>
   __device__ __forceinline__ static view load(slot_t* s) {
     if constexpr (PACKED) {
-      const unsigned long long w = PHASED ? mem::ld_nc(word(s)) : mem::ld_relaxed(word(s));
+      const unsigned long long w = read<M>(word(s));
       return view{static_cast<K>(w), static_cast<V>(w >> 32)};
     } else {
-      const K k = PHASED ? mem::ld_nc(&s->key) : mem::ld_relaxed(&s->key);
-      const V v = PHASED ? mem::ld_nc(&s->value) : mem::ld_relaxed(&s->value);
-      return view{k, v};
+      return view{read<M>(&s->key), read<M>(&s->value)};
     }
   }
 
@@ -118,6 +144,19 @@ struct slot_ops {
       mem::st_relaxed(&s->value, v);
     }
     return EMPTY_VALUE;
+  }
+
+  // Key tombstone, observed: atomically takes the slot from key k (seen with value v)
+  // to erased; returns the value taken, or the empty value when a concurrent erase of
+  // the same key won. Only when no insert runs concurrently.
+  __device__ __forceinline__ static V take_key(slot_t* s, K k, V v) {
+    if constexpr (PACKED) {
+      const unsigned long long old = mem::cas_relaxed(word(s), pack(k, v), pack(ERASED_KEY, EMPTY_VALUE));
+      return old == pack(k, v) ? v : EMPTY_VALUE;
+    } else {
+      if (mem::cas_relaxed(&s->key, k, ERASED_KEY) != k) return EMPTY_VALUE;
+      return exch_relaxed(&s->value, EMPTY_VALUE);
+    }
   }
 
   // Key tombstone: the slot becomes erased and reusable. Only when no insert runs

@@ -17,9 +17,14 @@ struct stash_ref {
   unsigned long long* tail;
   unsigned capacity;
 
+  // Words in use, the same on every lane of the tile (rank 0 reads the tail).
   __device__ __forceinline__ unsigned used() const {
-    const unsigned long long t = mem::ld_relaxed(tail);
-    return t < capacity ? static_cast<unsigned>(t) : capacity;
+    unsigned n = 0;
+    if (tile::rank() == 0) {
+      const unsigned long long t = mem::ld_relaxed(tail);
+      n = t < capacity ? static_cast<unsigned>(t) : capacity;
+    }
+    return tile::shfl(n, 0);
   }
 
   // WCME over the stash, SLOTS words at a time.

@@ -1,0 +1,506 @@
+//! `hive`: gpuds-hive's HiveMap, the resizable bucketed cuckoo table of the Hive paper.
+//!
+//! - Balanced workloads: bulk insert into an empty table up to load 0.8 and 0.95 (no
+//!   resizing), then bulk lookups of present and of absent keys, 2^24 u32 keys, against
+//!   the published figures of the original bucketed cuckoo table (buckets of 16) on the
+//!   same GPU, and LinearProbeMap measured in the same run on a table of as many slots.
+//! - Bucket size (16 vs 32 slots) and table size (2^20 to 2^25 keys, load 0.95).
+//! - The imbalanced mix insert:lookup:delete = 0.5:0.3:0.2 in one kernel (`apply`) over
+//!   sizes 2^20 to 2^25 operations, on a table prefilled with half as many keys.
+//! - Resize throughput: expansion and contraction by 32,768 buckets.
+//! - The insert-step breakdown (replace, claim-then-commit, eviction, stash) of batches
+//!   filling a table from load 0.5 to 0.97.
+//! - The hash-function pairs (BitHash, Murmur, City, CRC-32C) at load 0.9.
+//!
+//! Every timed call is the public batch API on device inputs (reserved-key pass and the
+//! final status and length read included). Keys are fresh per repetition where the table
+//! is rebuilt per repetition. SlabHashMap is not in this run (its crate is not part of
+//! this experiment yet).
+
+use gpuds_core::cudarc::driver::sys::CUevent_flags;
+use gpuds_core::cudarc::driver::CudaSlice;
+use gpuds_core::hash::murmur3_32;
+use gpuds_core::{Error, Gpu, Result};
+use gpuds_hive::{HashPair, HiveConfig, HiveMap, LinearConfig, LinearProbeMap, WhenFull};
+
+use super::{Case, Experiment, Scale};
+use crate::bench::Bench;
+use crate::peers;
+use crate::report::{Row, Unit};
+use crate::timing::Timing;
+
+/// The `hive` experiment.
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "hive",
+    about: "HiveMap: balanced and mixed workloads, resize, insert steps, hash pairs",
+    plan,
+};
+
+const NAME: &str = "hive";
+const ABSENT: u32 = u32::MAX;
+
+fn plan(scale: Scale) -> Vec<Case> {
+    let b = HashPair::BitHash;
+    match scale {
+        Scale::Quick => vec![
+            Case::new("bulk, load 0.8", move |bench| {
+                bulk(bench, 1 << 22, 0.8, 16, b, false)
+            }),
+            Case::new("mixed 0.5:0.3:0.2", |bench| mixed(bench, 1 << 22)),
+        ],
+        Scale::Full => {
+            let mut cases = Vec::new();
+            for load in [0.8, 0.95] {
+                cases.push(Case::new(format!("bulk 2^24, load {load}"), move |bench| {
+                    bulk(bench, 1 << 24, load, 16, b, true)
+                }));
+            }
+            cases.push(Case::new("bulk 2^24, 32 slots, load 0.8", move |bench| {
+                bulk(bench, 1 << 24, 0.8, 32, b, false)
+            }));
+            for log in [20, 22, 25] {
+                cases.push(Case::new(
+                    format!("bulk 2^{log}, load 0.95"),
+                    move |bench| bulk(bench, 1 << log, 0.95, 16, b, false),
+                ));
+            }
+            for log in [20, 22, 24, 25] {
+                cases.push(Case::new(format!("mixed 2^{log}"), move |bench| {
+                    mixed(bench, 1 << log)
+                }));
+            }
+            cases.push(Case::new("resize", resize));
+            cases.push(Case::new("insert steps, load 0.55-0.97", steps));
+            for hash in HashPair::ALL {
+                cases.push(Case::new(format!("hash {}", hash.name()), move |bench| {
+                    bulk(bench, 1 << 24, 0.9, 16, hash, false)
+                }));
+            }
+            cases
+        }
+    }
+}
+
+fn core_error(e: gpuds_hive::Error) -> Error {
+    match e {
+        gpuds_hive::Error::Core(e) => e,
+        other => Error::InvalidArgument(other.to_string()),
+    }
+}
+
+/// Key `i` of the bijection under `seed`: murmur3's finalizer of `i ^ seed`, walked past
+/// the two largest words (reserved by the tables), so distinct indices give distinct keys.
+fn key(i: u64, seed: u32) -> u32 {
+    let mut k = murmur3_32(i as u32 ^ seed);
+    for _ in 0..4 {
+        if k < 0xffff_fffe {
+            break;
+        }
+        k = murmur3_32(k ^ seed);
+    }
+    k
+}
+
+/// Keys `first..first + n` under `seed` and their values, on the device.
+fn upload(gpu: &Gpu, first: u64, n: usize, seed: u32) -> Result<(CudaSlice<u32>, CudaSlice<u32>)> {
+    let keys: Vec<u32> = (first..first + n as u64).map(|i| key(i, seed)).collect();
+    let values: Vec<u32> = (first..first + n as u64)
+        .map(|i| i as u32 ^ 0x5bd1_e995)
+        .collect();
+    let stream = gpu.stream();
+    Ok((stream.clone_htod(&keys)?, stream.clone_htod(&values)?))
+}
+
+fn hive(
+    bench: &Bench,
+    capacity: usize,
+    slots: u32,
+    hash: HashPair,
+    auto_resize: bool,
+) -> Result<HiveMap> {
+    HiveMap::with_config(
+        &bench.gpu,
+        HiveConfig {
+            capacity,
+            slots_per_bucket: slots,
+            hash,
+            auto_resize,
+            ..Default::default()
+        },
+    )
+    .map_err(core_error)
+}
+
+fn steps_note(map: &HiveMap) -> Result<String> {
+    let s = map.stats().map_err(core_error)?;
+    let f = s.step_fractions();
+    Ok(format!(
+        "load {:.3}; steps replace/claim/evict/stash {:.1}/{:.1}/{:.2}/{:.3} %; stash {} of {}",
+        s.load_factor,
+        100.0 * f[0],
+        100.0 * f[1],
+        100.0 * f[2],
+        100.0 * f[3],
+        s.stash_used,
+        s.stash_capacity
+    ))
+}
+
+/// Bulk insert into an empty table to `load`, then finds of present and absent keys.
+/// `linear` adds LinearProbeMap on as many slots, and the results are checked.
+fn bulk(
+    bench: &mut Bench,
+    n: usize,
+    load: f64,
+    slots: u32,
+    hash: HashPair,
+    linear: bool,
+) -> Result<Vec<Row>> {
+    let capacity = (n as f64 / load).ceil() as usize;
+    let mut map = hive(bench, capacity, slots, hash, false)?;
+    let gpu = bench.gpu.clone();
+    let stream = gpu.stream().clone();
+    let device = gpu.info().name.clone();
+    let shape = format!("{slots} slots, {}, load {load}", hash.name());
+    let mut keys = stream.alloc_zeros::<u32>(n)?;
+    let mut values = stream.alloc_zeros::<u32>(n)?;
+    let mut seed = 0;
+    let insert = bench.timer.measure(|rep| {
+        map.clear().map_err(core_error)?;
+        seed = rep.seed();
+        (keys, values) = upload(&gpu, 0, n, seed)?;
+        map.reset_counters().map_err(core_error)?;
+        rep.time(|| map.insert_many(&keys, &values).map_err(core_error))
+    })?;
+    let note = steps_note(&map)?;
+    // SAFETY: every find writes all of out.
+    let mut out = unsafe { stream.alloc::<u32>(n) }?;
+    let hit = bench.timer.measure(|rep| {
+        rep.time(|| {
+            map.get_many_into(&keys, &mut out, ABSENT)
+                .map_err(core_error)
+        })
+    })?;
+    let hits_ok = stream.clone_dtoh(&out)? == stream.clone_dtoh(&values)?;
+    let (misses, _) = upload(&gpu, n as u64, n, seed)?;
+    let miss = bench.timer.measure(|rep| {
+        rep.time(|| {
+            map.get_many_into(&misses, &mut out, ABSENT)
+                .map_err(core_error)
+        })
+    })?;
+    let misses_ok = stream.clone_dtoh(&out)?.iter().all(|&v| v == ABSENT);
+    let checked = if hits_ok && misses_ok {
+        "results checked"
+    } else {
+        "RESULTS WRONG: the rates are meaningless"
+    };
+    let cuckoo = |op: &str| {
+        if slots == 16 {
+            peers::bucketed_cuckoo(&device, op, load)
+        } else {
+            None
+        }
+    };
+    let mut rows = vec![
+        Row::new(
+            NAME,
+            &format!("insert, {shape}"),
+            n as u64,
+            insert,
+            n as f64,
+            Unit::GigaKeysPerSecond,
+        )
+        .with_baseline(cuckoo("insert"))
+        .with_note(note),
+        Row::new(
+            NAME,
+            &format!("find (hit), {shape}"),
+            n as u64,
+            hit,
+            n as f64,
+            Unit::GigaQueriesPerSecond,
+        )
+        .with_baseline(cuckoo("find hit"))
+        .with_note(checked),
+        Row::new(
+            NAME,
+            &format!("find (miss), {shape}"),
+            n as u64,
+            miss,
+            n as f64,
+            Unit::GigaQueriesPerSecond,
+        )
+        .with_baseline(cuckoo("find miss"))
+        .with_note(checked),
+    ];
+    drop(map);
+    if linear {
+        rows.extend(linear_rows(bench, n, map_slots(capacity, slots), load)?);
+    }
+    Ok(rows)
+}
+
+fn map_slots(capacity: usize, slots: u32) -> usize {
+    capacity.div_ceil(slots as usize) * slots as usize
+}
+
+/// LinearProbeMap on `capacity` slots holding `n` keys: insert, find hit and miss.
+fn linear_rows(bench: &mut Bench, n: usize, capacity: usize, load: f64) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let stream = gpu.stream().clone();
+    let config = LinearConfig {
+        capacity: capacity as u64,
+        max_load_factor: 0.97,
+        when_full: WhenFull::Fail,
+        ..LinearConfig::default()
+    };
+    let mut map = LinearProbeMap::<u32, u32>::with_config(&gpu, config).map_err(core_error)?;
+    let mut keys = stream.alloc_zeros::<u32>(n)?;
+    let mut values = stream.alloc_zeros::<u32>(n)?;
+    let mut seed = 0;
+    let insert = bench.timer.measure(|rep| {
+        map.clear().map_err(core_error)?;
+        seed = rep.seed();
+        (keys, values) = upload(&gpu, 0, n, seed)?;
+        rep.time(|| map.insert_many(&keys, &values).map_err(core_error))
+    })?;
+    // SAFETY: every find writes all of out.
+    let mut out = unsafe { stream.alloc::<u32>(n) }?;
+    let hit = bench
+        .timer
+        .measure(|rep| rep.time(|| map.get_many_into(&keys, &mut out).map_err(core_error)))?;
+    let (misses, _) = upload(&gpu, n as u64, n, seed)?;
+    let miss = bench
+        .timer
+        .measure(|rep| rep.time(|| map.get_many_into(&misses, &mut out).map_err(core_error)))?;
+    let shape = format!("LinearProbeMap baseline, load {load:.2}");
+    Ok(vec![
+        Row::new(
+            NAME,
+            &format!("insert, {shape}"),
+            n as u64,
+            insert,
+            n as f64,
+            Unit::GigaKeysPerSecond,
+        ),
+        Row::new(
+            NAME,
+            &format!("find (hit), {shape}"),
+            n as u64,
+            hit,
+            n as f64,
+            Unit::GigaQueriesPerSecond,
+        ),
+        Row::new(
+            NAME,
+            &format!("find (miss), {shape}"),
+            n as u64,
+            miss,
+            n as f64,
+            Unit::GigaQueriesPerSecond,
+        ),
+    ])
+}
+
+/// The paper's imbalanced workload: `n` operations, insert:lookup:delete = 0.5:0.3:0.2,
+/// in one `apply` kernel, on a table of `n` slots prefilled with `n / 2` keys (load 0.5
+/// before, 0.8 after). Lookups and deletes take distinct present keys, inserts new ones;
+/// the order is shuffled. The operations are the same in every repetition (the table is
+/// rebuilt each time).
+fn mixed(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let stream = gpu.stream().clone();
+    let mut map = hive(bench, n, 16, HashPair::BitHash, false)?;
+    let seed = 0x4d49_5845;
+    let half = n / 2;
+    let (prefill_keys, prefill_values) = upload(&gpu, 0, half, seed)?;
+    let deletes = n / 5;
+    let lookups = 3 * n / 10;
+    let mut kinds: Vec<u8> = Vec::with_capacity(n);
+    let mut idx: Vec<u64> = Vec::with_capacity(n);
+    for i in 0..n as u64 {
+        let (kind, index) = if (i as usize) < deletes {
+            (1u8, i)
+        } else if (i as usize) < deletes + lookups {
+            (2, i)
+        } else {
+            (0, half as u64 + i - (deletes + lookups) as u64)
+        };
+        kinds.push(kind);
+        idx.push(index);
+    }
+    // Fisher-Yates with a 64-bit LCG: a fixed shuffle.
+    let mut state = 0x853c_49e6_748f_ea9bu64;
+    for i in (1..n).rev() {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let j = ((state >> 33) % (i as u64 + 1)) as usize;
+        kinds.swap(i, j);
+        idx.swap(i, j);
+    }
+    let keys: Vec<u32> = idx.iter().map(|&i| key(i, seed)).collect();
+    let values: Vec<u32> = idx.iter().map(|&i| i as u32).collect();
+    let (kinds, keys, values) = (
+        stream.clone_htod(&kinds)?,
+        stream.clone_htod(&keys)?,
+        stream.clone_htod(&values)?,
+    );
+    let mut out = stream.alloc_zeros::<u64>(n)?;
+    let timing = bench.timer.measure(|rep| {
+        map.clear().map_err(core_error)?;
+        map.insert_many(&prefill_keys, &prefill_values)
+            .map_err(core_error)?;
+        rep.time(|| {
+            map.apply_device(
+                &kinds.as_view(),
+                &keys.as_view(),
+                &values.as_view(),
+                &mut out,
+            )
+            .map_err(core_error)
+        })
+    })?;
+    let out = stream.clone_dtoh(&out)?;
+    let observed = out.iter().filter(|&&w| w & (1 << 32) != 0).count();
+    let ok = observed == deletes + lookups && map.len() == half + (n - deletes - lookups) - deletes;
+    let note = format!(
+        "{}; {}",
+        if ok {
+            "observations and length checked"
+        } else {
+            "RESULTS WRONG"
+        },
+        steps_note(&map)?
+    );
+    Ok(vec![Row::new(
+        NAME,
+        "mixed insert:lookup:delete 0.5:0.3:0.2, 16 slots",
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaQueriesPerSecond,
+    )
+    .with_note(note)])
+}
+
+/// Expansion and contraction by 32,768 buckets of a table at load 0.45 (2^23 keys).
+fn resize(bench: &mut Bench) -> Result<Vec<Row>> {
+    let n = 1usize << 23;
+    let k = 32_768usize;
+    let gpu = bench.gpu.clone();
+    let mut map = HiveMap::with_config(
+        &gpu,
+        HiveConfig {
+            capacity: (n as f64 / 0.45) as usize,
+            auto_resize: false,
+            resize_batch: k as u32,
+            ..Default::default()
+        },
+    )
+    .map_err(core_error)?;
+    let (keys, values) = upload(&gpu, 0, n, 0x7e51_2e00)?;
+    map.insert_many(&keys, &values).map_err(core_error)?;
+    let base = map.buckets();
+    let expand = bench.timer.measure(|rep| {
+        if map.buckets() > base {
+            map.contract(map.buckets() - base).map_err(core_error)?;
+        }
+        rep.time(|| map.expand(k).map_err(core_error))
+    })?;
+    let contract = bench.timer.measure(|rep| {
+        if map.buckets() == base {
+            map.expand(k).map_err(core_error)?;
+        }
+        rep.time(|| map.contract(k).map(drop).map_err(core_error))
+    })?;
+    map.validate().map_err(core_error)?;
+    let ok = map.len() == n && map.buckets() == base;
+    let slots = (k * 16) as f64;
+    let note = |what: &str| {
+        format!(
+            "{k} buckets {what} (x16 slots), table of {base} buckets at load 0.45{}",
+            if ok { "; validated" } else { "; WRONG SIZE" }
+        )
+    };
+    Ok(vec![
+        Row::new(
+            NAME,
+            "expansion (split), slots processed",
+            slots as u64,
+            expand,
+            slots,
+            Unit::GigaItemsPerSecond,
+        )
+        .with_note(note("split")),
+        Row::new(
+            NAME,
+            "contraction (merge), slots processed",
+            slots as u64,
+            contract,
+            slots,
+            Unit::GigaItemsPerSecond,
+        )
+        .with_note(note("merged")),
+    ])
+}
+
+/// Fills a fixed table of 2^22 slots from load 0.5 to 0.97 in batches and reports, per
+/// batch, its insert rate and how many of its inserts finished in each step.
+fn steps(bench: &mut Bench) -> Result<Vec<Row>> {
+    let capacity = 1usize << 22;
+    let gpu = bench.gpu.clone();
+    let mut map = hive(bench, capacity, 16, HashPair::BitHash, false)?;
+    let seed = 0x5732_0055;
+    let mut filled = capacity / 2;
+    let (k0, v0) = upload(&gpu, 0, filled, seed)?;
+    map.insert_many(&k0, &v0).map_err(core_error)?;
+    let mut rows = Vec::new();
+    for load in [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.97] {
+        let to = (capacity as f64 * load) as usize;
+        let (keys, values) = upload(&gpu, filled as u64, to - filled, seed)?;
+        map.reset_counters().map_err(core_error)?;
+        let mut failed = 0;
+        let ms = time_once(&gpu, || match map.insert_many(&keys, &values) {
+            Ok(()) => Ok(()),
+            Err(gpuds_hive::Error::OperationsFailed { failed: f, .. }) => {
+                failed = f;
+                Ok(())
+            }
+            Err(e) => Err(core_error(e)),
+        })?;
+        let timing = Timing::from_samples(&[ms])
+            .ok_or_else(|| Error::InvalidArgument("no sample".into()))?;
+        let batch = to - filled;
+        filled = to;
+        let mut note = steps_note(&map)?;
+        if failed > 0 {
+            note.push_str(&format!("; {failed} inserts failed (stash full)"));
+        }
+        rows.push(
+            Row::new(
+                NAME,
+                &format!("insert batch to load {load:.2}"),
+                batch as u64,
+                timing,
+                batch as f64,
+                Unit::GigaKeysPerSecond,
+            )
+            .with_note(note),
+        );
+    }
+    Ok(rows)
+}
+
+/// Milliseconds of the device work `work` enqueues, between two CUDA events (for work
+/// that changes the table and so cannot repeat).
+fn time_once(gpu: &Gpu, work: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let ctx = gpu.context();
+    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    start.record(gpu.stream())?;
+    work()?;
+    end.record(gpu.stream())?;
+    Ok(f64::from(start.elapsed_ms(&end)?))
+}

@@ -1,0 +1,497 @@
+//! GPU tests of HiveMap: layout and hash twins, the host API against `std` models,
+//! proptest sequences, mixed concurrent batches with concurrency-tolerant checks, loads
+//! up to 0.95, resizing under load, a full stash, reserved keys and 2^24 keys.
+//! `validate()` runs after every batch. Without a GPU each test prints
+//! `skipped: no CUDA device` and passes (fails with GPUDS_REQUIRE_GPU=1).
+
+use std::collections::HashMap;
+
+use cudarc::driver::PushKernelArg;
+use gpuds_core::{assert_layout, Program};
+use gpuds_hive::{Error, HashPair, HiveConfig, HiveMap, HiveRef, Operation};
+use gpuds_testkit::check::{check_map, Reply};
+use gpuds_testkit::model::{InsertPolicy, MapModel};
+use gpuds_testkit::workload::{random_values, unique_keys};
+use gpuds_testkit::{strategy, Op};
+use proptest::test_runner::{Config as ProptestConfig, TestRunner};
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+const RESERVED: [u32; 1] = [u32::MAX];
+
+fn cfg(capacity: usize, slots: u32, hash: HashPair, auto_resize: bool) -> HiveConfig {
+    HiveConfig {
+        capacity,
+        slots_per_bucket: slots,
+        hash,
+        auto_resize,
+        ..Default::default()
+    }
+}
+
+fn state(map: &HiveMap) -> HashMap<u32, u32> {
+    let pairs = map.to_vec().unwrap();
+    let state: HashMap<u32, u32> = pairs.iter().copied().collect();
+    assert_eq!(state.len(), pairs.len(), "a key is held twice");
+    state
+}
+
+fn op_of(op: &Op<u32, u32>) -> Operation<u32, u32> {
+    match *op {
+        Op::Insert(k, v) => Operation::Insert(k, v),
+        Op::Remove(k) => Operation::Remove(k),
+        Op::Get(k) => Operation::Get(k),
+    }
+}
+
+/// Runs `ops` as one concurrent batch and checks it against some serial order.
+fn apply_checked(map: &mut HiveMap, ops: &[Op<u32, u32>]) {
+    let initial = state(map);
+    let operations: Vec<Operation<u32, u32>> = ops.iter().map(op_of).collect();
+    let seen = map.apply(&operations).unwrap();
+    map.validate().unwrap();
+    let replies: Vec<Reply<u32>> = seen.into_iter().map(Reply::Value).collect();
+    let after = state(map);
+    if let Err(m) = check_map(InsertPolicy::Replace, ops, &replies, &initial, &after) {
+        panic!("batch not linearizable: {m}");
+    }
+}
+
+#[test]
+fn device_ref_layout_matches() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let prelude = Program::new("hive_layout", "#include <gpuds/hive/hive_ref.cuh>\n")
+        .headers(gpuds_hive::cuda_headers());
+    assert_layout!(
+        &gpu,
+        prelude,
+        HiveRef,
+        "gpuds::hive::hive_ref",
+        slots,
+        meta,
+        stash,
+        ctrl,
+        status,
+        failed,
+        level_mask,
+        split,
+        buckets,
+        stash_capacity,
+        failed_capacity,
+        eviction_bound
+    );
+}
+
+#[test]
+fn device_hashes_match_their_host_twins() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let keys: Vec<u32> = (0..4096u32)
+        .map(|i| i.wrapping_mul(0x9e37_79b9) ^ i)
+        .collect();
+    for pair in HashPair::ALL {
+        let program = Program::new(
+            format!("hive_hash_twin_{}", pair.name()),
+            r#"#include <gpuds/hive/hashers.cuh>
+extern "C" __global__ void twin(const unsigned* keys, unsigned n, unsigned* out) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const gpuds::hive::hash_pair h = gpuds::hive::hashes(keys[i]);
+  out[2 * i] = h.h1;
+  out[2 * i + 1] = h.h2;
+}
+"#,
+        )
+        .headers(gpuds_hive::cuda_headers())
+        .define("HIVE_HASH", pair.define());
+        let kernel = gpu.load(&program).unwrap().kernel("twin").unwrap();
+        let stream = gpu.stream();
+        let d_keys = stream.clone_htod(&keys).unwrap();
+        let mut out = stream.alloc_zeros::<u32>(2 * keys.len()).unwrap();
+        let n = keys.len() as u32;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&d_keys).arg(&n).arg(&mut out);
+        unsafe { args.launch(gpuds_core::launch::one_thread_per_item(keys.len(), 128).unwrap()) }
+            .unwrap();
+        let out = stream.clone_dtoh(&out).unwrap();
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(
+                (out[2 * i], out[2 * i + 1]),
+                pair.hashes(k),
+                "{pair:?} key {k:#x}"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_shape_and_hash_matches_the_model() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let shapes = [
+        (16, HashPair::BitHash),
+        (32, HashPair::BitHash),
+        (8, HashPair::BitHash),
+        (16, HashPair::Murmur),
+        (16, HashPair::City),
+        (16, HashPair::Crc32),
+    ];
+    for (slots, hash) in shapes {
+        let mut map = HiveMap::with_config(&gpu, cfg(1 << 14, slots, hash, true)).unwrap();
+        let keys = unique_keys::<u32>(slots as u64 * 31 + hash.define() as u64, 12_000, &RESERVED);
+        let values = random_values::<u32>(7, keys.len(), &[]);
+        let mut model = MapModel::new();
+        map.insert_many(&keys, &values).unwrap();
+        for (&k, &v) in keys.iter().zip(&values) {
+            model.step(&Op::Insert(k, v));
+        }
+        map.validate().unwrap();
+        assert_eq!(map.len(), model.len());
+        // Replace half, remove a quarter, look everything up (and misses).
+        let replaced: Vec<u32> = values[..6000].iter().map(|v| v ^ 0x5555).collect();
+        map.insert_many(&keys[..6000], &replaced).unwrap();
+        for (&k, &v) in keys[..6000].iter().zip(&replaced) {
+            model.step(&Op::Insert(k, v));
+        }
+        map.validate().unwrap();
+        assert_eq!(map.remove_many(&keys[9000..]).unwrap(), 3000);
+        for &k in &keys[9000..] {
+            model.step(&Op::Remove(k));
+        }
+        map.validate().unwrap();
+        let misses = unique_keys::<u32>(999, 20_000, &RESERVED);
+        let probe: Vec<u32> = keys.iter().chain(&misses[..2000]).copied().collect();
+        let got = map.get_many(&probe).unwrap();
+        for (k, g) in probe.iter().zip(&got) {
+            let want = if keys.contains(k) { model.get(k) } else { None };
+            assert_eq!(*g, want, "slots {slots} {hash:?} key {k:#x}");
+        }
+        let has = map.contains_many(&probe).unwrap();
+        assert_eq!(has, got.iter().map(Option::is_some).collect::<Vec<_>>());
+        assert_eq!(state(&map), *model.as_map());
+        map.clear().unwrap();
+        assert!(map.is_empty() && map.to_vec().unwrap().is_empty());
+        map.validate().unwrap();
+    }
+}
+
+#[test]
+fn proptest_sequences_match_hashmap() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let keys = strategy::small_keys::<u32>(24, &RESERVED);
+    let ops = strategy::batches(
+        strategy::map_op(keys, strategy::small_values::<u32>(5)),
+        6,
+        40,
+    );
+    let mut runner = TestRunner::new(ProptestConfig::with_cases(24));
+    runner
+        .run(&ops, |batches| {
+            // Small buckets and a tiny table: evictions, the stash and resizes all happen.
+            let mut map = HiveMap::with_config(
+                &gpu,
+                HiveConfig {
+                    capacity: 16,
+                    slots_per_bucket: 8,
+                    resize_batch: 1,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let mut model = MapModel::new();
+            for batch in &batches {
+                // Serial semantics need one operation per key per batch: run the batch
+                // in chunks that never repeat a key, through the bulk calls and apply.
+                for chunk in distinct_key_chunks(batch) {
+                    let want = model.apply(&chunk);
+                    let seen = map
+                        .apply(&chunk.iter().map(op_of).collect::<Vec<_>>())
+                        .unwrap();
+                    assert_eq!(seen, want, "chunk {chunk:?}");
+                    map.validate().unwrap();
+                }
+                let keys: Vec<u32> = model.as_map().keys().copied().collect();
+                let got = map.get_many(&keys).unwrap();
+                for (k, g) in keys.iter().zip(got) {
+                    assert_eq!(g, model.get(k));
+                }
+                assert_eq!(state(&map), *model.as_map());
+            }
+            Ok(())
+        })
+        .unwrap();
+}
+
+fn distinct_key_chunks(batch: &[Op<u32, u32>]) -> Vec<Vec<Op<u32, u32>>> {
+    let mut chunks: Vec<Vec<Op<u32, u32>>> = Vec::new();
+    let mut current: Vec<Op<u32, u32>> = Vec::new();
+    for op in batch {
+        if current.iter().any(|o| o.key() == op.key()) {
+            chunks.push(std::mem::take(&mut current));
+        }
+        current.push(*op);
+    }
+    chunks.push(current);
+    chunks
+}
+
+#[test]
+fn mixed_concurrent_batches_up_to_load_0_95() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    for slots in [16u32, 32] {
+        // A fixed table of 2^16 slots, filled to 0.95 by mixed batches on a pool of keys
+        // that collide within batches (same-key inserts, removes and gets race).
+        let capacity = 1 << 16;
+        let mut map =
+            HiveMap::with_config(&gpu, cfg(capacity, slots, HashPair::BitHash, false)).unwrap();
+        let pool = unique_keys::<u32>(slots as u64, capacity, &RESERVED);
+        let in_pool: std::collections::HashSet<u32> = pool.iter().copied().collect();
+        let mut rng = ChaCha8Rng::seed_from_u64(slots as u64);
+        let target = (capacity as f64 * 0.95) as usize;
+        let mut filled = 0;
+        while map.len() < target {
+            // Grow the live key range as the table fills, so most inserts are new keys.
+            filled = (filled + 4096).min(target + 2048);
+            let ops: Vec<Op<u32, u32>> = (0..8192)
+                .map(|_| {
+                    let k = pool[rng.random_range(0..filled)];
+                    match rng.random_range(0..10) {
+                        0..=6 => Op::Insert(k, rng.random_range(0..4)),
+                        7 => Op::Remove(k),
+                        _ => Op::Get(k),
+                    }
+                })
+                .collect();
+            apply_checked(&mut map, &ops);
+            if filled >= target + 2048 {
+                // Top up with plain inserts of fresh keys.
+                let need = target.saturating_sub(map.len());
+                let fresh = unique_keys::<u32>(77 + slots as u64, need + 100_000, &RESERVED);
+                let fresh: Vec<u32> = fresh
+                    .into_iter()
+                    .filter(|k| !in_pool.contains(k))
+                    .take(need)
+                    .collect();
+                map.insert_many(&fresh, &fresh).unwrap();
+                map.validate().unwrap();
+            }
+        }
+        let stats = map.stats().unwrap();
+        assert!(stats.load_factor >= 0.95, "{stats:?}");
+        println!("slots {slots}: {stats:?}");
+        // Concurrent gets of untouched keys never miss while evictions run.
+        let present: Vec<u32> = state(&map).keys().copied().take(4000).collect();
+        let newcomers = unique_keys::<u32>(4242 + slots as u64, 3000, &RESERVED);
+        let mut ops: Vec<Op<u32, u32>> = present.iter().map(|&k| Op::Get(k)).collect();
+        ops.extend(
+            newcomers
+                .iter()
+                .filter(|k| !present.contains(k))
+                .take(1500)
+                .map(|&k| Op::Insert(k, 1)),
+        );
+        let cap_room = map.capacity() - map.len();
+        if cap_room > 0 {
+            let before = state(&map);
+            let operations: Vec<Operation<u32, u32>> = ops.iter().map(op_of).collect();
+            // The table is nearly full: some inserts may find even the stash full.
+            match map.apply(&operations) {
+                Ok(seen) => {
+                    for (op, s) in ops.iter().zip(seen) {
+                        if let Op::Get(k) = op {
+                            assert_eq!(s, before.get(k).copied(), "get of an untouched key");
+                        }
+                    }
+                }
+                Err(Error::OperationsFailed { indices, .. }) => {
+                    assert!(indices.iter().all(|&i| matches!(ops[i], Op::Insert(..))));
+                }
+                Err(e) => panic!("{e}"),
+            }
+            map.validate().unwrap();
+        }
+    }
+}
+
+#[test]
+fn resize_under_load_keeps_every_key() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = HiveMap::with_config(
+        &gpu,
+        HiveConfig {
+            capacity: 4096,
+            resize_batch: 64,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let keys = unique_keys::<u32>(11, 200_000, &RESERVED);
+    let mut model = MapModel::new();
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    // Grow by mixed batches (inserts dominate), then shrink by removals.
+    for round in 0..40 {
+        let hi = ((round + 1) * 5000).min(keys.len());
+        let batch: Vec<Op<u32, u32>> = (0..6000)
+            .map(|_| {
+                let k = keys[rng.random_range(0..hi)];
+                match rng.random_range(0..10) {
+                    0..=6 => Op::Insert(k, rng.random_range(0..1000)),
+                    7..=8 => Op::Remove(k),
+                    _ => Op::Get(k),
+                }
+            })
+            .collect();
+        for chunk in distinct_key_chunks(&batch) {
+            let want = model.apply(&chunk);
+            let seen = map
+                .apply(&chunk.iter().map(op_of).collect::<Vec<_>>())
+                .unwrap();
+            assert_eq!(seen, want);
+        }
+        map.validate().unwrap();
+        assert!(
+            map.load_factor() <= 0.9 + 1e-9,
+            "load {}",
+            map.load_factor()
+        );
+    }
+    let grown = map.stats().unwrap();
+    assert!(grown.expansions > 0 && grown.buckets > 256, "{grown:?}");
+    assert_eq!(state(&map), *model.as_map());
+    let present: Vec<u32> = model.as_map().keys().copied().collect();
+    for chunk in present.chunks(present.len() / 10 + 1) {
+        map.remove_many(chunk).unwrap();
+        for &k in chunk {
+            model.step(&Op::Remove(k));
+        }
+        map.validate().unwrap();
+        assert_eq!(state(&map), *model.as_map());
+    }
+    let shrunk = map.stats().unwrap();
+    assert!(
+        shrunk.contractions > 0 && shrunk.buckets < grown.buckets,
+        "{shrunk:?}"
+    );
+    // Explicit resizes keep every key too.
+    let keys2 = unique_keys::<u32>(12, 20_000, &RESERVED);
+    map.insert_many(&keys2, &keys2).unwrap();
+    map.expand(1000).unwrap();
+    map.validate().unwrap();
+    map.contract(700).unwrap();
+    map.validate().unwrap();
+    assert_eq!(
+        map.get_many(&keys2).unwrap(),
+        keys2.iter().map(|&k| Some(k)).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn a_full_stash_fails_single_operations_and_the_table_stays_valid() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = HiveMap::with_config(&gpu, cfg(1024, 16, HashPair::BitHash, false)).unwrap();
+    let keys = unique_keys::<u32>(3, 1400, &RESERVED);
+    let err = map.insert_many(&keys, &keys).unwrap_err();
+    let Error::OperationsFailed {
+        failed, indices, ..
+    } = err
+    else {
+        panic!("expected OperationsFailed, got {err}");
+    };
+    map.validate().unwrap();
+    let stats = map.stats().unwrap();
+    assert_eq!(map.len() as u64 + failed, keys.len() as u64, "{stats:?}");
+    assert!(stats.stash_used > 0 && !indices.is_empty());
+    let got = map.get_many(&keys).unwrap();
+    for (i, g) in got.iter().enumerate() {
+        if indices.contains(&i) {
+            assert_eq!(*g, None, "failed insert {i} must not be applied");
+        }
+    }
+    assert_eq!(got.iter().filter(|g| g.is_some()).count(), map.len());
+    // Expanding makes room; the stash drains back into the table.
+    map.expand(64).unwrap();
+    map.validate().unwrap();
+    map.insert_many(&keys, &keys).unwrap();
+    map.validate().unwrap();
+    assert_eq!(map.len(), keys.len());
+}
+
+#[test]
+fn reserved_keys_are_rejected_and_nothing_applied() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = HiveMap::new(&gpu, 4096).unwrap();
+    let err = map
+        .insert_many(&[1, 2, u32::MAX, 4], &[1, 2, 3, 4])
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::ReservedKey { index: 2, key } if key == u32::MAX as u64),
+        "{err}"
+    );
+    assert!(map.is_empty());
+    let keys = gpu.stream().clone_htod(&[5u32, u32::MAX]).unwrap();
+    let values = gpu.stream().clone_htod(&[5u32, 6]).unwrap();
+    let err = map.insert_many(&keys, &values).unwrap_err();
+    assert!(matches!(err, Error::ReservedKey { index: 1, .. }), "{err}");
+    assert!(map.is_empty());
+    map.insert_many(&[7], &[70]).unwrap();
+    assert!(matches!(
+        map.remove_many(&[u32::MAX]),
+        Err(Error::ReservedKey { index: 0, .. })
+    ));
+    assert!(matches!(
+        map.apply(&[Operation::Remove(7), Operation::Get(u32::MAX)]),
+        Err(Error::ReservedKey { index: 1, .. })
+    ));
+    assert_eq!(map.get_many(&[7]).unwrap(), vec![Some(70)]);
+    // Device queries simply never find the reserved key.
+    let mut out = gpu.stream().alloc_zeros::<u32>(2).unwrap();
+    map.get_many_into(&keys, &mut out, 9).unwrap();
+    assert_eq!(gpu.stream().clone_dtoh(&out).unwrap(), vec![9, 9]);
+    assert!(matches!(
+        map.insert_many(&[1, 2], &[1]),
+        Err(Error::Core(_))
+    ));
+    map.validate().unwrap();
+}
+
+#[test]
+fn two_to_the_24_keys_at_load_0_9() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let n = 1usize << 24;
+    let capacity = (n as f64 / 0.9) as usize;
+    let mut map = HiveMap::with_config(&gpu, cfg(capacity, 16, HashPair::BitHash, false)).unwrap();
+    let keys = unique_keys::<u32>(24, n, &RESERVED);
+    let values = random_values::<u32>(25, n, &[]);
+    let d_keys = gpu.stream().clone_htod(&keys).unwrap();
+    let d_values = gpu.stream().clone_htod(&values).unwrap();
+    map.insert_many(&d_keys, &d_values).unwrap();
+    assert_eq!(map.len(), n);
+    map.validate().unwrap();
+    let mut out = gpu.stream().alloc_zeros::<u32>(n).unwrap();
+    map.get_many_into(&d_keys, &mut out, u32::MAX).unwrap();
+    assert_eq!(gpu.stream().clone_dtoh(&out).unwrap(), values);
+    let stats = map.stats().unwrap();
+    println!("2^24 at {:.3}: {stats:?}", stats.load_factor);
+    assert_eq!(map.remove_many(&d_keys.slice(..n / 2)).unwrap(), n / 2);
+    map.validate().unwrap();
+    let hits = map
+        .contains_many(&keys[n / 2 - 1000..n / 2 + 1000])
+        .unwrap();
+    assert!(hits[..1000].iter().all(|&h| !h) && hits[1000..].iter().all(|&h| h));
+}
