@@ -392,6 +392,13 @@ fn reserved_keys_and_values_are_rejected_and_nothing_applied() {
     assert!(map
         .apply(&[Operation::Get(1), Operation::Remove(u32::MAX)])
         .is_err());
+    // Lookups answer absent for reserved keys and report the first.
+    let err = map.get_many(&[1u32, u32::MAX - 1, u32::MAX]).unwrap_err();
+    assert!(
+        matches!(err, Error::ReservedKey { index: 1, key } if key == u64::from(u32::MAX - 1)),
+        "{err}"
+    );
+    assert_eq!(map.get_many(&[1u32]).unwrap(), vec![Some(1)]);
     assert_eq!(state(&map), HashMap::from([(1, 1)]));
     map.validate().unwrap();
     // The table works normally afterwards.
@@ -491,4 +498,35 @@ fn key_tombstones_refuse_mixed_batches_and_reuse_slots() {
     // Slots were reused: the churn did not pile up tombstones past the keys touched.
     assert!(stats.len + stats.tombstones <= 3000, "{stats:?}");
     assert_eq!(state(&map), keys[2500..].iter().map(|&k| (k, 5)).collect());
+}
+
+#[test]
+fn async_batches_report_at_check_and_a_rejected_batch_blocks_later_writes() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let stream = gpu.stream();
+    let mut map = LinearProbeMap::<u64, u64>::new(&gpu, 1 << 12).unwrap();
+    let good = stream.clone_htod(&[1u64, 2, 3]).unwrap();
+    map.insert_many_async(&good, &good).unwrap();
+    map.check().unwrap();
+    let bad = stream.clone_htod(&[4u64, u64::MAX - 1, 5]).unwrap();
+    let later = stream.clone_htod(&[6u64]).unwrap();
+    map.insert_many_async(&bad, &good).unwrap();
+    map.insert_many_async(&later, &later).unwrap();
+    map.remove_many_async(&good).unwrap();
+    let err = map.check().unwrap_err();
+    assert!(
+        matches!(err, Error::ReservedKey { index: 1, key } if key == u64::MAX - 1),
+        "{err}"
+    );
+    // Nothing after the rejected batch was applied; the table works again.
+    assert_eq!(state(&map), HashMap::from([(1, 1), (2, 2), (3, 3)]));
+    map.insert_many_async(&later, &later).unwrap();
+    let mut out = stream.alloc_zeros::<u64>(4).unwrap();
+    map.get_many_into_async(&stream.clone_htod(&[1u64, 6, 7, 3]).unwrap(), &mut out)
+        .unwrap();
+    map.check().unwrap();
+    assert_eq!(stream.clone_dtoh(&out).unwrap(), vec![1, 6, u64::MAX, 3]);
+    map.validate().unwrap();
 }

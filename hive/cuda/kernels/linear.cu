@@ -19,7 +19,18 @@ constexpr unsigned OP_INSERT = 0;
 constexpr unsigned OP_REMOVE = 1;
 constexpr unsigned OP_GET = 2;
 
-// The batch's reserved-key check (linear_first_reserved) found something: skip it all.
+__device__ __forceinline__ bool reserved_key(KEY_T k) {
+  return k == ref_t::EMPTY_KEY || k == ref_t::ERASED_KEY;
+}
+
+// guard[0] keeps the least (index << 1 | key is the erased sentinel) of reserved keys
+// seen: the index and, since only two keys are reserved, which key it was.
+__device__ __forceinline__ void record_reserved_key(unsigned long long* guard, unsigned long long i, KEY_T k) {
+  atomicMin(guard, (i << 1) | (k == ref_t::ERASED_KEY ? 1ull : 0ull));
+}
+
+// The batch's reserved-key check (linear_first_reserved) found something, in this batch
+// or in an earlier one not yet reported: skip it all.
 __device__ __forceinline__ bool rejected(const unsigned long long* guard) {
   return gpuds::mem::ld_relaxed(guard) != ~0ull || gpuds::mem::ld_relaxed(guard + 1) != ~0ull;
 }
@@ -41,14 +52,21 @@ extern "C" __global__ void GPUDS_KERNEL(linear_insert)(ref_t ref, const unsigned
   }
 }
 
-// out[i]: the value of keys[i], or the empty value when absent.
-extern "C" __global__ void GPUDS_KERNEL(linear_find)(ref_t ref, const unsigned long long* guard, const KEY_T* __restrict__ keys,
+// out[i]: the value of keys[i], or the empty value when absent. Reserved keys are never
+// present: they read as absent and are recorded in guard[0] (queries change nothing, so
+// they need no check before the batch).
+extern "C" __global__ void GPUDS_KERNEL(linear_find)(ref_t ref, unsigned long long* guard,
+                                                     const KEY_T* __restrict__ keys,
                                                      VALUE_T* __restrict__ out, unsigned long long n) {
-  if (rejected(guard)) return;
   for (unsigned long long i = first_group(); i < n; i += group_count()) {
-    VALUE_T v;
-    const bool found = ref.template find<true>(keys[i], &v);
-    if (gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) out[i] = found ? v : ref_t::EMPTY_VALUE;
+    const KEY_T key = keys[i];
+    VALUE_T v = ref_t::EMPTY_VALUE;
+    if (reserved_key(key)) {
+      if (gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) record_reserved_key(guard, i, key);
+    } else if (!ref.template find<true>(key, &v)) {
+      v = ref_t::EMPTY_VALUE;
+    }
+    if (gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) out[i] = v;
   }
 }
 
@@ -95,7 +113,7 @@ extern "C" __global__ void GPUDS_KERNEL(linear_census)(ref_t ref, unsigned walk,
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < slots; i += stride) {
-    const auto seen = ref_t::ops::template load<true>(ref.slots + i);
+    const auto seen = ref_t::ops::template load<gpuds::hive::detail::read_mode::nc>(ref.slots + i);
     if (seen.key == ref_t::EMPTY_KEY) continue;
     if (seen.key == ref_t::ERASED_KEY) {
       ++erased;
@@ -139,7 +157,7 @@ extern "C" __global__ void GPUDS_KERNEL(linear_census)(ref_t ref, unsigned walk,
 extern "C" __global__ void GPUDS_KERNEL(linear_migrate)(ref_t ref, const slot_t* __restrict__ old,
                                                         unsigned long long old_slots) {
   for (unsigned long long i = first_group(); i < old_slots; i += group_count()) {
-    const auto seen = ref_t::ops::template load<true>(const_cast<slot_t*>(old) + i);
+    const auto seen = ref_t::ops::template load<gpuds::hive::detail::read_mode::nc>(const_cast<slot_t*>(old) + i);
     if (seen.key == ref_t::EMPTY_KEY || seen.key == ref_t::ERASED_KEY || seen.value == ref_t::EMPTY_VALUE) {
       continue;
     }
@@ -148,8 +166,8 @@ extern "C" __global__ void GPUDS_KERNEL(linear_migrate)(ref_t ref, const slot_t*
   }
 }
 
-// out[0]: the least index of a reserved key (empty or erased sentinel), out[1]: the
-// least index of a reserved value (the empty value). A null keys or values pointer is
+// out[0]: the least index of a reserved key (empty or erased sentinel; encoded as in
+// record_reserved_key), out[1]: the least index of a reserved value (the empty value). A null keys or values pointer is
 // skipped (checked on the host). Both words start at all ones (none).
 extern "C" __global__ void GPUDS_KERNEL(linear_first_reserved)(const KEY_T* __restrict__ keys,
                                                                const VALUE_T* __restrict__ values,
@@ -158,7 +176,7 @@ extern "C" __global__ void GPUDS_KERNEL(linear_first_reserved)(const KEY_T* __re
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
        i < n; i += stride) {
-    if (keys != nullptr && (keys[i] == ref_t::EMPTY_KEY || keys[i] == ref_t::ERASED_KEY)) atomicMin(out, i);
+    if (keys != nullptr && reserved_key(keys[i])) record_reserved_key(out, i, keys[i]);
     if (values != nullptr && values[i] == ref_t::EMPTY_VALUE) atomicMin(out + 1, i);
   }
 }

@@ -106,8 +106,10 @@ pub(crate) fn validate<K: DeviceKey, V: DeviceValue>(
                 } else {
                     words[i * per_slot + 1]
                 };
-                let empty_value = V::from_u64(u64::MAX).to_u64();
-                if value != empty_value {
+                // Only the value's own bytes count (a 4-byte value in a 16-byte slot
+                // has padding beside it).
+                let value = V::from_u64(value).to_u64();
+                if value != V::from_u64(u64::MAX).to_u64() {
                     return Err(Error::Invalid(format!(
                         "slot {i} is {slot:?} but holds value {value:#x}"
                     )));

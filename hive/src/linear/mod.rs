@@ -9,6 +9,7 @@
 //! get_many_into(&mut self, keys, out: &mut CudaSlice<V>) -> Result<()>
 //! contains_many(&mut self, keys) -> Result<Vec<bool>>
 //! remove_many(&mut self, keys) -> Result<()>
+//! insert_many_async, get_many_into_async, remove_many_async, check
 //! apply(&mut self, ops: &[Operation<K, V>]) -> Result<Vec<Option<V>>>
 //! len, is_empty, capacity, clear, to_vec, stats, validate, rehash, reserve, device_ref
 //! ```
@@ -33,7 +34,8 @@
 //!
 //! | call | synchronizes the stream? |
 //! | --- | --- |
-//! | every batch call, `len`, `stats`, `to_vec`, `validate`, `clear`, `rehash`, `reserve` | yes: each reads the table's status (or its result) back |
+//! | `insert_many`, `get_many(_into)`, `contains_many`, `remove_many`, `apply`, `check`, `len`, `stats`, `to_vec`, `validate`, `clear`, `rehash`, `reserve` | yes: each reads the table's status (or its result) back |
+//! | `insert_many_async`, `get_many_into_async`, `remove_many_async` | no: work is enqueued on the GPU's stream and problems are reported by the next `check` (or synchronizing call); they synchronize only to count occupied slots when an insert batch may pass the maximum load factor |
 //! | `device_ref`, `capacity`, `config` | no |
 
 mod check;
@@ -57,7 +59,8 @@ use kernels::{Kernels, Variant};
 
 /// Threads per block of the operation kernels.
 const BLOCK: u32 = 256;
-/// Control words: [first reserved key index, first reserved value index, status].
+/// Control words: [first reserved key (index << 1 | key is the erased sentinel), first
+/// reserved value index, status].
 const CONTROL_CLEAR: [u64; 3] = [u64::MAX, u64::MAX, 0];
 
 /// One operation of a mixed batch ([`LinearProbeMap::apply`]).
@@ -284,13 +287,13 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     }
 
     /// Inserts the pairs `(keys[i], values[i])`; a present key gets the new value. Keys
-    /// repeated in the batch end with one of their values. Synchronizes.
+    /// repeated in the batch end with one of their values. Synchronizes:
+    /// [`insert_many_async`](Self::insert_many_async) followed by [`check`](Self::check).
     ///
-    /// Before anything runs, the batch is checked for reserved keys and values (error,
-    /// nothing applied) and against the maximum load factor, counting every key as new:
-    /// the table grows first or the call fails with [`Error::LoadFactor`], by
-    /// [`WhenFull`]. A table that still runs out of room reports
-    /// `Status::TABLE_FULL`; the inserts that found room took effect.
+    /// Reserved keys or values: error naming the first, nothing applied. Past the
+    /// maximum load factor (every key counted as new): the table grows first or the call
+    /// fails with [`Error::LoadFactor`], by [`WhenFull`]. A table that still runs out of
+    /// room reports `Status::TABLE_FULL`; the inserts that found room took effect.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -303,6 +306,32 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn insert_many<KI, VI>(&mut self, keys: &KI, values: &VI) -> Result<()>
+    where
+        KI: Input<K> + ?Sized,
+        VI: Input<V> + ?Sized,
+    {
+        self.insert_many_async(keys, values)?;
+        self.check()
+    }
+
+    /// [`insert_many`](Self::insert_many) without synchronizing: the work is enqueued on
+    /// [`Gpu::stream`] (host inputs are copied first). Reserved keys and values in device
+    /// inputs, and a full table, are recorded on the device and returned by the next
+    /// [`check`](Self::check) or synchronizing call; until then later batches that write
+    /// are skipped, so a rejected batch is never partly applied. Host inputs are checked
+    /// at once. Synchronizes only to count occupied slots when the batch may pass the
+    /// maximum load factor.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::LinearProbeMap::<u32, u32>::new(&gpu, 1 << 10)?;
+    /// let keys = gpu.stream().clone_htod(&[1u32, 2])?;
+    /// let values = gpu.stream().clone_htod(&[10u32, 20])?;
+    /// map.insert_many_async(&keys, &values)?;
+    /// map.check()?;
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn insert_many_async<KI, VI>(&mut self, keys: &KI, values: &VI) -> Result<()>
     where
         KI: Input<K> + ?Sized,
         VI: Input<V> + ?Sized,
@@ -328,7 +357,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         // and values and touches only the table's slots and status.
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
         self.occupied_bound += count;
-        self.finish_batch(Some(&k), Some(&v))
+        Ok(())
     }
 
     /// The value of each key (`None` when absent). Synchronizes.
@@ -342,7 +371,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// ```
     pub fn get_many<KI: Input<K> + ?Sized>(&mut self, keys: &KI) -> Result<Vec<Option<V>>> {
         let n = keys.len();
-        // SAFETY: get_many_into writes every element.
+        // SAFETY: the find writes every element read below.
         let mut out = unsafe { self.gpu.stream().alloc::<V>(n.max(1)) }?;
         self.get_many_into(keys, &mut out)?;
         let empty = Self::reserved_value();
@@ -371,6 +400,31 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         keys: &KI,
         out: &mut CudaSlice<V>,
     ) -> Result<()> {
+        self.get_many_into_async(keys, out)?;
+        self.check()
+    }
+
+    /// [`get_many_into`](Self::get_many_into) without synchronizing: the lookups are
+    /// enqueued on [`Gpu::stream`]. A reserved key reads as absent and is reported by the
+    /// next [`check`](Self::check) (reserved keys are never present; the lookups change
+    /// nothing, so they run without a check before the batch).
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::LinearProbeMap::<u32, u32>::new(&gpu, 1 << 10)?;
+    /// map.insert_many(&[1], &[10])?;
+    /// let keys = gpu.stream().clone_htod(&[1u32, 2])?;
+    /// let mut out = gpu.stream().alloc_zeros::<u32>(2)?;
+    /// map.get_many_into_async(&keys, &mut out)?;
+    /// map.check()?;
+    /// assert_eq!(gpu.stream().clone_dtoh(&out)?, vec![10, u32::MAX]);
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn get_many_into_async<KI: Input<K> + ?Sized>(
+        &mut self,
+        keys: &KI,
+        out: &mut CudaSlice<V>,
+    ) -> Result<()> {
         let n = keys.len();
         if out.len() < n {
             return Err(invalid(format!(
@@ -381,11 +435,9 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         if n == 0 {
             return Ok(());
         }
-        let keys_in = keys;
         let stream = self.gpu.stream().clone();
         let keys = Staged::new(&stream, keys)?;
         let k = keys.view();
-        self.precheck::<KI, [V]>(keys_in, None, &k, None)?;
         let table = self.device_ref();
         let guard = self.guard_ptr();
         let count = n as u64;
@@ -396,9 +448,10 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             .arg(&k)
             .arg(&mut *out)
             .arg(&count);
-        // SAFETY: the arguments match linear_find's signature; it writes out[..n].
+        // SAFETY: the arguments match linear_find's signature; it writes out[..n] and
+        // may lower the guard word.
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
-        self.finish_batch(Some(&k), None)
+        Ok(())
     }
 
     /// Whether each key is present. Synchronizes.
@@ -418,7 +471,9 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             .collect())
     }
 
-    /// Removes the keys (absent keys are ignored). Synchronizes.
+    /// Removes the keys (absent keys are ignored). Synchronizes:
+    /// [`remove_many_async`](Self::remove_many_async) followed by [`check`](Self::check).
+    /// A reserved key: error naming the first, nothing applied.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -429,6 +484,23 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn remove_many<KI: Input<K> + ?Sized>(&mut self, keys: &KI) -> Result<()> {
+        self.remove_many_async(keys)?;
+        self.check()
+    }
+
+    /// [`remove_many`](Self::remove_many) without synchronizing, with the reporting rules
+    /// of [`insert_many_async`](Self::insert_many_async).
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::LinearProbeMap::<u32, u32>::new(&gpu, 1 << 10)?;
+    /// map.insert_many(&[1, 2], &[10, 20])?;
+    /// map.remove_many_async(&gpu.stream().clone_htod(&[1u32])?)?;
+    /// map.check()?;
+    /// assert_eq!(map.len()?, 1);
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn remove_many_async<KI: Input<K> + ?Sized>(&mut self, keys: &KI) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
@@ -446,7 +518,48 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         args.arg(&table).arg(&guard).arg(&k).arg(&count);
         // SAFETY: the arguments match linear_erase's signature.
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
-        self.finish_batch(Some(&k), None)
+        Ok(())
+    }
+
+    /// Reports what earlier calls recorded on the device and clears it: the first
+    /// reserved key or value of a rejected batch (`Error::ReservedKey` /
+    /// `Error::ReservedValue`, naming its index in that batch), else status flags (a
+    /// full table, a retry cap). Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::LinearProbeMap::<u32, u32>::new(&gpu, 1 << 10)?;
+    /// let keys = gpu.stream().clone_htod(&[1u32, u32::MAX])?;
+    /// map.insert_many_async(&keys, &keys)?;
+    /// assert!(matches!(map.check(), Err(gpuds_hive::Error::ReservedKey { index: 1, .. })));
+    /// assert_eq!(map.len()?, 0); // nothing of the batch was applied
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn check(&mut self) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        let words = stream.clone_dtoh(&self.control)?;
+        if words[..] == CONTROL_CLEAR[..] {
+            return Ok(());
+        }
+        stream.memcpy_htod(&CONTROL_CLEAR, &mut self.control)?;
+        let (key_code, bad_value) = (words[0], words[1]);
+        if key_code != u64::MAX {
+            let [empty, erased] = Self::reserved_keys();
+            let key = if key_code & 1 == 1 { erased } else { empty };
+            return Err(Error::ReservedKey {
+                index: (key_code >> 1) as usize,
+                key: key.to_u64(),
+            });
+        }
+        if bad_value != u64::MAX {
+            return Err(Error::ReservedValue {
+                index: bad_value as usize,
+                value: Self::reserved_value().to_u64(),
+            });
+        }
+        Err(Error::Core(gpuds_core::Error::Status(Status(
+            words[2] as u32,
+        ))))
     }
 
     /// Runs a mixed batch in one kernel, every operation concurrently with the others,
@@ -524,7 +637,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         // SAFETY: the arguments match linear_apply's signature; it writes out[..n].
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
         self.occupied_bound += inserts;
-        self.finish()?;
+        self.check()?;
         Ok(stream
             .clone_dtoh(&out)?
             .into_iter()
@@ -569,7 +682,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     pub fn clear(&mut self) -> Result<()> {
         gpuds_core::primitives::fill(&self.gpu, &mut self.slots, u64::MAX)?;
         self.occupied_bound = 0;
-        self.finish()
+        self.check()
     }
 
     /// Every pair, in slot order. Copies the table to the host; synchronizes.
@@ -666,7 +779,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         // SAFETY: the arguments match linear_migrate's signature; it reads old's slots.
         unsafe { args.launch(self.shape(&kernel, old_slots as usize)?) }?;
         self.occupied_bound = live;
-        self.finish()?;
+        self.check()?;
         drop(old);
         Ok(())
     }
@@ -755,7 +868,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
 
     /// Checks a batch for reserved keys (and values): on the host for host inputs, by a
     /// kernel for device inputs, whose finding the operation kernels read (they skip the
-    /// whole batch when it is set) and [`finish_batch`](Self::finish_batch) reports.
+    /// whole batch when it is set) and [`check`](Self::check) reports.
     fn precheck<KI, VI>(
         &mut self,
         keys_in: &KI,
@@ -826,46 +939,6 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     fn guard_ptr(&self) -> u64 {
         let (ptr, _sync) = self.control.device_ptr(self.gpu.stream());
         ptr
-    }
-
-    /// Reads and clears the status after work that takes no batch input.
-    fn finish(&mut self) -> Result<()> {
-        self.finish_batch(None, None)
-    }
-
-    /// Reads the control words after a batch and clears them: a reserved key or value
-    /// found on the device (read back from the batch to name it), else status flags.
-    fn finish_batch(
-        &mut self,
-        keys: Option<&CudaView<'_, K>>,
-        values: Option<&CudaView<'_, V>>,
-    ) -> Result<()> {
-        let stream = self.gpu.stream().clone();
-        let words = stream.clone_dtoh(&self.control)?;
-        if words[..] == CONTROL_CLEAR[..] {
-            return Ok(());
-        }
-        stream.memcpy_htod(&CONTROL_CLEAR, &mut self.control)?;
-        let (bad_key, bad_value) = (words[0], words[1]);
-        if let Some(keys) = keys.filter(|_| bad_key != u64::MAX) {
-            let index = bad_key as usize;
-            let key = stream.clone_dtoh(&keys.slice(index..index + 1))?;
-            return Err(Error::ReservedKey {
-                index,
-                key: key[0].to_u64(),
-            });
-        }
-        if let Some(values) = values.filter(|_| bad_value != u64::MAX) {
-            let index = bad_value as usize;
-            let value = stream.clone_dtoh(&values.slice(index..index + 1))?;
-            return Err(Error::ReservedValue {
-                index,
-                value: value[0].to_u64(),
-            });
-        }
-        Err(Error::Core(gpuds_core::Error::Status(Status(
-            words[2] as u32,
-        ))))
     }
 
     fn shape(&self, kernel: &Kernel, ops: usize) -> Result<LaunchConfig> {
