@@ -58,16 +58,19 @@
 //! some serial order of that key's operations. For exact answers, put updates and queries
 //! in different batches (phased operation).
 //!
-//! As in the original, a reader loads a node with one coalesced load per tile and a
-//! writer stores it with one; the tree relies on a reader not seeing half of a writer's
-//! line. Phased queries never race with writers.
+//! As in the original, a reader loads a node with one load instruction of its tile (one
+//! 128-byte line) and a writer changes a reachable node with one store instruction of
+//! the line, latch release included; the tree relies on the hardware serving each as one
+//! transaction, so that a reader never sees half of a change (a new count beside old
+//! pairs). Phased queries never race with writers.
 //!
 //! ## Bad input
 //!
 //! No key is reserved. A range with `lo > hi` is empty (count 0). When the pool reaches
 //! [`BTreeConfig::max_nodes`] a batch fails with a pool-exhausted error
 //! ([`Error::is_pool_exhausted`]); the tree stays valid and holds some of the batch's
-//! pairs.
+//! pairs (at the limit even updates of present keys may fail, since an insertion splits
+//! every full node on its way down). Batches are limited to `u32::MAX` requests.
 //!
 //! # Examples
 //! ```no_run

@@ -292,8 +292,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// Reads and clears both status words (the pool's first: an exhausted pool also
     /// ends operations early). Synchronizes.
     pub fn check(&self) -> Result<()> {
-        self.pool.check_status()?;
-        self.status.lock().check()?;
+        let pool = self.pool.check_status();
+        let own = self.status.lock().check();
+        pool?;
+        own?;
         Ok(())
     }
 
@@ -301,7 +303,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// (when a key repeats in the batch, one of its values wins). Synchronizes.
     ///
     /// On a pool-exhausted error the tree is valid and holds the pairs it had plus some of
-    /// the batch.
+    /// the batch. Near the limit even a key that is present may fail to be updated: an
+    /// insertion splits every full node on its path (proactive splitting).
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -804,9 +807,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         self.clear()?;
         let fill = self.config.bulk_fill;
         let shape = bulk_shape(m as u64, fill);
-        if self.pool.capacity_units() < shape.nodes() + 1 {
-            self.pool.reserve(shape.nodes() + 1)?;
-        }
+        // Headroom as well as room: warps find free units quickly in a pool that is not full.
+        self.pool.reserve(shape.nodes() + 1)?;
         let r = self.device_ref();
         let kernel = self.kernels.bulk_level.clone();
         let mut level = 0u32;

@@ -91,7 +91,8 @@ extern "C" __global__ void GPUDS_KERNEL(btree_range_collect)(tree_ref t, const u
   });
 }
 
-// Deletion (§3.4.4). removed bit and old value per request; size updated once per warp.
+// Deletion (§3.4.4). Removed bit and old value per request; size updated once per warp.
+// Only leaves change in this kernel, so internal nodes are read through the cache.
 extern "C" __global__ void GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,
                                                        unsigned* old_values, unsigned* found_bits) {
   unsigned long long removed = 0;
@@ -101,7 +102,7 @@ extern "C" __global__ void GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned
     bool done = false;
     tile_work_share<TILE>(active, [&](unsigned src) {
       unsigned v = 0;
-      const remove_outcome r = detail::remove<TILE>(t, tile::shfl(mine, src), v);
+      const remove_outcome r = detail::remove<TILE, cached>(t, tile::shfl(mine, src), v);
       if (tile::rank() == src) {
         done = r == REMOVE_DONE;
         value = v;

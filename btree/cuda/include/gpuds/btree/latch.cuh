@@ -49,21 +49,36 @@ __device__ __forceinline__ void unlatch(unsigned long long* words) {
   if (tile::rank() == 0) mem::st_release(latch_word(words), LATCH_FREE);
 }
 
-// Stores this lane's pair when `write` (only lanes of rank < 16 hold a distinct pair).
-// For a latched node the pairs go out relaxed (readers may be loading them) and then
-// `publish` releases the latch.
+// Stores this lane's pair of a node no reader can reach yet (a fresh node before it is
+// linked, or any node during the bulk build).
 __device__ __forceinline__ void store_pair(unsigned long long* words, unsigned pair, unsigned key,
                                            unsigned val) {
   mem::st_relaxed(words + pair, pack(key, val));
 }
 
-// Writes the metadata pair with the latch free: releases a latched node with its new
-// count and level after every lane's stores.
+// Writes a latched node's new contents and releases the latch, with ONE store instruction
+// of the tile (lanes of rank < 16, one pair each: a single 128-byte line). Lanes give their
+// pair (key, val) for pairs 0..13; pair 14 becomes (latch free, meta) and pair 15
+// (high, link). A reader loads a node with one instruction too, so, as in the original,
+// it sees the node before or after the write, never a mix of the two, as long as the
+// hardware serves each coalesced line access as one transaction; writing the node in
+// several instructions would let a reader see, e.g., a new count with old pairs. The
+// release orders the tile's earlier writes (a fresh sibling) before the node's.
 template <unsigned TILE>
-__device__ __forceinline__ void publish(unsigned long long* words, unsigned meta) {
+__device__ __forceinline__ void publish(unsigned long long* words, unsigned key, unsigned val,
+                                        unsigned meta, unsigned high, node_addr link) {
   using tile = gpuds::warp::tile<TILE>;
+  const unsigned pair = tile::rank() & 15u;
+  unsigned a = key, b = val;
+  if (pair == META_PAIR) {
+    a = LATCH_FREE;
+    b = meta;
+  } else if (pair == LINK_PAIR) {
+    a = high;
+    b = link;
+  }
   __syncwarp(tile::mask());
-  if (tile::rank() == 0) mem::st_release(words + META_PAIR, pack(LATCH_FREE, meta));
+  if (tile::rank() < 16) mem::st_release(words + pair, pack(a, b));
 }
 
 // Makes a freshly written node (not yet linked anywhere) visible before the stores that

@@ -12,13 +12,22 @@ namespace btree {
 namespace detail {
 
 // Descends from the root to the leaf whose range holds k; `n` is that leaf as read.
-template <unsigned TILE, class Mode>
+// Internal nodes are loaded with Mode, nodes that may be leaves (the root, the children of
+// level-1 nodes) with LeafMode: a kernel that changes only leaves (deletion) may read the
+// internal nodes through the cache (§3.4.4).
+template <unsigned TILE, class Mode, class LeafMode = Mode>
 __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_view<TILE>& n) {
   addr = t.root;
+  bool maybe_leaf = true;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    n.template load<Mode>(t.words(addr));
+    if (maybe_leaf) {
+      n.template load<LeafMode>(t.words(addr));
+    } else {
+      n.template load<Mode>(t.words(addr));
+    }
     if (n.beyond(k)) {
       addr = n.link;
+      maybe_leaf = n.is_leaf();
       continue;
     }
     if (n.is_leaf()) return true;
@@ -27,6 +36,7 @@ __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_v
       t.report<TILE>(gpuds::status::CORRUPTED);
       return false;
     }
+    maybe_leaf = n.level() == 1;
     addr = next;
   }
   t.report<TILE>(gpuds::status::RETRY_LIMIT);

@@ -11,10 +11,11 @@
 // never moves: a full root pushes its two halves into two new nodes and becomes their
 // parent. Deletion latches the leaf with a bounded spin (case 3) and never merges nodes.
 //
-// Write order of a split: the new right node, a fence, then the parent (new pivot, latch
-// released), then the left node (count halved, link to the right node, latch released). A
-// reader that still sees the old left node finds every pair there; one that sees the new
-// one follows the link.
+// Every change of a reachable node is one store instruction of the whole line (see
+// `publish`). Write order of a split: the new right node, a fence, then the parent (new
+// pivot, latch released), then the left node (count halved, link to the right node, latch
+// released). A reader that still sees the old left node finds every pair there; one that
+// sees the new one follows the link.
 #pragma once
 
 namespace gpuds {
@@ -30,16 +31,16 @@ __device__ __forceinline__ void insert_pair(unsigned long long* w, const warp_vi
   const unsigned pair = warp_view::pair();
   const unsigned pos = n.rank_of(key);
   const unsigned src = pair > 0 ? pair - 1 : 0;
-  const unsigned pk = gpuds::warp::tile<32>::shfl(n.key, src);
-  const unsigned pv = gpuds::warp::tile<32>::shfl(n.val, src);
-  if (gpuds::warp::lane_id() < 16 && pair >= pos && pair <= n.count()) {
-    if (pair == pos) {
-      store_pair(w, pair, key, value);
-    } else {
-      store_pair(w, pair, pk, pv);
-    }
+  unsigned k = gpuds::warp::tile<32>::shfl(n.key, src);
+  unsigned v = gpuds::warp::tile<32>::shfl(n.val, src);
+  if (pair < pos || pair > n.count()) {
+    k = n.key;
+    v = n.val;
+  } else if (pair == pos) {
+    k = key;
+    v = value;
   }
-  publish<32>(w, make_meta(n.count() + 1, n.level()));
+  publish<32>(w, k, v, make_meta(n.count() + 1, n.level()), n.high, n.link);
 }
 
 // Writes pairs [from, from + 7) of `n` as pairs 0..6 of the fresh node at `w`, with the
@@ -67,13 +68,10 @@ __device__ __forceinline__ void write_half(unsigned long long* w, const warp_vie
 __device__ __forceinline__ void split(const tree_ref& t, node_addr cur, const warp_view& n,
                                       node_addr parent, const warp_view& p, node_addr right,
                                       key_type split_key) {
-  (void)cur;
   write_half(t.words(right), n, SPLIT_AT, n.high, n.link);
   fence_new_node<32>();
   insert_pair(t.words(parent), p, split_key, right);
-  unsigned long long* w = t.words(cur);
-  if (gpuds::warp::lane_id() == LINK_PAIR) store_pair(w, LINK_PAIR, split_key, right);
-  publish<32>(w, make_meta(SPLIT_AT, n.level()));
+  publish<32>(t.words(cur), n.key, n.val, make_meta(SPLIT_AT, n.level()), split_key, right);
 }
 
 // Splits the latched full root (read as `n`) into two fresh nodes and makes the root
@@ -92,11 +90,11 @@ __device__ __forceinline__ bool split_root(const tree_ref& t, gpuds::alloc::warp
   write_half(t.words(left), n, 0, split_key, right);
   write_half(t.words(right), n, SPLIT_AT, n.high, n.link);
   fence_new_node<32>();
-  unsigned long long* w = t.words(t.root);
-  const unsigned lane = gpuds::warp::lane_id();
-  if (lane == 0) store_pair(w, 0, 0u, left);  // pivot 0 is the root's low bound
-  if (lane == 1) store_pair(w, 1, split_key, right);
-  publish<32>(w, make_meta(2, n.level() + 1));
+  const unsigned pair = warp_view::pair();
+  // pivot 0 is the root's low bound, 0
+  const unsigned k = pair == 0 ? 0u : (pair == 1 ? split_key : n.key);
+  const unsigned v = pair == 0 ? left : (pair == 1 ? right : n.val);
+  publish<32>(t.words(t.root), k, v, make_meta(2, n.level() + 1), n.high, n.link);
   return true;
 }
 
@@ -191,10 +189,8 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
     }
     const int i = n.find(k);
     if (i >= 0) {
-      if (warp_view::pair() == static_cast<unsigned>(i) && gpuds::warp::lane_id() < 16) {
-        store_pair(w, static_cast<unsigned>(i), k, v);
-      }
-      unlatch<32>(w);
+      const bool here = warp_view::pair() == static_cast<unsigned>(i);
+      publish<32>(w, n.key, here ? v : n.val, n.meta, n.high, n.link);
       return INSERT_REPLACED;
     }
     insert_pair(w, n, k, v);
@@ -206,13 +202,15 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
 }
 
 // §3.4.4: find the leaf, latch it (bounded spin), re-read, move right if it was split,
-// then shift the following pairs left over the removed one.
-template <unsigned TILE>
+// then shift the following pairs left over the removed one. `Descent` loads the internal
+// nodes: `cached` is allowed when no kernel in flight changes internal nodes (a batch of
+// deletions only), `coherent` otherwise. Leaves are always loaded coherently.
+template <unsigned TILE, class Descent = coherent>
 __device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& value) {
   using tile = gpuds::warp::tile<TILE>;
   node_addr addr;
   node_view<TILE> n;
-  if (!find_leaf<TILE, coherent>(t, k, addr, n)) return REMOVE_FAILED;
+  if (!find_leaf<TILE, Descent, coherent>(t, k, addr, n)) return REMOVE_FAILED;
   for (unsigned step = 0; step < t.max_steps; ++step) {
     unsigned long long* w = t.words(addr);
     if (!latch_spin<TILE>(w, t.max_steps)) break;
@@ -232,10 +230,9 @@ __device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& valu
     const unsigned src = pair < 15 ? pair + 1 : 15;
     const unsigned nk = tile::shfl(n.key, src);
     const unsigned nv = tile::shfl(n.val, src);
-    if (tile::rank() < 16 && pair >= static_cast<unsigned>(i) && pair + 1 < n.count()) {
-      store_pair(w, pair, nk, nv);
-    }
-    publish<TILE>(w, make_meta(n.count() - 1, n.level()));
+    const bool shift = pair >= static_cast<unsigned>(i) && pair + 1 < n.count();
+    publish<TILE>(w, shift ? nk : n.key, shift ? nv : n.val, make_meta(n.count() - 1, n.level()),
+                  n.high, n.link);
     return REMOVE_DONE;
   }
   t.report<TILE>(gpuds::status::RETRY_LIMIT);
