@@ -10,7 +10,10 @@
 // Allocation (§V-B): a warp keeps a *resident* memory block and holds its bitmap in
 // registers, one word per lane, read with one coalesced load. To allocate, the warp
 // elects the first lane whose word has a free bit; that lane claims the bit with one
-// atomic OR on the global word and broadcasts the address. A lost race (the bit was taken
+// atomic OR on the global word and broadcasts the address. "First" is counted from a
+// per-warp starting lane and bit (a hash of the warp id), not from lane 0 and bit 0: when
+// several warps share a resident block they then claim different words and bits instead
+// of colliding on the same one. A lost race (the bit was taken
 // meanwhile) refreshes the lane's word from the value the atomic returned. When no lane
 // sees a free bit, the warp moves to another block chosen by hashing (global warp id,
 // number of changes). After `max_changes` changes in one allocation without a free unit it
@@ -123,6 +126,7 @@ class warp_allocator {
       : ref_(ref),
         lane_(warp::lane_id()),
         warp_(static_cast<unsigned>(warp::global_warp_id())),
+        spread_(hash::murmur3_32(warp_ + 0x51ed27u) & 31u),
         changes_(0u) {
     move_to(pick());
   }
@@ -137,7 +141,7 @@ class warp_allocator {
         if (!change_block(changes_here)) return null_unit;
         continue;
       }
-      const int src = __ffs(lanes_with_room) - 1;
+      const int src = first_at_or_after(lanes_with_room, spread_);
       unit_addr claimed = null_unit;
       if (static_cast<int>(lane_) == src) claimed = claim_in_own_word();
       claimed = __shfl_sync(warp::FULL_MASK, claimed, src);
@@ -151,7 +155,13 @@ class warp_allocator {
   // without `want`, and for lanes left over when the pool is exhausted).
   __device__ unit_addr allocate_lane(bool want) {
     unit_addr mine = null_unit;
-    if (want && word_ != 0xFFFFFFFFu) mine = claim_in_own_word();
+    // A lost race refreshes the lane's word, so a few parallel rounds settle most lanes
+    // before the serial fallback.
+    for (unsigned round = 0; round < PARALLEL_ROUNDS; ++round) {
+      const bool trying = want && mine == null_unit && word_ != 0xFFFFFFFFu;
+      if (!__any_sync(warp::FULL_MASK, trying)) break;
+      if (trying) mine = claim_in_own_word();
+    }
     unsigned pending = __ballot_sync(warp::FULL_MASK, want && mine == null_unit);
     while (pending != 0u) {  // at most 32 rounds
       const int src = __ffs(pending) - 1;
@@ -167,10 +177,20 @@ class warp_allocator {
   __device__ unsigned resident_block() const { return block_; }
 
  private:
-  // Claims the lowest free bit of this lane's word; returns its address or null_unit
+  static constexpr unsigned PARALLEL_ROUNDS = 4;
+
+  // The lowest set bit of `bits` at or above `from`, wrapping around; bits != 0. Warps that
+  // share a resident block start their searches at different lanes and bits (`spread_`),
+  // so their claims rarely collide on one word or one bit.
+  __device__ __forceinline__ static int first_at_or_after(unsigned bits, unsigned from) {
+    const unsigned high = bits & (0xFFFFFFFFu << from);
+    return __ffs(high != 0u ? high : bits) - 1;
+  }
+
+  // Claims a free bit of this lane's word; returns its address or null_unit
   // after a lost race (the word then holds the bitmap value the atomic saw).
   __device__ __forceinline__ unit_addr claim_in_own_word() {
-    const unsigned bit = __ffs(~word_) - 1;
+    const unsigned bit = static_cast<unsigned>(first_at_or_after(~word_, spread_));
     const unsigned mask = 1u << bit;
     const unsigned old =
         mem::fetch_or_relaxed(ref_.bitmap + block_ * WORDS_PER_BLOCK + lane_, mask);
@@ -210,6 +230,7 @@ class warp_allocator {
   slab_alloc_ref ref_;
   unsigned lane_;
   unsigned warp_;
+  unsigned spread_;  // where this warp starts its lane and bit searches (0..31)
   unsigned changes_;
   unsigned block_;
   unsigned word_;
