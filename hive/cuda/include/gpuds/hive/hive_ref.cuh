@@ -207,17 +207,20 @@ struct hive_ref {
   }
 
   // Step 3, bounded cuckoo eviction under bucket locks, and step 4, the stash. Called
-  // with b1 locked from version `seen`; releases every lock it holds. A stash slot is
-  // reserved first, so a chain that runs out of rounds can always park the key in hand
-  // (both of whose buckets are locked); with the stash full nothing is displaced.
+  // with b1 locked from version `seen`; releases every lock it holds.
+  //
+  // Each round first retries the claim in the current bucket. Then every lane looks at
+  // its slot's key and the free mask of that key's other bucket, so the tile sees all
+  // SLOTS possible displacements at once. A victim whose other bucket has room moves
+  // there directly (a slot is claimed there with WABC first, and given back if the
+  // victim changed meanwhile) and the key in hand takes its slot: done. Only when no
+  // victim has room does the chain take a random-walk step, displacing a victim into the
+  // hand; such a step first reserves a stash slot, so that a chain that runs out of
+  // rounds can always park the key in hand (both of whose buckets are locked). With the
+  // stash full, nothing is displaced and the insert fails.
   __device__ unsigned evict(unsigned b1, unsigned seen, unsigned long long word, tally& t) const {
     const stash_ref st = stash_of();
-    const unsigned reserved = st.reserve();
-    if (reserved >= st.capacity) {
-      meta_of(b1).unlock(seen);
-      status::report(status, status::STASH_FULL);
-      return STEP_FAILED;
-    }
+    unsigned reserved = st.capacity;
     unsigned held[MAX_EVICTION_BOUND + 1];
     unsigned held_seen[MAX_EVICTION_BOUND + 1];
     unsigned nheld = 1;
@@ -226,25 +229,33 @@ struct hive_ref {
     unsigned long long hand = word;
     unsigned cur = b1;
     bool placed = false;
+    bool stuck = false;
     const unsigned bound = eviction_bound < MAX_EVICTION_BOUND ? eviction_bound : MAX_EVICTION_BOUND;
-    for (unsigned round = 0; round < bound && !placed; ++round) {
+    for (unsigned round = 0; round < bound && !placed && !stuck; ++round) {
       if (claim_commit(bucket(cur), meta_of(cur), hand)) {
         placed = true;
         break;
       }
-      // Candidate victims: occupied slots whose key has another bucket.
       const unsigned long long w = mem::ld_relaxed(bucket(cur) + tile::rank());
       unsigned alt = cur;
-      if (w != EMPTY) alt = alternate(key_of(w), cur);
+      unsigned alt_free = 0;
+      if (w != EMPTY) {
+        alt = alternate(key_of(w), cur);
+        if (alt != cur) alt_free = mem::ld_relaxed(meta_of(alt).mask()) & ALL_FREE;
+      }
       unsigned candidates = tile::ballot(w != EMPTY && alt != cur);
+      unsigned roomy = tile::ballot(alt_free != 0);
       bool moved = false;
-      // Start at a slot that changes with the round and the key, so chains wander.
+      // Start at a slot that changes with the round and the key, so walks wander.
       const unsigned start = (round * 7u + key_of(hand)) % SLOTS;
-      for (unsigned tries = 0; tries < VICTIM_TRIES && candidates != 0 && !moved; ++tries) {
-        const unsigned rotated = SLOTS == 32 ? ((candidates >> start) | (candidates << ((32u - start) & 31u)))
-                                             : (((candidates >> start) | (candidates << (SLOTS - start))) & ALL_FREE);
+      for (unsigned tries = 0; tries < VICTIM_TRIES && candidates != 0 && !moved && !placed; ++tries) {
+        const bool direct = roomy != 0;
+        const unsigned pool = direct ? roomy : candidates;
+        const unsigned rotated = SLOTS == 32 ? ((pool >> start) | (pool << ((32u - start) & 31u)))
+                                             : (((pool >> start) | (pool << (SLOTS - start))) & ALL_FREE);
         const unsigned slot = ((__ffs(rotated) - 1) + start) % SLOTS;
         candidates &= ~(1u << slot);
+        roomy &= ~(1u << slot);
         const unsigned long long victim = tile::shfl(w, slot);
         const unsigned target = tile::shfl(alt, slot);
         bool mine = false;
@@ -253,6 +264,29 @@ struct hive_ref {
         if (!mine) {
           locked_from = meta_of(target).try_lock();
           if (locked_from & 1u) continue;
+        }
+        if (direct) {
+          const unsigned tslot = claim(meta_of(target));
+          unsigned swapped = 0;
+          if (tslot < SLOTS && tile::rank() == 0) {
+            swapped = mem::cas_relaxed(bucket(cur) + slot, victim, hand) == victim;
+            if (swapped) mem::st_relaxed(bucket(target) + tslot, victim);
+          }
+          swapped = tile::shfl(swapped, 0);
+          if (tslot < SLOTS && !swapped) release(meta_of(target), tslot);
+          if (!mine) meta_of(target).unlock(locked_from);
+          if (swapped) {
+            t.moves += 1;
+            placed = true;
+          }
+          continue;
+        }
+        // A random-walk step: the victim comes into the hand.
+        if (reserved >= st.capacity) reserved = st.reserve();
+        if (reserved >= st.capacity) {
+          if (!mine) meta_of(target).unlock(locked_from);
+          stuck = true;
+          break;
         }
         unsigned swapped = 0;
         if (tile::rank() == 0) swapped = mem::cas_relaxed(bucket(cur) + slot, victim, hand) == victim;
@@ -273,11 +307,19 @@ struct hive_ref {
       if (!moved) break;
     }
     unsigned step = STEP_EVICT;
-    if (!placed) {
-      st.publish(reserved, hand);
-      step = STEP_STASH;
+    if (placed) {
+      if (reserved < st.capacity) st.unreserve(reserved);
     } else {
-      st.unreserve(reserved);
+      // Nothing displaced yet means the new key itself is in hand and may still need a
+      // slot; a displaced victim always has one reserved.
+      if (reserved >= st.capacity) reserved = st.reserve();
+      if (reserved < st.capacity) {
+        st.publish(reserved, hand);
+        step = STEP_STASH;
+      } else {
+        status::report(status, status::STASH_FULL);
+        step = STEP_FAILED;
+      }
     }
     for (unsigned i = nheld; i-- > 0;) meta_of(held[i]).unlock(held_seen[i]);
     return step;

@@ -121,34 +121,41 @@ struct bucket_meta {
   }
 };
 
-// WABC (§III-E) with the commit of step 2 (§IV-A): rank 0 reads the free mask (relaxed)
-// and broadcasts it, the lowest free slot is elected, and rank 0 clears that one bit with
-// a fetch-and. The old mask says whether the bit was still free: if so the slot is ours
-// and the word is published at once; if another warp took it first, the fetch-and
-// changed nothing (so there is nothing to restore) and the next free bit of the fresher
-// mask is tried. Returns whether the word was placed.
-__device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta,
-                                             unsigned long long word) {
+// WABC (§III-E): rank 0 reads the free mask (relaxed) and broadcasts it, the lowest
+// free slot is elected, and rank 0 clears that one bit with a fetch-and. The old mask
+// says whether the bit was still free: if so the slot is ours; if another warp took it
+// first, the fetch-and changed nothing, and the next free bit of the fresher mask is
+// tried. Returns the claimed slot (the same on every lane), or SLOTS when the bucket is
+// full. A claimed slot that cannot be used after all is given back with `release`.
+__device__ __forceinline__ unsigned claim(bucket_meta meta) {
   unsigned free_bits = 0;
   if (tile::rank() == 0) free_bits = mem::ld_relaxed(meta.mask()) & ALL_FREE;
   free_bits = tile::shfl(free_bits, 0);
-  unsigned placed = 0;
   for (unsigned tries = 0; tries <= SLOTS && free_bits != 0; ++tries) {
     const unsigned slot = __ffs(free_bits) - 1;
     const unsigned bit = 1u << slot;
     unsigned old = 0;
-    if (tile::rank() == 0) {
-      old = mem::fetch_and_relaxed(meta.mask(), ~bit);
-      if (old & bit) mem::st_relaxed(bucket + slot, word);
-    }
+    if (tile::rank() == 0) old = mem::fetch_and_relaxed(meta.mask(), ~bit);
     old = tile::shfl(old, 0);
-    if (old & bit) {
-      placed = 1;
-      break;
-    }
+    if (old & bit) return slot;
     free_bits = old & ALL_FREE & ~bit;
   }
-  return placed != 0;
+  return SLOTS;
+}
+
+// The restore of WABC: sets a claimed slot's bit again (rank 0).
+__device__ __forceinline__ void release(bucket_meta meta, unsigned slot) {
+  if (tile::rank() == 0) mem::fetch_or_relaxed(meta.mask(), 1u << slot);
+}
+
+// Step 2 of the insert (§IV-A), claim-then-commit: WABC, then rank 0 (the lane that
+// claimed) publishes the word at once. Returns whether the word was placed.
+__device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta,
+                                             unsigned long long word) {
+  const unsigned slot = claim(meta);
+  if (slot == SLOTS) return false;
+  if (tile::rank() == 0) mem::st_relaxed(bucket + slot, word);
+  return true;
 }
 
 }  // namespace hive
