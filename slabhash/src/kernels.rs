@@ -41,7 +41,8 @@ pub(crate) fn program<K: DeviceType, V: DeviceType>(kind: Kind) -> Program {
     let program = Program::new(format!("slabhash_{suffix}"), SOURCE)
         .headers(crate::cuda_headers())
         .define("KEY_T", K::CUDA_TYPE)
-        .define("KERNEL_SUFFIX", &suffix);
+        .define("KERNEL_SUFFIX", &suffix)
+        .define("ITEM_BLOCK", BLOCK);
     match kind {
         Kind::Map => program
             .define("SLAB_SET", 0)

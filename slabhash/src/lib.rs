@@ -36,41 +36,17 @@
 //! `#include <gpuds/slabhash/map_ref.cuh>` (or `set_ref.cuh`) through [`cuda_headers`]
 //! gives `gpuds::slabhash::map_ref<K, V>`: the warp-cooperative operations (replace,
 //! insert, erase, erase_all, find, find_all, count_of) and a bucket iterator, on the
-//! same memory as the host map. A user kernel that inserts through a ref:
+//! same memory as the host map. A user kernel that inserts through a ref (the same code
+//! runs as a GPU test):
 //!
-//! ```no_run
-//! use gpuds_core::cudarc::driver::PushKernelArg;
-//! use gpuds_core::{launch, Gpu, Program};
-//! use gpuds_slabhash::SlabHashMap;
-//!
-//! let gpu = Gpu::new(0)?;
-//! let mut map = SlabHashMap::<u32, u32>::new(&gpu, 1 << 16)?;
-//! let program = Program::new(
-//!     "squares",
-//!     r#"#include <gpuds/slabhash/map_ref.cuh>
-//!        using namespace gpuds::slabhash;
-//!        // Every thread inserts i -> i * i; all lanes of every warp take part.
-//!        extern "C" __global__ void squares(map_ref<unsigned, unsigned> map, unsigned n) {
-//!            const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-//!            auto allocator = map.make_allocator();      // once per warp
-//!            unsigned old;
-//!            map.replace(allocator, i < n, i, i * i, old);
-//!        }"#,
-//! )
-//! .headers(gpuds_slabhash::cuda_headers());
-//! let kernel = gpu.load(&program)?.kernel("squares")?;
-//! let n = 1u32 << 16;
-//! map.reserve(n as usize)?; // the kernel may link new slabs
-//! let r = map.device_ref();
-//! let mut args = gpu.stream().launch_builder(kernel.func());
-//! args.arg(&r).arg(&n);
-//! unsafe { args.launch(launch::one_thread_per_item(n as usize, 128)?) }
-//!     .map_err(gpuds_core::Error::from)?;
-//! assert_eq!(map.len()?, n as usize);
-//! assert_eq!(map.get_many(&[3, 7])?, vec![Some(9), Some(49)]);
-//! map.validate()?;
-//! # Ok::<(), gpuds_slabhash::Error>(())
-//! ```
+#![doc = concat!(
+    "```no_run\n",
+    include_str!("../tests/doc/user_kernel.rs"),
+    "# let gpu = gpuds_core::Gpu::new(0)?;\n",
+    "squares_through_a_ref(&gpu)?;\n",
+    "# Ok::<(), gpuds_slabhash::Error>(())\n",
+    "```"
+)]
 #![warn(missing_docs)]
 
 mod config;
@@ -92,7 +68,7 @@ pub use image::Summary;
 pub use input::{BatchInput, Staged};
 pub use keys::{SlabKey, SlabValue};
 pub use map::SlabHashMap;
-pub use ops::{MapOp, MultiValues, OpResult, SetOp};
+pub use ops::{BatchResults, DeviceBatch, MapOp, MultiValues, OpResult, SetOp};
 pub use refs::{MapRef, SetRef, TableRef};
 pub use set::SlabHashSet;
 pub use stats::SlabHashStats;

@@ -7,13 +7,13 @@ use gpuds_core::{primitives, Gpu};
 
 use crate::config::SlabHashConfig;
 use crate::error::{Error, Result};
-use crate::input::BatchInput;
+use crate::input::{BatchInput, Staged};
 use crate::kernels::Kind;
 use crate::keys::{SlabKey, SlabValue};
-use crate::ops::{MapOp, MultiValues, OpResult, KIND_GET, KIND_INSERT, KIND_REMOVE};
+use crate::ops::{BatchResults, DeviceBatch, MapOp, MultiValues, OpResult};
 use crate::refs::MapRef;
 use crate::stats::SlabHashStats;
-use crate::table::Table;
+use crate::table::{Guard, Table};
 
 /// A concurrent hash map on the GPU: the slab hash (Ashkiani et al., 2018) of 32-bit
 /// keys and values, with unique keys (REPLACE) by default or duplicate keys (a
@@ -189,7 +189,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         }
         let gpu = self.table.gpu().clone();
         let k = keys.stage(&gpu)?;
-        self.table.check_keys(keys, &k.view())?;
+        let guard = self.table.check_keys(keys, &k.view())?;
         let v = values.stage(&gpu)?;
         self.table.reserve_for(n)?;
         let kernel = self.table.kernel("insert")?;
@@ -205,9 +205,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             .arg(&unique)
             .arg(&null)
             .arg(&null);
+        guard.push(&mut args);
         // SAFETY: the kernel reads keys[..n] and values[..n] and the table's memory.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        self.table.finish().map(drop)
+        self.table.finish_keys(&guard, &kv).map(drop)
     }
 
     /// SEARCH for every key: its value (the least recent instance), or `None`.
@@ -228,10 +229,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let stream = self.table.gpu().stream();
         let mut values = stream.alloc_zeros::<V>(n)?;
         let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-        self.find(keys, &mut values, Some(&mut found))?;
+        let (k, guard) = self.find(keys, &mut values, Some(&mut found))?;
         let values = stream.clone_dtoh(&values)?;
         let found = stream.clone_dtoh(&found)?;
-        self.table.check_read()?;
+        self.table.check_read(&guard, &k.view())?;
         Ok(values
             .into_iter()
             .enumerate()
@@ -241,9 +242,11 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
 
     /// SEARCH for every key into device memory: `out[i]` gets key `i`'s value, or
     /// [`SlabValue::NOT_FOUND`] (all ones) when it is missing; a value equal to all ones
-    /// is therefore ambiguous here (use [`get_many`](Self::get_many)). Does not
-    /// synchronize for device keys (host keys are copied first); kernel flags show up in
-    /// the next call that synchronizes.
+    /// is therefore ambiguous here (use [`get_many`](Self::get_many)). Device keys are
+    /// checked for reserved values on the device, right before the search, and the
+    /// verdict is read once afterwards (one synchronization); host keys are checked on
+    /// the host and copied, and the call does not wait for the search. Other kernel
+    /// flags show up in the next call that synchronizes.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
@@ -266,22 +269,24 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
                 right: out.len(),
             });
         }
-        self.find(keys, out, None)
-    }
-
-    fn find(
-        &self,
-        keys: &(impl BatchInput<K> + ?Sized),
-        values: &mut CudaSlice<V>,
-        found: Option<&mut CudaSlice<u32>>,
-    ) -> Result<()> {
-        let n = keys.len();
-        if n == 0 {
+        if keys.is_empty() {
             return Ok(());
         }
+        let (k, guard) = self.find(keys, out, None)?;
+        guard.check(self.table.gpu(), &k.view())
+    }
+
+    /// Launches SEARCH for non-empty `keys`; returns the staged keys and their check.
+    fn find<'a>(
+        &self,
+        keys: &'a (impl BatchInput<K> + ?Sized),
+        values: &mut CudaSlice<V>,
+        found: Option<&mut CudaSlice<u32>>,
+    ) -> Result<(Staged<'a, K>, Guard)> {
+        let n = keys.len();
         let gpu = self.table.gpu();
         let k = keys.stage(gpu)?;
-        self.table.check_keys(keys, &k.view())?;
+        let guard = self.table.check_keys(keys, &k.view())?;
         let kernel = self.table.kernel("find")?;
         let r = self.table.table_ref();
         let (n64, null) = (n as u64, 0u64);
@@ -293,9 +298,11 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             Some(f) => args.arg(f),
             None => args.arg(&null),
         };
+        guard.push(&mut args);
         // SAFETY: the kernel reads keys[..n] and writes values[..n] and found[..n/32].
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        Ok(())
+        drop(args);
+        Ok((k, guard))
     }
 
     /// Whether each key is present. Synchronizes.
@@ -325,20 +332,20 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let (_k, counts) = self.counts(keys)?;
+        let (k, counts, guard) = self.counts(keys)?;
         let counts = self.table.gpu().stream().clone_dtoh(&counts)?;
-        self.table.check_read()?;
+        self.table.check_read(&guard, &k.view())?;
         Ok(counts)
     }
 
     fn counts<'a>(
         &self,
         keys: &'a (impl BatchInput<K> + ?Sized),
-    ) -> Result<(crate::input::Staged<'a, K>, CudaSlice<u32>)> {
+    ) -> Result<(Staged<'a, K>, CudaSlice<u32>, Guard)> {
         let n = keys.len();
         let gpu = self.table.gpu();
         let k = keys.stage(gpu)?;
-        self.table.check_keys(keys, &k.view())?;
+        let guard = self.table.check_keys(keys, &k.view())?;
         let stream = gpu.stream();
         let mut counts = stream.alloc_zeros::<u32>(n)?;
         let kernel = self.table.kernel("count")?;
@@ -347,10 +354,11 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let kv = k.view();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&kv).arg(&n64).arg(&mut counts);
+        guard.push(&mut args);
         // SAFETY: the kernel reads keys[..n] and writes counts[..n].
         unsafe { args.launch(self.table.item_shape(n)?) }?;
         drop(args);
-        Ok((k, counts))
+        Ok((k, counts, guard))
     }
 
     /// SEARCHALL: every value of every key, least recent first, as counts, offsets and
@@ -380,7 +388,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         }
         let gpu = self.table.gpu();
         let stream = gpu.stream();
-        let (k, counts) = self.counts(keys)?;
+        let (k, counts, guard) = self.counts(keys)?;
         let mut offsets = stream.alloc_zeros::<u32>(n)?;
         let total = primitives::exclusive_scan(gpu, &counts, &mut offsets)?;
         let mut values = stream.alloc_zeros::<V>(total.max(1) as usize)?;
@@ -395,6 +403,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             .arg(&offsets)
             .arg(&total)
             .arg(&mut values);
+        guard.push(&mut args);
         // SAFETY: request i writes at most offsets[i+1] - offsets[i] values from offsets[i].
         unsafe { args.launch(self.table.item_shape(n)?) }?;
         let mut values = stream.clone_dtoh(&values)?;
@@ -404,7 +413,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             offsets: stream.clone_dtoh(&offsets)?,
             values,
         };
-        self.table.check_read()?;
+        self.table.check_read(&guard, &k.view())?;
         Ok(result)
     }
 
@@ -452,7 +461,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         }
         let gpu = self.table.gpu().clone();
         let k = keys.stage(&gpu)?;
-        self.table.check_keys(keys, &k.view())?;
+        let guard = self.table.check_keys(keys, &k.view())?;
         let kernel = self.table.kernel(kernel)?;
         let r = self.table.table_ref();
         let (n64, null) = (n as u64, 0u64);
@@ -463,9 +472,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         for _ in 0..outputs {
             args.arg(&null);
         }
+        guard.push(&mut args);
         // SAFETY: the kernel reads keys[..n]; its output pointers are null.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        self.table.finish().map(drop)
+        self.table.finish_keys(&guard, &kv).map(drop)
     }
 
     /// Runs a mixed batch in one kernel: inserts, removes and gets, each request served
@@ -483,29 +493,23 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn apply(&mut self, ops: &[MapOp<K, V>]) -> Result<Vec<OpResult<V>>> {
-        let n = ops.len();
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let mut kinds = Vec::with_capacity(n);
-        let mut keys = Vec::with_capacity(n);
-        let mut values = Vec::with_capacity(n);
-        for op in ops {
-            let (kind, key, value) = match *op {
-                MapOp::Insert(k, v) => (KIND_INSERT, k, v),
-                MapOp::Remove(k) => (KIND_REMOVE, k, V::from_u64(0)),
-                MapOp::Get(k) => (KIND_GET, k, V::from_u64(0)),
-            };
-            kinds.push(kind);
-            keys.push(key);
-            values.push(value);
-        }
-        let (outcomes, seen) = self.table.apply(&kinds, &keys, Some(&values))?;
-        Ok(outcomes
-            .into_iter()
-            .zip(seen)
-            .map(|(o, v)| crate::table::op_result(o, v))
-            .collect())
+        let batch = DeviceBatch::map(self.table.gpu(), ops)?;
+        self.apply_batch(&batch)?.to_host()
+    }
+
+    /// [`apply`](Self::apply) for a batch already on the device; the results stay on
+    /// the device. Synchronizes (to read the status word).
+    ///
+    /// ```no_run
+    /// use gpuds_slabhash::{DeviceBatch, MapOp, OpResult, SlabHashMap};
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = SlabHashMap::<u32, u32>::new(&gpu, 10)?;
+    /// let batch = DeviceBatch::map(&gpu, &[MapOp::Insert(4, 40)])?;
+    /// assert_eq!(map.apply_batch(&batch)?.to_host()?, vec![OpResult::Absent]);
+    /// # Ok::<(), gpuds_slabhash::Error>(())
+    /// ```
+    pub fn apply_batch(&mut self, batch: &DeviceBatch<K, V>) -> Result<BatchResults<V>> {
+        self.table.apply(batch)
     }
 
     /// FLUSH: compacts every bucket's list into the fewest slabs (dropping tombstones,

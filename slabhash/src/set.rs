@@ -7,13 +7,13 @@ use gpuds_core::Gpu;
 
 use crate::config::SlabHashConfig;
 use crate::error::{Error, Result};
-use crate::input::BatchInput;
+use crate::input::{BatchInput, Staged};
 use crate::kernels::Kind;
 use crate::keys::SlabKey;
-use crate::ops::{SetOp, KIND_GET, KIND_INSERT, KIND_REMOVE};
+use crate::ops::{DeviceBatch, SetOp};
 use crate::refs::SetRef;
 use crate::stats::SlabHashStats;
-use crate::table::{op_result, Table};
+use crate::table::{Guard, Table};
 
 /// A concurrent hash set on the GPU: the slab list with 30 keys per slab and no values
 /// (Awad, 2022, §5.4), keys unique. The same batch model, reserved keys and
@@ -149,7 +149,7 @@ impl<K: SlabKey> SlabHashSet<K> {
         }
         let gpu = self.table.gpu().clone();
         let k = keys.stage(&gpu)?;
-        self.table.check_keys(keys, &k.view())?;
+        let guard = self.table.check_keys(keys, &k.view())?;
         if inserting {
             self.table.reserve_for(n)?;
         }
@@ -167,9 +167,10 @@ impl<K: SlabKey> SlabHashSet<K> {
             // erase(ref, keys, n, outcomes, olds)
             args.arg(&n64).arg(&null).arg(&null);
         }
+        guard.push(&mut args);
         // SAFETY: the kernel reads keys[..n]; every output pointer is null.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        self.table.finish().map(drop)
+        self.table.finish_keys(&guard, &kv).map(drop)
     }
 
     /// Whether each key is present. Synchronizes.
@@ -189,14 +190,16 @@ impl<K: SlabKey> SlabHashSet<K> {
         let gpu = self.table.gpu();
         let stream = gpu.stream();
         let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-        self.find(keys, &mut found)?;
+        let (k, guard) = self.find(keys, &mut found)?;
         let found = stream.clone_dtoh(&found)?;
-        self.table.check_read()?;
+        self.table.check_read(&guard, &k.view())?;
         Ok((0..n).map(|i| found[i / 32] >> (i % 32) & 1 == 1).collect())
     }
 
     /// Membership of each key as one bit per key in device memory (`found[i / 32]` bit
-    /// `i % 32`). Does not synchronize for device keys.
+    /// `i % 32`). Synchronizes once for device keys (to read their reserved-key check, as
+    /// [`SlabHashMap::get_many_into`](crate::SlabHashMap::get_many_into)); with host keys
+    /// it does not wait for the search.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
@@ -219,17 +222,23 @@ impl<K: SlabKey> SlabHashSet<K> {
                 right: found.len() * 32,
             });
         }
-        self.find(keys, found)
-    }
-
-    fn find(&self, keys: &(impl BatchInput<K> + ?Sized), found: &mut CudaSlice<u32>) -> Result<()> {
-        let n = keys.len();
-        if n == 0 {
+        if keys.is_empty() {
             return Ok(());
         }
+        let (k, guard) = self.find(keys, found)?;
+        guard.check(self.table.gpu(), &k.view())
+    }
+
+    /// Launches SEARCH for non-empty `keys`; returns the staged keys and their check.
+    fn find<'a>(
+        &self,
+        keys: &'a (impl BatchInput<K> + ?Sized),
+        found: &mut CudaSlice<u32>,
+    ) -> Result<(Staged<'a, K>, Guard)> {
+        let n = keys.len();
         let gpu = self.table.gpu();
         let k = keys.stage(gpu)?;
-        self.table.check_keys(keys, &k.view())?;
+        let guard = self.table.check_keys(keys, &k.view())?;
         let kernel = self.table.kernel("find")?;
         let r = self.table.table_ref();
         let (n64, null) = (n as u64, 0u64);
@@ -237,9 +246,11 @@ impl<K: SlabKey> SlabHashSet<K> {
         let stream = gpu.stream();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&kv).arg(&n64).arg(&null).arg(found);
+        guard.push(&mut args);
         // SAFETY: the kernel reads keys[..n] and writes found[..n.div_ceil(32)].
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        Ok(())
+        drop(args);
+        Ok((k, guard))
     }
 
     /// A mixed batch of inserts, removes and lookups in one kernel; each result says
@@ -254,22 +265,9 @@ impl<K: SlabKey> SlabHashSet<K> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn apply(&mut self, ops: &[SetOp<K>]) -> Result<Vec<bool>> {
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        let (kinds, keys): (Vec<u32>, Vec<K>) = ops
-            .iter()
-            .map(|op| match *op {
-                SetOp::Insert(k) => (KIND_INSERT, k),
-                SetOp::Remove(k) => (KIND_REMOVE, k),
-                SetOp::Contains(k) => (KIND_GET, k),
-            })
-            .unzip();
-        let (outcomes, _) = self.table.apply::<K, u32>(&kinds, &keys, None)?;
-        Ok(outcomes
-            .into_iter()
-            .map(|o| op_result(o, ()).value().is_some())
-            .collect())
+        let batch = DeviceBatch::set(self.table.gpu(), ops)?;
+        let results = self.table.apply(&batch)?.to_host()?;
+        Ok(results.iter().map(|r| r.value().is_some()).collect())
     }
 
     /// FLUSH (see [`SlabHashMap::flush`](crate::SlabHashMap::flush)); returns the slabs

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchArgs, LaunchConfig, PushKernelArg};
 use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
 use gpuds_core::hash::Universal;
 use gpuds_core::{launch, primitives, DeviceType, Gpu, Kernel, Module, Status};
@@ -15,7 +15,7 @@ use crate::image::{self, Image, Summary};
 use crate::input::BatchInput;
 use crate::kernels::{self, Kind, BLOCK, TABLE_BLOCK};
 use crate::keys::SlabKey;
-use crate::ops::{OpResult, OP_ADDED, OP_PRESENT};
+use crate::ops::{BatchResults, DeviceBatch, OpResult, OP_ADDED, OP_PRESENT};
 use crate::refs::TableRef;
 use crate::stats::SlabHashStats;
 
@@ -128,36 +128,32 @@ impl Table {
             .grid_for(kernel, self.config.buckets as usize * 32, TABLE_BLOCK)?)
     }
 
-    /// Rejects a batch holding a reserved key: on the host for host input, with a kernel
-    /// (and a synchronization) for device input.
+    /// Checks a batch's keys for reserved values: host keys on the host (an error
+    /// right away), device keys with a kernel whose verdict the batch's kernel reads
+    /// (see [`Guard`]). Does not synchronize.
     pub(crate) fn check_keys<K: SlabKey>(
         &self,
         input: &(impl BatchInput<K> + ?Sized),
         staged: &CudaView<'_, K>,
-    ) -> Result<()> {
+    ) -> Result<Guard> {
         if let Some(keys) = input.host() {
-            return check_host_keys(keys);
+            check_host_keys(keys)?;
+            return Ok(Guard::none());
         }
         let n = staged.len();
-        if n == 0 {
-            return Ok(());
-        }
         let stream = self.gpu.stream();
-        let mut first = stream.clone_htod(&[u64::MAX])?;
-        let kernel = self.kernel("first_reserved")?;
-        let n64 = n as u64;
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(staged).arg(&n64).arg(&mut first);
-        // SAFETY: the kernel reads keys[..n] and writes the one word of `first`.
-        unsafe { args.launch(self.item_shape(n)?) }?;
-        let index = stream.clone_dtoh(&first)?[0];
-        if index == u64::MAX {
-            return Ok(());
+        let mut word = stream.alloc_zeros::<u64>(1)?;
+        if n > 0 {
+            let kernel = self.kernel("first_reserved")?;
+            let n64 = n as u64;
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(staged).arg(&n64).arg(&mut word);
+            // SAFETY: the kernel reads keys[..n] and writes the one word of `word`.
+            unsafe { args.launch(self.item_shape(n)?) }?;
         }
-        let key = stream.clone_dtoh(&staged.slice(index as usize..index as usize + 1))?[0];
-        Err(Error::ReservedKey {
-            index: index as usize,
-            key: key.to_u64(),
+        Ok(Guard {
+            word: Some(word),
+            null: 0,
         })
     }
 
@@ -192,6 +188,21 @@ impl Table {
     /// Ends a batch: reads the counters and the status word (one copy, synchronizing)
     /// and turns flags into errors, clearing them.
     pub(crate) fn finish(&mut self) -> Result<u64> {
+        self.settle(|| Ok(()))
+    }
+
+    /// [`finish`](Self::finish) for a batch of `keys` checked by `guard`: a batch refused
+    /// for a reserved key fails with [`Error::ReservedKey`].
+    pub(crate) fn finish_keys<K: SlabKey>(
+        &mut self,
+        guard: &Guard,
+        keys: &CudaView<'_, K>,
+    ) -> Result<u64> {
+        let gpu = self.gpu.clone();
+        self.settle(|| guard.check(&gpu, keys))
+    }
+
+    fn settle(&mut self, refused: impl FnOnce() -> Result<()>) -> Result<u64> {
         let control = self.read_control()?;
         self.claimed = control[CLAIMED];
         let flags = Status(control[STATUS] as u32);
@@ -200,6 +211,13 @@ impl Table {
         }
         let stream = self.gpu.stream();
         stream.memset_zeros(&mut self.control.slice_mut(STATUS..STATUS + 1))?;
+        if flags.contains(Status::RESERVED_KEY) {
+            refused()?;
+        }
+        let flags = Status(flags.0 & !Status::RESERVED_KEY.0);
+        if flags.is_ok() {
+            return Ok(control[LIVE]);
+        }
         if flags.contains(Status::POOL_EXHAUSTED) {
             return Err(match self.alloc.check_status() {
                 Err(e @ gpuds_alloc::Error::PoolExhausted { .. }) => Error::PoolExhausted(e),
@@ -213,10 +231,19 @@ impl Table {
         Err(Error::Kernel(flags))
     }
 
-    /// After a read-only batch: the flags its kernels set, as an error, left in the word
+    /// After a read-only batch of `keys` checked by `guard`: a refused batch as
+    /// [`Error::ReservedKey`], other flags its kernels set as an error, left in the word
     /// (the next batch that changes the table clears them). Synchronizes.
-    pub(crate) fn check_read(&self) -> Result<()> {
+    pub(crate) fn check_read<K: SlabKey>(
+        &self,
+        guard: &Guard,
+        keys: &CudaView<'_, K>,
+    ) -> Result<()> {
         let flags = Status(self.read_control()?[STATUS] as u32);
+        if flags.contains(Status::RESERVED_KEY) {
+            guard.check(&self.gpu, keys)?;
+        }
+        let flags = Status(flags.0 & !Status::RESERVED_KEY.0);
         if flags.is_ok() {
             Ok(())
         } else {
@@ -224,56 +251,45 @@ impl Table {
         }
     }
 
-    /// A mixed batch: `kinds[i]` (KIND_*) on `keys[i]` with `values[i]` (maps). Returns
-    /// each request's outcome code and the value it saw (maps). Synchronizes.
+    /// Runs a mixed batch already on the device. Returns each request's outcome code
+    /// and (maps) the value it saw, on the device. Synchronizes.
     pub(crate) fn apply<K: SlabKey, V: DeviceType>(
         &mut self,
-        kinds: &[u32],
-        keys: &[K],
-        values: Option<&[V]>,
-    ) -> Result<(Vec<u32>, Vec<V>)> {
-        let n = keys.len();
-        check_host_keys(keys)?;
-        let inserts = kinds
-            .iter()
-            .filter(|&&k| k == crate::ops::KIND_INSERT)
-            .count();
-        self.reserve_for(inserts)?;
+        batch: &DeviceBatch<K, V>,
+    ) -> Result<BatchResults<V>> {
+        let n = batch.len();
+        self.reserve_for(batch.inserts)?;
         let stream = self.gpu.stream().clone();
-        let kinds_d = stream.clone_htod(kinds)?;
-        let keys_d = stream.clone_htod(keys)?;
-        let values_d = match values {
-            Some(v) => Some(stream.clone_htod(v)?),
+        let mut outcomes = stream.alloc_zeros::<u32>(n.max(1))?;
+        let mut seen = match batch.values {
+            Some(_) => Some(stream.alloc_zeros::<V>(n.max(1))?),
             None => None,
         };
-        let mut outcomes = stream.alloc_zeros::<u32>(n)?;
-        let mut seen = stream.alloc_zeros::<V>(if values.is_some() { n } else { 0 })?;
-        let kernel = self.kernel("apply")?;
-        let r = self.table_ref();
-        let (n64, null) = (n as u64, 0u64);
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&kinds_d).arg(&keys_d);
-        match &values_d {
-            Some(v) => args.arg(v),
-            None => args.arg(&null),
-        };
-        args.arg(&n64).arg(&mut outcomes);
-        if values.is_some() {
-            args.arg(&mut seen);
-        } else {
-            args.arg(&null);
+        if n > 0 {
+            let kernel = self.kernel("apply")?;
+            let r = self.table_ref();
+            let (n64, null) = (n as u64, 0u64);
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r).arg(&batch.kinds).arg(&batch.keys);
+            match &batch.values {
+                Some(v) => args.arg(v),
+                None => args.arg(&null),
+            };
+            args.arg(&n64).arg(&mut outcomes);
+            match &mut seen {
+                Some(v) => args.arg(v),
+                None => args.arg(&null),
+            };
+            // SAFETY: the kernel reads kinds, keys (and values) [..n] and writes outcomes
+            // (and seen) [..n].
+            unsafe { args.launch(self.item_shape(n)?) }?;
         }
-        // SAFETY: the kernel reads kinds, keys (and values) [..n] and writes outcomes
-        // (and seen) [..n].
-        unsafe { args.launch(self.item_shape(n)?) }?;
-        let outcomes = stream.clone_dtoh(&outcomes)?;
-        let seen = if values.is_some() {
-            stream.clone_dtoh(&seen)?
-        } else {
-            Vec::new()
-        };
         self.finish()?;
-        Ok((outcomes, seen))
+        Ok(BatchResults {
+            outcomes,
+            seen,
+            len: n,
+        })
     }
 
     /// Live keys. Synchronizes.
@@ -351,11 +367,7 @@ impl Table {
         let kernel = self.kernel("export_entries")?;
         let shape = self.bucket_shape(&kernel)?;
         let mut keys = stream.alloc_zeros::<K>(len.max(1))?;
-        let mut values = stream.alloc_zeros::<V>(if self.kind == Kind::Map {
-            len.max(1)
-        } else {
-            0
-        })?;
+        let mut values = stream.alloc_zeros::<V>(len.max(1))?;
         let mut cursor = stream.alloc_zeros::<u64>(1)?;
         let capacity = len as u64;
         let null = 0u64;
@@ -434,5 +446,49 @@ pub(crate) fn check_host_keys<K: SlabKey>(keys: &[K]) -> Result<()> {
             key: key.to_u64(),
         }),
         None => Ok(()),
+    }
+}
+
+/// The verdict of a device-side reserved-key check (`first_reserved`), which the batch's
+/// kernel reads before doing anything: a batch with a reserved key is refused whole.
+/// Host keys are checked on the host and need none.
+pub(crate) struct Guard {
+    word: Option<CudaSlice<u64>>,
+    null: u64,
+}
+
+impl Guard {
+    fn none() -> Self {
+        Self {
+            word: None,
+            null: 0,
+        }
+    }
+
+    /// Passes the guard (or a null pointer) as the next kernel argument.
+    pub(crate) fn push<'a>(&'a self, args: &mut LaunchArgs<'a>) {
+        match &self.word {
+            Some(w) => args.arg(w),
+            None => args.arg(&self.null),
+        };
+    }
+
+    /// [`Error::ReservedKey`] if the check found a reserved key. Synchronizes when the
+    /// keys were checked on the device.
+    pub(crate) fn check<K: SlabKey>(&self, gpu: &Gpu, keys: &CudaView<'_, K>) -> Result<()> {
+        let Some(word) = &self.word else {
+            return Ok(());
+        };
+        let stream = gpu.stream();
+        let found = stream.clone_dtoh(word)?[0];
+        if found == 0 {
+            return Ok(());
+        }
+        let index = keys.len() - found as usize;
+        let key = stream.clone_dtoh(&keys.slice(index..index + 1))?[0];
+        Err(Error::ReservedKey {
+            index,
+            key: key.to_u64(),
+        })
     }
 }

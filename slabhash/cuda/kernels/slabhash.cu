@@ -3,7 +3,8 @@
 // whole-table kernels: FLUSH, the census behind stats() and the export behind to_vec().
 //
 // Compiled once per kind and type: SLAB_SET (0: map, 1: set), KEY_T, VALUE_T (maps) and
-// KERNEL_SUFFIX (`map_u32_u32`, `set_u32`).
+// KERNEL_SUFFIX (`map_u32_u32`, `set_u32`); ITEM_BLOCK, the block size of the per-request
+// kernels.
 #include <gpuds/core/kernel_name.cuh>
 #include <gpuds/slabhash/map_ref.cuh>
 #include <gpuds/slabhash/set_ref.cuh>
@@ -29,18 +30,31 @@ __device__ __forceinline__ unsigned long long item_index() {
   return static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 
-// The lowest index of a reserved key, by atomicMin into `first` (preset to all ones).
+// A batch whose device keys were checked by first_reserved runs only when none was
+// reserved (`guard` still zero); the check and the batch are enqueued back to back, and
+// a refused batch reports RESERVED_KEY so that the host reads the guard only then.
+// Uniform: every thread returns.
+__device__ __forceinline__ bool refused(const ref_t& ref, const unsigned long long* guard) {
+  if (guard == nullptr || *guard == 0ull) return false;
+  if (blockIdx.x == 0 && threadIdx.x == 0) status::report(ref.status, status::RESERVED_KEY);
+  return true;
+}
+
+// The lowest index i of a reserved key, as n - i by atomicMax into `first` (preset to
+// zero: none).
 extern "C" __global__ void GPUDS_KERNEL(first_reserved)(const K* keys, unsigned long long n,
                                                         unsigned long long* first) {
   const unsigned long long i = item_index();
-  if (i < n && is_reserved_key(keys[i])) atomicMin(first, i);
+  if (i < n && is_reserved_key(keys[i])) atomicMax(first, n - i);
 }
 
 // REPLACE or INSERT (maps: `unique` picks; sets: always unique). `outcomes` and `olds`
 // may be null.
-extern "C" __global__ void GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
                                                 unsigned long long n, unsigned unique,
-                                                unsigned* outcomes, V* olds) {
+                                                unsigned* outcomes, V* olds,
+    const unsigned long long* guard) {
+  if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const K key = active ? keys[i] : K(0);
@@ -62,8 +76,12 @@ extern "C" __global__ void GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const 
 
 // SEARCH. Maps write each value (NOT_FOUND_VALUE when missing) if `values` is not null;
 // `found` (if not null) gets one bit per request, 32 requests per word.
-extern "C" __global__ void GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
-                                              V* values, unsigned* found) {
+// Full occupancy: each warp has one slab read in flight at a time, so the search rate is
+// the number of resident warps over the memory latency.
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
+                                              V* values, unsigned* found,
+    const unsigned long long* guard) {
+  if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const K key = active ? keys[i] : K(0);
@@ -80,8 +98,10 @@ extern "C" __global__ void GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned
 }
 
 // DELETE (the least recent instance). `outcomes` and `olds` may be null.
-extern "C" __global__ void GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
-                                               unsigned* outcomes, V* olds) {
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
+                                               unsigned* outcomes, V* olds,
+    const unsigned long long* guard) {
+  if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const K key = active ? keys[i] : K(0);
@@ -127,7 +147,9 @@ extern "C" __global__ void GPUDS_KERNEL(apply)(ref_t ref, const unsigned* kinds,
 #if !SLAB_SET
 // DELETEALL. `counts` may be null.
 extern "C" __global__ void GPUDS_KERNEL(erase_all)(ref_t ref, const K* keys,
-                                                   unsigned long long n, unsigned* counts) {
+                                                   unsigned long long n, unsigned* counts,
+    const unsigned long long* guard) {
+  if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const unsigned removed = ref.erase_all(active, active ? keys[i] : K(0));
@@ -136,7 +158,9 @@ extern "C" __global__ void GPUDS_KERNEL(erase_all)(ref_t ref, const K* keys,
 
 // COUNT: instances of each key.
 extern "C" __global__ void GPUDS_KERNEL(count)(ref_t ref, const K* keys, unsigned long long n,
-                                               unsigned* counts) {
+                                               unsigned* counts,
+    const unsigned long long* guard) {
+  if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const unsigned c = ref.count_of(active, active ? keys[i] : K(0));
@@ -147,7 +171,9 @@ extern "C" __global__ void GPUDS_KERNEL(count)(ref_t ref, const K* keys, unsigne
 // (`total` for the last); `offsets` is the exclusive scan of a COUNT of the same keys.
 extern "C" __global__ void GPUDS_KERNEL(find_all)(ref_t ref, const K* keys, unsigned long long n,
                                                   const unsigned* offsets, unsigned total,
-                                                  V* values) {
+                                                  V* values,
+    const unsigned long long* guard) {
+  if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const unsigned begin = active ? offsets[i] : 0u;

@@ -72,17 +72,23 @@ struct table {
   // it returns true when src's request is finished, and may move `slab` (to the next
   // slab, or to one it appended); returning false with `slab` unchanged re-reads it.
   // `give_up(src)` runs when a request passes the step cap.
+  //
+  // Each lane hashes its own key before the loop, all lanes at once, so a request costs
+  // the loop two shuffles instead of a hash (the hash's 64-bit remainders would
+  // otherwise be the most expensive part of a round).
   template <class Visit, class GiveUp>
   __device__ void walk(bool active, unsigned key, Visit&& visit, GiveUp&& give_up) const {
+    const unsigned home = active ? bucket_of(key) : 0u;
     unsigned* slab = nullptr;
     int current = -1;
     unsigned steps = 0;
+    unsigned k = 0;
     warp::work_share(active, [&](int src) -> bool {
-      const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
       if (src != current) {
         current = src;
         steps = 0;
-        slab = base_slab(bucket_of(k));
+        k = __shfl_sync(warp::FULL_MASK, key, src);
+        slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
       }
       if (++steps > step_cap) {
         report(status::RETRY_LIMIT);
