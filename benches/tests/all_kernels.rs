@@ -8,6 +8,7 @@ fn all_programs() -> Vec<Program> {
     let mut programs = gpuds_core::programs();
     programs.extend(gpuds_benches::programs());
     programs.extend(gpuds_alloc::programs());
+    programs.extend(gpuds_slabhash::programs());
     programs.extend(gpuds_btree::programs());
     programs.extend(gpuds_hive::programs());
     programs.extend(gpuds_benches::experiments::linear::programs());

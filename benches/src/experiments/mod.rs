@@ -13,6 +13,7 @@ pub mod hive;
 pub mod limits;
 pub mod linear;
 pub mod primitives;
+pub mod slabhash;
 
 use gpuds_core::Result;
 
@@ -71,6 +72,7 @@ pub fn registry() -> Vec<Experiment> {
         hive::EXPERIMENT,
         alloc::EXPERIMENT,
         btree::EXPERIMENT,
+        slabhash::EXPERIMENT,
     ]
 }
 
