@@ -19,6 +19,10 @@ use crate::validate::{bulk_shape, walk, TreeShape};
 /// Threads per block of every launch.
 const BLOCK: u32 = 256;
 
+/// Status flag (structure bit 16) of `btree_check_increasing`: the keys of a sorted bulk
+/// build are not strictly increasing.
+const UNSORTED_INPUT: u32 = gpuds_core::Status::FIRST_STRUCTURE_BIT;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for u32 {}
@@ -803,14 +807,75 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .compact(values, &flags, &mut unique_values, &mut count)?;
         let m = stream.clone_dtoh(&count)?.first().copied().unwrap_or(0);
         drop(flags);
+        self.build_levels(&unique_keys, &unique_values, m)
+    }
 
-        self.clear()?;
+    /// Replaces the contents with `keys[i] -> values[i]`, keys already strictly increasing
+    /// (checked on the device first: otherwise an invalid-argument error and the tree is
+    /// unchanged): the bulk build without its sort. Synchronizes. On another error the
+    /// tree is left empty.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let keys = gpu.stream().clone_htod(&[1u32, 5, 9])?;
+    /// tree.bulk_build_sorted_device(&keys, &keys)?;
+    /// assert_eq!(tree.len()?, 3);
+    /// let unsorted = gpu.stream().clone_htod(&[5u32, 1])?;
+    /// assert!(tree.bulk_build_sorted_device(&unsorted, &unsorted).is_err());
+    /// assert_eq!(tree.len()?, 3);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn bulk_build_sorted_device(
+        &mut self,
+        keys: &CudaSlice<K>,
+        values: &CudaSlice<V>,
+    ) -> Result<()> {
+        let n = same_len(keys.len(), values.len(), "values")?;
+        if n > 1 {
+            let stream = self.gpu.stream().clone();
+            let kernel = &self.kernels.check_increasing;
+            let shape = self.gpu.grid_for(kernel, n as usize, BLOCK)?;
+            let mut status = self.status.lock();
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(keys).arg(&n).arg(status.slice_mut());
+            // SAFETY: keys holds n elements; the status word one.
+            unsafe { args.launch(shape) }?;
+            let flags = status.take()?;
+            if flags.contains(gpuds_core::Status(UNSORTED_INPUT)) {
+                return Err(gpuds_core::Error::InvalidArgument(
+                    "bulk_build_sorted_device needs strictly increasing keys".into(),
+                )
+                .into());
+            }
+            flags.into_result()?;
+        }
+        let result = self.build_levels(keys, values, n);
+        if result.is_err() {
+            let _ = self.check();
+            let _ = self.clear();
+        }
+        result
+    }
+
+    /// Builds the tree bottom-up from `m` strictly increasing pairs (§3.4.1): one kernel
+    /// per level, a warp per node; the top node becomes the root.
+    fn build_levels(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>, m: u32) -> Result<()> {
+        if m == 0 {
+            return self.clear();
+        }
+        let stream = self.gpu.stream().clone();
         let fill = self.config.bulk_fill;
         let shape = bulk_shape(m as u64, fill);
+        self.pool.reset()?;
         // Headroom as well as room: warps find free units quickly in a pool that is not full.
-        self.pool.reserve(shape.nodes() + 1)?;
+        let wanted = shape.nodes() + shape.nodes() / 4 + 1024;
+        if self.pool.capacity_units() < wanted {
+            self.pool.reserve(wanted)?;
+        }
         let r = self.device_ref();
         let kernel = self.kernels.bulk_level.clone();
+        let mut root = stream.alloc_zeros::<u32>(1)?;
         let mut level = 0u32;
         let mut entries = m;
         let mut nodes = entries.div_ceil(fill);
@@ -820,13 +885,14 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             let grid = self.gpu.grid_for(&kernel, nodes as usize * 32, BLOCK)?;
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&r)
-                .arg(&unique_keys)
-                .arg(&unique_values)
+                .arg(keys)
+                .arg(values)
                 .arg(&entries)
                 .arg(&fill)
                 .arg(&level)
                 .arg(&mut addr)
-                .arg(&mut low);
+                .arg(&mut low)
+                .arg(&mut root);
             // SAFETY: the inputs hold `entries` pairs, the outputs ceil(entries / fill).
             unsafe { args.launch(grid) }?;
         }
@@ -845,15 +911,27 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
                 .arg(&fill)
                 .arg(&level)
                 .arg(&mut up_addr)
-                .arg(&mut up_low);
+                .arg(&mut up_low)
+                .arg(&mut root);
             // SAFETY: the inputs hold `entries` children, the outputs ceil(entries / fill).
             unsafe { args.launch(grid) }?;
             addr = up_addr;
             low = up_low;
         }
         stream.memcpy_htod(&[m as u64], &mut self.size)?;
-        self.used_bound = shape.nodes() + 1;
-        self.check()
+        self.root = stream
+            .clone_dtoh(&root)?
+            .first()
+            .copied()
+            .unwrap_or(NULL_NODE);
+        self.used_bound = shape.nodes();
+        self.check()?;
+        if self.root == NULL_NODE {
+            return Err(
+                gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into(),
+            );
+        }
+        Ok(())
     }
 
     /// Every pair in key order, read from a host copy of the node pool. Synchronizes.

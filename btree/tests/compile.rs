@@ -36,6 +36,7 @@ fn kernel_names_are_the_ones_the_host_loads() {
         "btree_apply".into(),
         "btree_last_of_run".into(),
         "btree_bulk_level".into(),
+        "btree_check_increasing".into(),
     ];
     for tile in [16, 32] {
         for name in [

@@ -161,6 +161,20 @@ fn bulk_build_has_the_planned_shape_and_takes_later_inserts() {
     t.bulk_build(&[], &[]).unwrap();
     assert!(t.is_empty().unwrap());
     t.validate().unwrap();
+    // From sorted input: unsorted keys are rejected and nothing changes.
+    let stream = gpu.stream();
+    let sorted: Vec<u32> = (0..5000).map(|i| i * 3).collect();
+    let d = stream.clone_htod(&sorted).unwrap();
+    t.bulk_build_sorted_device(&d, &d).unwrap();
+    t.validate().unwrap();
+    assert_eq!(t.len().unwrap(), sorted.len());
+    let bad = stream.clone_htod(&[1u32, 3, 3, 7]).unwrap();
+    assert!(t.bulk_build_sorted_device(&bad, &bad).is_err());
+    t.validate().unwrap();
+    assert_eq!(
+        t.get_many(&sorted[..10]).unwrap(),
+        sorted[..10].iter().map(|&k| Some(k)).collect::<Vec<_>>()
+    );
 }
 
 #[test]

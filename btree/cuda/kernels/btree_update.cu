@@ -138,19 +138,32 @@ extern "C" __global__ void btree_last_of_run(const unsigned* keys, unsigned n, u
   }
 }
 
+// Status flag (structure bit 16): the keys of a sorted bulk build are not increasing.
+constexpr unsigned UNSORTED_INPUT = gpuds::status::FIRST_STRUCTURE_BIT;
+
+// Bulk build from sorted input: flags keys that are not strictly increasing.
+extern "C" __global__ void btree_check_increasing(const unsigned* keys, unsigned n, unsigned* status) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i + 1 < n; i += stride) {
+    if (keys[i] >= keys[i + 1]) gpuds::status::report(status, UNSORTED_INPUT);
+  }
+}
+
 // Bulk build, one level (§3.4.1), a warp per node: node j of this level takes entries
 // [j * fill, (j + 1) * fill) of (keys, values) — the sorted pairs for the leaves, the
 // children's low keys and addresses above them. Writes each node's address and low key for
 // the next level and, above the leaves, links each child to its right sibling. A level of
-// one node is the top: it is written into the root, which never moves.
+// one node is the top: its address goes to *root (the host then makes it the tree's root;
+// the pool was reset before the build).
 extern "C" __global__ void btree_bulk_level(tree_ref t, const unsigned* keys, const unsigned* values,
                                             unsigned n, unsigned fill, unsigned level,
-                                            unsigned* out_addr, unsigned* out_low) {
+                                            unsigned* out_addr, unsigned* out_low, unsigned* root) {
   warp_allocator allocator(t.alloc);
   const unsigned nodes = (n + fill - 1) / fill;
   const unsigned long long warps = gpuds::warp::warp_count();
   for (unsigned long long j = gpuds::warp::global_warp_id(); j < nodes; j += warps) {
-    const node_addr a = nodes == 1 ? t.root : allocator.allocate();
+    const node_addr a = allocator.allocate();
+    if (nodes == 1 && lane_id() == 0) *root = a;
     const unsigned first = static_cast<unsigned>(j) * fill;
     const unsigned count = min(fill, n - first);
     if (a == null_node) {  // the allocator reported POOL_EXHAUSTED; the host resets the tree
