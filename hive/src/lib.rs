@@ -2,15 +2,27 @@
 //!
 //! Open-addressing hash tables on the GPU:
 //!
-//! - `LinearProbeMap`: the simple lock-free table (one 8-byte slot per pair, insert by
-//!   compare-and-swap on the key, lookups that stop at an empty slot), on a probing core
-//!   (linear or double hashing, 1 to 32 lanes per operation) that other gpuds crates
-//!   share.
+//! - [`LinearProbeMap`]: the simple lock-free table of Farrell (2020): one 8-byte slot per
+//!   `u32` pair, insert by compare-and-swap, lookups that stop at an empty slot, value or
+//!   key tombstones ([`Deletion`]), a maximum load factor that grows the table or fails
+//!   ([`WhenFull`]). It stands on the probing core of [`probe`] (linear or double
+//!   hashing, 1 to 32 lanes per operation), which other gpuds crates share.
 //! - `HiveMap`: a resizable bucketed cuckoo table with warp-cooperative insertion, a
 //!   stash and linear-hashing resize.
 //!
 //! Every operation is a batch run by one kernel; device refs let user kernels operate on
 //! the same tables (`#include <gpuds/hive/...>` through [`cuda_headers`]).
+//!
+//! ```no_run
+//! use gpuds_hive::{probe::{GroupWidth, Probing}, LinearConfig, LinearProbeMap};
+//! let gpu = gpuds_core::Gpu::new(0)?;
+//! let config = LinearConfig { capacity: 1 << 20, probing: Probing::DoubleHashing,
+//!                             group_width: GroupWidth::new(4)?, ..LinearConfig::default() };
+//! let mut map = LinearProbeMap::<u64, u64>::with_config(&gpu, config)?;
+//! map.insert_many(&[1, 2], &[10, 20])?;
+//! assert_eq!(map.get_many(&[1, 3])?, vec![Some(10), None]);
+//! # Ok::<(), gpuds_hive::Error>(())
+//! ```
 #![warn(missing_docs)]
 
 mod error;

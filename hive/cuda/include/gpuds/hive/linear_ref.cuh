@@ -65,6 +65,22 @@ struct linear_ref {
     }
   }
 
+  // Runs `write` (which returns a value) on tile rank `src` only and hands its result
+  // to every lane: how one lane acts on the slot the tile voted for.
+  template <class Write>
+  __device__ __forceinline__ static V on_lane(unsigned src, Write&& write) {
+    V v = EMPTY_VALUE;
+    if (G == 1 || tile::rank() == src) v = write();
+    return from(v, src);
+  }
+
+  // Replaces the value where the tile found `key` (bit set in `hits`); `*before` gets
+  // the value replaced when OBSERVE.
+  template <bool OBSERVE>
+  __device__ __forceinline__ static void replace_at(unsigned hits, slot_type* mine, K key, V value, V* before) {
+    *before = on_lane(__ffs(hits) - 1, [&] { return ops::template put<OBSERVE>(mine, key, value); });
+  }
+
   // Looks `key` up; true and `*value` when present. PHASED: no kernel in flight writes
   // the table (bulk queries: reads take the read-only path); false inside mixed batches.
   template <bool PHASED>
@@ -126,22 +142,17 @@ struct linear_ref {
       const auto seen = ops::template load<mode<OBSERVE>()>(mine);
       const unsigned hits = vote(seen.key == key);
       if (hits != 0u) {
-        const unsigned src = __ffs(hits) - 1;
-        V old = EMPTY_VALUE;
-        if (tile::rank() == src || G == 1) {
+        const V old = on_lane(__ffs(hits) - 1, [&] {
           if constexpr (KEY_TOMBSTONES) {
-            if (OBSERVE) {
-              old = ops::take_key(mine, key, seen.value);
-            } else {
-              old = seen.value;
-              ops::erase_key(mine);
-            }
+            if (OBSERVE) return ops::take_key(mine, key, seen.value);
+            ops::erase_key(mine);
+            return seen.value;
           } else {
-            old = OBSERVE ? ops::template put<true>(mine, key, EMPTY_VALUE) : seen.value;
-            if (!OBSERVE) ops::template put<false>(mine, key, EMPTY_VALUE);
+            if (OBSERVE) return ops::template put<true>(mine, key, EMPTY_VALUE);
+            ops::template put<false>(mine, key, EMPTY_VALUE);
+            return seen.value;
           }
-        }
-        old = from(old, src);
+        });
         *before = old;
         return old != EMPTY_VALUE;
       }
@@ -166,10 +177,7 @@ struct linear_ref {
     for (unsigned attempt = 0; attempt <= G; ++attempt) {
       const unsigned hits = vote(seen == key);
       if (hits != 0u) {
-        const unsigned src = __ffs(hits) - 1;
-        V old = EMPTY_VALUE;
-        if (tile::rank() == src || G == 1) old = ops::template put<OBSERVE>(mine, key, value);
-        *before = from(old, src);
+        replace_at<OBSERVE>(hits, mine, key, value, before);
         return true;
       }
       const unsigned open = vote(seen == expected);
@@ -201,10 +209,7 @@ struct linear_ref {
         const auto seen = ops::template load<mode<OBSERVE>()>(mine);
         const unsigned hits = vote(seen.key == key);
         if (hits != 0u) {
-          const unsigned src = __ffs(hits) - 1;
-          V old = EMPTY_VALUE;
-          if (tile::rank() == src || G == 1) old = ops::template put<OBSERVE>(mine, key, value);
-          *before = from(old, src);
+          replace_at<OBSERVE>(hits, mine, key, value, before);
           return true;
         }
         const unsigned erased = vote(seen.key == ERASED_KEY);
