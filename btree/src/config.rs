@@ -10,7 +10,7 @@ use crate::node::NODE_PAIRS;
 /// use gpuds_btree::BTreeConfig;
 /// let config = BTreeConfig { bulk_fill: 8, query_tile: 16, ..Default::default() };
 /// config.validate()?;
-/// assert!(BTreeConfig { query_tile: 8, ..Default::default() }.validate().is_err());
+/// assert!(BTreeConfig { query_tile: 4, ..Default::default() }.validate().is_err());
 /// # Ok::<(), gpuds_btree::Error>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,8 +22,8 @@ pub struct BTreeConfig {
     /// Pairs per node written by the bulk build (2 to 14). Fewer than 14 leaves room, so
     /// that later inserts do not split at once (§3.4.1 fills 8 of 15).
     pub bulk_fill: u32,
-    /// Lanes per query (16 or 32): with 16, a warp answers two queries at a time.
-    /// Insertions and mixed batches always use whole warps.
+    /// Lanes per phased query (8, 16 or 32): a warp answers 32 / `query_tile` queries at
+    /// a time. Deletions use at least 16 lanes; insertions and mixed batches whole warps.
     pub query_tile: u32,
     /// Most node visits and restarts one operation may make before it gives up and
     /// reports `RETRY_LIMIT` (bounds every loop, so that a bug cannot hang the GPU).
@@ -58,9 +58,9 @@ impl BTreeConfig {
                 self.bulk_fill
             ));
         }
-        if self.query_tile != 16 && self.query_tile != 32 {
+        if ![8, 16, 32].contains(&self.query_tile) {
             return bad(format!(
-                "query_tile is {}, must be 16 or 32",
+                "query_tile is {}, must be 8, 16 or 32",
                 self.query_tile
             ));
         }

@@ -1,5 +1,5 @@
 //! The kernel modules: `btree_update.cu` (whole-warp updates and the bulk build) and
-//! `btree_query.cu` per query tile (16 or 32 lanes).
+//! `btree_query.cu` per query tile (8, 16 or 32 lanes).
 
 use gpuds_core::{Gpu, Kernel, Program};
 
@@ -13,7 +13,7 @@ pub(crate) fn update_program() -> Program {
     Program::new("btree_update", UPDATE_SOURCE).headers(crate::cuda_headers())
 }
 
-/// The query module for tiles of `tile` lanes; its kernels are suffixed `_t16` / `_t32`.
+/// The query module for tiles of `tile` lanes; its kernels are suffixed `_t8`, `_t16`, `_t32`.
 pub(crate) fn query_program(tile: u32) -> Program {
     Program::new(format!("btree_query_t{tile}"), QUERY_SOURCE)
         .headers(crate::cuda_headers())

@@ -26,9 +26,11 @@
 //!   per node, and a node height of at most one level more for the same keys.
 //! - **Warp-cooperative work sharing** (§3.3.6): each thread brings a request, a tile
 //!   serialises its lanes' requests (ballot, find first set, shuffle) and does each with
-//!   all its lanes. Queries and deletions use tiles of 16 lanes (two requests per warp)
-//!   or 32 ([`BTreeConfig::query_tile`]; `gpuds-bench btree` measures both); insertions
-//!   use whole warps because the slab allocator hands out units per warp.
+//!   all its lanes. Phased queries use tiles of 8, 16 or 32 lanes
+//!   ([`BTreeConfig::query_tile`]; `gpuds-bench btree` measures all three): a tile of 8
+//!   holds two pairs per lane and a warp works on four queries at a time. Deletions use
+//!   at least 16 lanes and insertions whole warps (the slab allocator hands out units per
+//!   warp), because a reachable node is changed by one store instruction of 16 lanes.
 //! - **B-link side links** (§3.3.2): every node holds its right sibling and that
 //!   sibling's minimum key, so readers never latch: a reader that reaches a node after a
 //!   split moved its key right follows the link.
@@ -116,6 +118,7 @@ pub use tree_ref::TreeRef;
 pub fn programs() -> Vec<gpuds_core::Program> {
     vec![
         kernels::update_program(),
+        kernels::query_program(8),
         kernels::query_program(16),
         kernels::query_program(32),
         sorted_array::program(),

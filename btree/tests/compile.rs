@@ -38,7 +38,7 @@ fn kernel_names_are_the_ones_the_host_loads() {
         "btree_bulk_level".into(),
         "btree_check_increasing".into(),
     ];
-    for tile in [16, 32] {
+    for tile in [8, 16, 32] {
         for name in [
             "btree_get",
             "btree_successor",

@@ -18,7 +18,7 @@ fn small_operations_match_std() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    for tile in [16, 32] {
+    for tile in [8, 16, 32] {
         let mut t = tree(&gpu, tile);
         assert!(t.is_empty().unwrap());
         t.insert_many(&[5, 0, u32::MAX, 9], &[50, 1, 2, 90])
@@ -61,7 +61,7 @@ fn operation_sequences_match_std() {
         cases: 6,
         ..Config::default()
     });
-    for tile in [16, 32] {
+    for tile in [8, 16, 32] {
         runner
             .run(&strategy, |batches| {
                 let mut t = tree(&gpu, tile);

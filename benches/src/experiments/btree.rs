@@ -207,8 +207,9 @@ fn count_bits(bench: &Bench, bits: &CudaSlice<u32>) -> Result<u64> {
         .sum())
 }
 
-/// Lookup (both tiles), ranges of 8 and 32 (collect form; count form for 8) and successor
-/// on a tree of n keys built by insertion; the sorted array's lookup and range count.
+/// Lookup (tiles of 8, 16 and 32), ranges of 8 and 32 (collect form; count form for 8) and
+/// successor (tiles of 8 and 16) on a tree of n keys built by insertion; the sorted array's
+/// lookup and range count.
 fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let keys = bench.random_words(n, 3)?;
     let sorted = sorted_host(bench, &keys)?;
@@ -217,7 +218,7 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let mut out = stream.alloc_zeros::<u32>(n)?;
     let mut out2 = stream.alloc_zeros::<u32>(n)?;
     let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-    for tile in [16, 32] {
+    for tile in [8, 16, 32] {
         let mut t = tree(bench, n, tile)?;
         t.insert_many_device(&keys, &keys).map_err(ce)?;
         t.check().map_err(ce)?;
@@ -237,7 +238,7 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
             .with_baseline(peer(bench, "find"))
             .with_note(checked(ok, "every key present")),
         );
-        if tile != 16 {
+        if tile == 32 {
             continue;
         }
         let timing = bench.timer.measure(|rep| {
@@ -250,7 +251,7 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
         rows.push(
             Row::new(
                 NAME,
-                "successor",
+                &format!("successor, tile {tile}"),
                 n as u64,
                 timing,
                 n as f64,
@@ -278,7 +279,7 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
             rows.push(
                 Row::new(
                     NAME,
-                    &format!("range, {len} per query (collect)"),
+                    &format!("range, {len} per query (collect), tile {tile}"),
                     q as u64,
                     timing,
                     q as f64,
@@ -287,7 +288,7 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                 .with_baseline(peer(bench, if len == 8 { "range 8" } else { "range 32" }))
                 .with_note(checked(ok, "n/4 queries, pairs written")),
             );
-            if len == 8 {
+            if len == 8 && tile == 16 {
                 let mut c = stream.alloc_zeros::<u32>(q)?;
                 let timing = bench.timer.measure(|rep| {
                     rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(ce))

@@ -1,5 +1,6 @@
 // Phased queries and deletions of GpuBTreeMap, one tile per request (TILE = QUERY_TILE,
-// 16 or 32). Queries load nodes through the read-only cache: the host runs them only while
+// 8, 16 or 32; deletions use at least 16 lanes, since a node is written by one instruction
+// of 16 lanes). Queries load nodes through the read-only cache: the host runs them only while
 // no kernel modifies the tree. Deletions latch leaves and load coherently.
 // Results: one word per request, plus one bit per request (32 per warp, written by lane 0).
 #include <gpuds/btree/tree_ref.cuh>
@@ -95,15 +96,17 @@ extern "C" __global__ void GPUDS_KERNEL(btree_range_collect)(tree_ref t, const u
 // Only leaves change in this kernel, so internal nodes are read through the cache.
 extern "C" __global__ void GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,
                                                        unsigned* old_values, unsigned* found_bits) {
+  constexpr unsigned RTILE = TILE < 16 ? 16 : TILE;
+  using rtile = gpuds::warp::tile<RTILE>;
   unsigned long long removed = 0;
   for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
     const unsigned mine = active ? keys[i] : 0u;
     unsigned value = 0;
     bool done = false;
-    tile_work_share<TILE>(active, [&](unsigned src) {
+    tile_work_share<RTILE>(active, [&](unsigned src) {
       unsigned v = 0;
-      const remove_outcome r = detail::remove<TILE, cached>(t, tile::shfl(mine, src), v);
-      if (tile::rank() == src) {
+      const remove_outcome r = detail::remove<RTILE, cached>(t, rtile::shfl(mine, src), v);
+      if (rtile::rank() == src) {
         done = r == REMOVE_DONE;
         value = v;
       }

@@ -67,6 +67,7 @@ __device__ __forceinline__ void store_pair(unsigned long long* words, unsigned p
 template <unsigned TILE>
 __device__ __forceinline__ void publish(unsigned long long* words, unsigned key, unsigned val,
                                         unsigned meta, unsigned high, node_addr link) {
+  static_assert(TILE >= 16, "a node is written by one instruction of 16 lanes or more");
   using tile = gpuds::warp::tile<TILE>;
   const unsigned pair = tile::rank() & 15u;
   unsigned a = key, b = val;

@@ -18,9 +18,10 @@
 // rightmost node); pivot 0 of an internal node equals its own low bound; a node's right
 // sibling starts at its high key. Nodes are never merged (§3.4.4), so pivots never change.
 //
-// A tile of TILE lanes (16 or 32) holds the node as pairs: lane r holds pair r % 16, so a
-// 32-lane tile reads every pair twice from the same line (one transaction) and only the
-// low 16 lanes write.
+// A tile of TILE lanes (8, 16 or 32) holds the node as pairs: with 16 or 32 lanes, lane r
+// holds pair r % 16 (a 32-lane tile reads every pair twice from the same line, one
+// transaction, and only the low 16 lanes write); with 8 lanes, lane r holds pairs r and
+// r + 8, loaded with two instructions, so 8-lane tiles serve phased queries only.
 #pragma once
 #include <gpuds/alloc/slab_alloc.cuh>
 #include <gpuds/core/memory.cuh>
@@ -68,57 +69,84 @@ struct cached {
   }
 };
 
-// One node as a tile holds it: this lane's pair plus the broadcast metadata and link.
+// One node as a tile holds it: this lane's pairs plus the broadcast metadata and link.
+// The 16 pairs are spread over LANES = min(TILE, 16) lanes, PER_LANE each: lane r holds
+// pairs r, r + LANES, ... (a 32-lane tile holds every pair twice, in lanes r and r + 16).
 template <unsigned TILE>
 struct node_view {
+  static_assert(TILE == 8 || TILE == 16 || TILE == 32, "node tiles are 8, 16 or 32 lanes");
   using tile = gpuds::warp::tile<TILE>;
-  unsigned key;   // this lane's key / pivot (pair rank % 16)
-  unsigned val;   // this lane's value / child
+  static constexpr unsigned LANES = TILE < 16 ? TILE : 16;
+  static constexpr unsigned PER_LANE = 16 / LANES;
+  unsigned key[PER_LANE];  // this lane's keys / pivots
+  unsigned val[PER_LANE];  // this lane's values / children
   unsigned meta;
   unsigned high;
   node_addr link;
 
-  __device__ __forceinline__ static unsigned pair() { return tile::rank() & 15u; }
+  // Index of this lane's s-th pair.
+  __device__ __forceinline__ static unsigned pair(unsigned s = 0) {
+    return tile::rank() % LANES + s * LANES;
+  }
+  // True on the lanes that hold distinct pairs (the low 16 lanes of a 32-lane tile).
+  __device__ __forceinline__ static bool holder() { return tile::rank() < LANES; }
   __device__ __forceinline__ unsigned count() const { return meta_count(meta); }
   __device__ __forceinline__ unsigned level() const { return meta_level(meta); }
   __device__ __forceinline__ bool is_leaf() const { return level() == 0; }
   __device__ __forceinline__ bool full() const { return count() >= NODE_PAIRS; }
-  // This lane holds one of the node's meaningful pairs.
-  __device__ __forceinline__ bool valid() const { return pair() < count(); }
   // The key belongs to a node further right on this level (B-link move right).
   __device__ __forceinline__ bool beyond(key_type k) const { return link != null_node && k >= high; }
 
-  // Bits 0..15: pairs whose lane satisfies `p` (a 32-lane tile's upper half mirrors).
-  __device__ __forceinline__ static unsigned pairs(bool p) { return tile::ballot(p) & 0xffffu; }
-
   template <class Mode>
   __device__ __forceinline__ void load(const unsigned long long* words) {
-    const unsigned long long w = Mode::load(words + pair());
-    key = static_cast<unsigned>(w);
-    val = static_cast<unsigned>(w >> 32);
-    meta = tile::shfl(val, META_PAIR);
-    high = tile::shfl(key, LINK_PAIR);
-    link = tile::shfl(val, LINK_PAIR);
+#pragma unroll
+    for (unsigned s = 0; s < PER_LANE; ++s) {
+      const unsigned long long w = Mode::load(words + pair(s));
+      key[s] = static_cast<unsigned>(w);
+      val[s] = static_cast<unsigned>(w >> 32);
+    }
+    meta = val_at(META_PAIR);
+    high = key_at(LINK_PAIR);
+    link = val_at(LINK_PAIR);
+  }
+
+  // Key / value of pair i (the same i on every lane), broadcast.
+  __device__ __forceinline__ unsigned key_at(unsigned i) const {
+    const unsigned mine = i < LANES ? key[0] : key[PER_LANE - 1];
+    return tile::shfl(mine, i % LANES);
+  }
+  __device__ __forceinline__ unsigned val_at(unsigned i) const {
+    const unsigned mine = i < LANES ? val[0] : val[PER_LANE - 1];
+    return tile::shfl(mine, i % LANES);
+  }
+
+  // Bits 0..15: the meaningful pairs (index < count) for which pred(key, value) holds.
+  template <class Pred>
+  __device__ __forceinline__ unsigned pairs_where(Pred pred) const {
+    unsigned m = 0;
+#pragma unroll
+    for (unsigned s = 0; s < PER_LANE; ++s) {
+      const bool p = pair(s) < count() && pred(key[s], val[s]);
+      m |= (tile::ballot(p) & ((1u << LANES) - 1u)) << (s * LANES);
+    }
+    return m;
   }
 
   // Index of the pair holding key k in a leaf, or -1.
   __device__ __forceinline__ int find(key_type k) const {
-    return __ffs(pairs(valid() && key == k)) - 1;
+    return __ffs(pairs_where([k](unsigned key, unsigned) { return key == k; })) - 1;
   }
   // Number of meaningful pairs with key < k: the insertion position of k.
   __device__ __forceinline__ unsigned rank_of(key_type k) const {
-    return __popc(pairs(valid() && key < k));
+    return __popc(pairs_where([k](unsigned key, unsigned) { return key < k; }));
   }
   // The child an internal node routes k to, or null_node when k is below the node's low
   // bound (impossible in a consistent tree).
   __device__ __forceinline__ node_addr child_for(key_type k) const {
-    const unsigned m = pairs(valid() && key <= k);
+    const unsigned m = pairs_where([k](unsigned key, unsigned) { return key <= k; });
     if (m == 0) return null_node;
-    return tile::shfl(val, 31 - __clz(m));
+    return val_at(31 - __clz(m));
   }
-  // Value (key, value) of pair i, broadcast.
-  __device__ __forceinline__ unsigned key_at(unsigned i) const { return tile::shfl(key, i); }
-  __device__ __forceinline__ unsigned val_at(unsigned i) const { return tile::shfl(val, i); }
 };
 
 }  // namespace btree

@@ -62,7 +62,7 @@ __device__ bool successor(const tree_ref& t, key_type k, key_type& key, value_ty
   node_view<TILE> n;
   if (!find_leaf<TILE, Mode>(t, k, addr, n)) return false;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    const unsigned m = n.pairs(n.valid() && n.key > k);
+    const unsigned m = n.pairs_where([k](unsigned key, unsigned) { return key > k; });
     if (m != 0) {
       const unsigned i = __ffs(m) - 1;
       key = n.key_at(i);
@@ -86,16 +86,22 @@ __device__ unsigned range(const tree_ref& t, key_type lo, key_type hi, key_type*
   node_addr addr;
   node_view<TILE> n;
   if (!find_leaf<TILE, Mode>(t, lo, addr, n)) return 0;
-  const unsigned pair = node_view<TILE>::pair();
+  using view = node_view<TILE>;
   unsigned found = 0;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    const bool in = n.valid() && n.key >= lo && n.key <= hi;
-    const unsigned m = n.pairs(in);
-    if (COLLECT && in && gpuds::warp::tile<TILE>::rank() < 16) {
-      const unsigned at = found + __popc(m & ((1u << pair) - 1u));
-      if (at < cap) {
-        keys[at] = n.key;
-        values[at] = n.val;
+    const unsigned m =
+        n.pairs_where([lo, hi](unsigned key, unsigned) { return key >= lo && key <= hi; });
+    if (COLLECT && view::holder()) {
+#pragma unroll
+      for (unsigned s = 0; s < view::PER_LANE; ++s) {
+        const unsigned pair = view::pair(s);
+        if ((m >> pair) & 1u) {
+          const unsigned at = found + __popc(m & ((1u << pair) - 1u));
+          if (at < cap) {
+            keys[at] = n.key[s];
+            values[at] = n.val[s];
+          }
+        }
       }
     }
     found += __popc(m);

@@ -31,11 +31,11 @@ __device__ __forceinline__ void insert_pair(unsigned long long* w, const warp_vi
   const unsigned pair = warp_view::pair();
   const unsigned pos = n.rank_of(key);
   const unsigned src = pair > 0 ? pair - 1 : 0;
-  unsigned k = gpuds::warp::tile<32>::shfl(n.key, src);
-  unsigned v = gpuds::warp::tile<32>::shfl(n.val, src);
+  unsigned k = gpuds::warp::tile<32>::shfl(n.key[0], src);
+  unsigned v = gpuds::warp::tile<32>::shfl(n.val[0], src);
   if (pair < pos || pair > n.count()) {
-    k = n.key;
-    v = n.val;
+    k = n.key[0];
+    v = n.val[0];
   } else if (pair == pos) {
     k = key;
     v = value;
@@ -49,8 +49,8 @@ __device__ __forceinline__ void write_half(unsigned long long* w, const warp_vie
                                           unsigned high, node_addr link) {
   const unsigned pair = warp_view::pair();
   const unsigned src = pair + from < 16 ? pair + from : 15;
-  const unsigned k = gpuds::warp::tile<32>::shfl(n.key, src);
-  const unsigned v = gpuds::warp::tile<32>::shfl(n.val, src);
+  const unsigned k = gpuds::warp::tile<32>::shfl(n.key[0], src);
+  const unsigned v = gpuds::warp::tile<32>::shfl(n.val[0], src);
   if (gpuds::warp::lane_id() < 16) {
     if (pair < SPLIT_AT) {
       store_pair(w, pair, k, v);
@@ -71,7 +71,7 @@ __device__ __forceinline__ void split(const tree_ref& t, node_addr cur, const wa
   write_half(t.words(right), n, SPLIT_AT, n.high, n.link);
   fence_new_node<32>();
   insert_pair(t.words(parent), p, split_key, right);
-  publish<32>(t.words(cur), n.key, n.val, make_meta(SPLIT_AT, n.level()), split_key, right);
+  publish<32>(t.words(cur), n.key[0], n.val[0], make_meta(SPLIT_AT, n.level()), split_key, right);
 }
 
 // Splits the latched full root (read as `n`) into two fresh nodes and makes the root
@@ -92,8 +92,8 @@ __device__ __forceinline__ bool split_root(const tree_ref& t, gpuds::alloc::warp
   fence_new_node<32>();
   const unsigned pair = warp_view::pair();
   // pivot 0 is the root's low bound, 0
-  const unsigned k = pair == 0 ? 0u : (pair == 1 ? split_key : n.key);
-  const unsigned v = pair == 0 ? left : (pair == 1 ? right : n.val);
+  const unsigned k = pair == 0 ? 0u : (pair == 1 ? split_key : n.key[0]);
+  const unsigned v = pair == 0 ? left : (pair == 1 ? right : n.val[0]);
   publish<32>(t.words(t.root), k, v, make_meta(2, n.level() + 1), n.high, n.link);
   return true;
 }
@@ -190,7 +190,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
     const int i = n.find(k);
     if (i >= 0) {
       const bool here = warp_view::pair() == static_cast<unsigned>(i);
-      publish<32>(w, n.key, here ? v : n.val, n.meta, n.high, n.link);
+      publish<32>(w, n.key[0], here ? v : n.val[0], n.meta, n.high, n.link);
       return INSERT_REPLACED;
     }
     insert_pair(w, n, k, v);
@@ -207,6 +207,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
 // deletions only), `coherent` otherwise. Leaves are always loaded coherently.
 template <unsigned TILE, class Descent = coherent>
 __device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& value) {
+  static_assert(TILE >= 16, "a node is written by one instruction of 16 lanes or more");
   using tile = gpuds::warp::tile<TILE>;
   node_addr addr;
   node_view<TILE> n;
@@ -228,10 +229,10 @@ __device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& valu
     value = n.val_at(static_cast<unsigned>(i));
     const unsigned pair = node_view<TILE>::pair();
     const unsigned src = pair < 15 ? pair + 1 : 15;
-    const unsigned nk = tile::shfl(n.key, src);
-    const unsigned nv = tile::shfl(n.val, src);
+    const unsigned nk = tile::shfl(n.key[0], src);
+    const unsigned nv = tile::shfl(n.val[0], src);
     const bool shift = pair >= static_cast<unsigned>(i) && pair + 1 < n.count();
-    publish<TILE>(w, shift ? nk : n.key, shift ? nv : n.val, make_meta(n.count() - 1, n.level()),
+    publish<TILE>(w, shift ? nk : n.key[0], shift ? nv : n.val[0], make_meta(n.count() - 1, n.level()),
                   n.high, n.link);
     return REMOVE_DONE;
   }
