@@ -285,7 +285,7 @@ fn mixed_concurrent_batches_up_to_load_0_95() {
             }
         }
         let stats = map.stats().unwrap();
-        assert!(stats.load_factor >= 0.95, "{stats:?}");
+        assert!(stats.len >= target, "{stats:?}");
         println!("slots {slots}: {stats:?}");
         // Concurrent gets of untouched keys never miss while evictions run.
         let present: Vec<u32> = state(&map).keys().copied().take(4000).collect();

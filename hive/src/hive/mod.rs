@@ -72,6 +72,8 @@ pub struct HiveMap {
     split: u32,
     min_buckets: u32,
     len: usize,
+    /// Stash reservations after the last update (the host's copy of the tail).
+    stash_tail: u64,
     expansions: u64,
     contractions: u64,
 }
@@ -149,6 +151,7 @@ impl HiveMap {
             split,
             min_buckets: buckets,
             len: 0,
+            stash_tail: 0,
             expansions: 0,
             contractions: 0,
             config,
@@ -454,7 +457,11 @@ impl HiveMap {
         absent: u32,
     ) -> Result<()> {
         let stream = self.gpu.stream();
-        let r = self.device_ref();
+        let mut r = self.device_ref();
+        if self.stash_tail == 0 {
+            // No writer runs with this kernel: an empty stash stays empty.
+            r.stash_capacity = 0;
+        }
         let n = keys.len() as u64;
         let null = 0u64;
         let kernel = &self.kernels.find;
@@ -639,6 +646,7 @@ impl HiveMap {
         self.gpu.stream().memset_zeros(&mut self.ctrl)?;
         self.gpu.synchronize()?;
         self.len = 0;
+        self.stash_tail = 0;
         Ok(())
     }
 
@@ -744,6 +752,7 @@ impl HiveMap {
         let stream = self.gpu.stream().clone();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         self.len = ctrl[CTRL_LEN] as usize;
+        self.stash_tail = ctrl[CTRL_STASH_TAIL];
         let failed = ctrl[CTRL_FAILED];
         let status = self.status.take()?;
         let failure = if failed > 0 {
@@ -763,7 +772,7 @@ impl HiveMap {
         } else {
             None
         };
-        self.after_update(ctrl[CTRL_STASH_TAIL])?;
+        self.after_update()?;
         match failure {
             Some(e) => Err(e),
             None => Ok(()),

@@ -191,8 +191,9 @@ impl HiveMap {
     }
 
     /// After an update batch: expand above the upper threshold, contract below the
-    /// lower one, drain a stash that is half used.
-    pub(super) fn after_update(&mut self, stash_tail: u64) -> Result<()> {
+    /// lower one, and drain a stash that was used (reinsertion compacts it, so the next
+    /// lookups scan only the pairs still parked there, or skip it when it is empty).
+    pub(super) fn after_update(&mut self) -> Result<()> {
         if self.config.auto_resize {
             let s = self.config.slots_per_bucket as usize;
             if self.load_factor() > self.config.max_load {
@@ -213,29 +214,42 @@ impl HiveMap {
                 }
             }
         }
-        if stash_tail as usize * 2 >= self.stash.len() {
+        if self.stash_tail > 0 {
             self.drain_stash()?;
         }
         Ok(())
     }
 
     /// Takes every pair out of the stash and reinserts it into the table (pairs that
-    /// still find no room go back into the emptied stash). Synchronizes.
+    /// still find no room go back into the emptied stash, which first grows to its share
+    /// of the current capacity). Synchronizes.
     pub(super) fn drain_stash(&mut self) -> Result<()> {
         let stream = self.gpu.stream().clone();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash.len());
-        if used == 0 {
+        let wanted = self.config.stash_capacity(self.capacity());
+        if used == 0 && wanted <= self.stash.len() {
+            self.stash_tail = 0;
             return Ok(());
         }
         // SAFETY: the copy below writes every word.
-        let mut words = unsafe { stream.alloc::<u64>(used) }?;
-        stream.memcpy_dtod(&self.stash.slice(..used), &mut words)?;
+        let mut words = unsafe { stream.alloc::<u64>(used.max(1)) }?;
+        if used > 0 {
+            stream.memcpy_dtod(&self.stash.slice(..used), &mut words.slice_mut(..used))?;
+        }
+        if wanted > self.stash.len() {
+            // SAFETY: filled with empty words below.
+            self.stash = unsafe { stream.alloc::<u64>(wanted) }?;
+        }
         gpuds_core::primitives::fill(&self.gpu, &mut self.stash, EMPTY)?;
         stream.memcpy_htod(
             &[0u64],
             &mut self.ctrl.slice_mut(CTRL_STASH_TAIL..CTRL_STASH_TAIL + 1),
         )?;
+        if used == 0 {
+            self.stash_tail = 0;
+            return Ok(());
+        }
         let r = self.device_ref();
         let n = used as u64;
         let kernel = &self.kernels.reinsert;
@@ -246,6 +260,7 @@ impl HiveMap {
         unsafe { args.launch(shape) }?;
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         self.len = ctrl[CTRL_LEN] as usize;
+        self.stash_tail = ctrl[CTRL_STASH_TAIL];
         if ctrl[CTRL_FAILED] > 0 {
             // Each reinsert parks at most one pair in the emptied stash, so this takes a
             // retry cap reached under contention: say so rather than drop pairs silently.

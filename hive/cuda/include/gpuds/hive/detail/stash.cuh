@@ -17,8 +17,11 @@ struct stash_ref {
   unsigned long long* tail;
   unsigned capacity;
 
-  // Words in use, the same on every lane of the tile (rank 0 reads the tail).
+  // Words in use, the same on every lane of the tile (rank 0 reads the tail). A stash
+  // of capacity 0 is one the host knows to be empty for a kernel without writers: its
+  // tail is not read at all (every lookup would read that one word).
   __device__ __forceinline__ unsigned used() const {
+    if (capacity == 0) return 0;
     unsigned n = 0;
     if (tile::rank() == 0) {
       const unsigned long long t = mem::ld_relaxed(tail);
