@@ -157,25 +157,23 @@ impl Table {
         })
     }
 
-    /// Grows the slab pool so that `n` more claimed slots cannot run out of slabs: every
-    /// slab but the last of a list is full, so a table with c claimed slots has at most
-    /// c / slots slabs beyond its base slabs, and each resident warp may hold one more
-    /// for a moment (a lost race to link it). Synchronizes only when the pool must grow
-    /// or a device ref was handed out since the last batch. A pool that cannot grow that
-    /// far is left as large as it may be: the batch runs and reports exhaustion if it
-    /// really runs out.
+    /// Grows the slab pool so that `n` more claimed slots cannot run out of slabs (see
+    /// [`slab_bound`]). Synchronizes only when the pool must grow or a device ref was
+    /// handed out since the last batch. Growth is geometric (to twice the bound), so a
+    /// table that keeps taking batches grows rarely. A pool that cannot grow that far is
+    /// left as large as it may be: the batch runs and reports exhaustion if it really
+    /// runs out.
     pub(crate) fn reserve_for(&mut self, n: usize) -> Result<()> {
         if self.stale.swap(false, Ordering::Relaxed) {
             self.claimed = self.read_control()?[CLAIMED];
         }
-        let slots = self.kind.slots() as u64;
         let warps = self.gpu.info().sm_count as u64 * 64;
-        let bound = (self.claimed + n as u64).div_ceil(slots) + warps;
+        let bound = slab_bound(self.claimed, n as u64, self.kind.slots() as u64, warps);
         if self.alloc.capacity_units() >= bound + bound / 4 {
             return Ok(());
         }
         let in_use = self.alloc.units_in_use()?;
-        match self.alloc.reserve(bound.saturating_sub(in_use)) {
+        match self.alloc.reserve((2 * bound).saturating_sub(in_use)) {
             Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => Ok(()),
             Err(e) => Err(e.into()),
         }
@@ -490,5 +488,33 @@ impl Guard {
             index,
             key: key.to_u64(),
         })
+    }
+}
+
+/// The most slabs beyond the base slabs a table with `claimed` claimed slots can need
+/// after `n` more claims, while `warps` warps run: every slab of a list but the last is
+/// full, so there are at most (claimed + n) / slots of them, and each resident warp may
+/// hold one more for a moment (a slab it allocated but lost the race to link).
+pub(crate) fn slab_bound(claimed: u64, n: u64, slots: u64, warps: u64) -> u64 {
+    (claimed + n).div_ceil(slots) + warps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::slab_bound;
+
+    #[test]
+    fn the_bound_covers_full_lists_and_racing_warps() {
+        // 15 pairs per slab: 30 claimed slots in one list are the base slab and two more
+        // at most; the bound never undercounts.
+        assert_eq!(slab_bound(0, 30, 15, 0), 2);
+        assert_eq!(slab_bound(10, 21, 15, 0), 3);
+        assert_eq!(slab_bound(0, 0, 30, 8448), 8448);
+        for claimed in [0u64, 1, 14, 15, 16, 1 << 20] {
+            for n in [0u64, 1, 15, 1000] {
+                let b = slab_bound(claimed, n, 15, 0);
+                assert!(b * 15 >= claimed + n);
+            }
+        }
     }
 }

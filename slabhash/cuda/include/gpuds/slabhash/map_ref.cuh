@@ -60,7 +60,7 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits != 0) {
@@ -73,9 +73,6 @@ struct map_ref : detail::table {
             return true;
           }
           return !advance(slab, word);
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     return outcome;
   }
@@ -85,7 +82,7 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
@@ -104,9 +101,6 @@ struct map_ref : detail::table {
             value = static_cast<V>(v);
           }
           return true;
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_PRESENT));
     count(-static_cast<long long>(removed), 0);
@@ -119,7 +113,7 @@ struct map_ref : detail::table {
     const unsigned lane = warp::lane_id();
     unsigned removed = 0;
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
@@ -134,9 +128,6 @@ struct map_ref : detail::table {
           if (lane == static_cast<unsigned>(src)) removed += __popc(wins);
           if (wins != hits) return false;  // some instance changed under us: re-read
           return !advance(slab, word);
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     count(-static_cast<long long>(detail::warp_sum(removed)), 0);
     return removed;
@@ -150,7 +141,7 @@ struct map_ref : detail::table {
     const unsigned lane = warp::lane_id();
     unsigned found = 0;
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits != 0) {
@@ -165,9 +156,6 @@ struct map_ref : detail::table {
             if (lane == static_cast<unsigned>(src)) found += __popc(hits);
           }
           return !advance(slab, word);
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     return found;
   }
@@ -186,7 +174,7 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits =
@@ -216,9 +204,6 @@ struct map_ref : detail::table {
             if (replacing) old = static_cast<V>(previous);
           }
           return true;
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     const unsigned added =
         __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_ABSENT || outcome == OP_ADDED) &

@@ -32,7 +32,7 @@ struct set_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
@@ -55,9 +55,6 @@ struct set_ref : detail::table {
           if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
           if (lane == static_cast<unsigned>(src)) outcome = OP_ABSENT;
           return true;
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, active && outcome == OP_ABSENT));
     count(added, added);
@@ -69,7 +66,7 @@ struct set_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits == 0) return !advance(slab, word);
@@ -81,9 +78,6 @@ struct set_ref : detail::table {
           if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;
           if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
           return true;
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_PRESENT));
     count(-static_cast<long long>(removed), 0);
@@ -95,16 +89,13 @@ struct set_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     walk(
-        active, key,
+        active, key, outcome,
         [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           if (__ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES) {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
             return true;
           }
           return !advance(slab, word);
-        },
-        [&](int src) {
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
         });
     return outcome;
   }

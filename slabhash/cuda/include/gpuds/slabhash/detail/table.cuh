@@ -71,13 +71,13 @@ struct table {
   // is called by all lanes with src's key, the slab it is at and this lane's word of it;
   // it returns true when src's request is finished, and may move `slab` (to the next
   // slab, or to one it appended); returning false with `slab` unchanged re-reads it.
-  // `give_up(src)` runs when a request passes the step cap.
+  // A request that passes the step cap gets OP_FAILED in its lane's `outcome`.
   //
   // Each lane hashes its own key before the loop, all lanes at once, so a request costs
   // the loop two shuffles instead of a hash (the hash's 64-bit remainders would
   // otherwise be the most expensive part of a round).
-  template <class Visit, class GiveUp>
-  __device__ void walk(bool active, unsigned key, Visit&& visit, GiveUp&& give_up) const {
+  template <class Visit>
+  __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
     const unsigned home = active ? bucket_of(key) : 0u;
     unsigned* slab = nullptr;
     int current = -1;
@@ -92,7 +92,7 @@ struct table {
       }
       if (++steps > step_cap) {
         report(status::RETRY_LIMIT);
-        give_up(src);
+        if (warp::lane_id() == static_cast<unsigned>(src)) outcome = OP_FAILED;
         return true;
       }
       const unsigned word = read_slab(slab);
