@@ -212,7 +212,9 @@ impl HiveMap {
         self.len as f64 / self.capacity() as f64
     }
 
-    /// The device view for user kernels (valid until the next `&mut self` call).
+    /// The device view for user kernels (valid until the next `&mut self` call). After
+    /// a user kernel changed the table through it, call [`refresh`](Self::refresh)
+    /// before the next host call, so that the host's length and stash state are current.
     pub fn device_ref(&self) -> HiveRef {
         let stream = self.gpu.stream();
         let ptr = |p: u64| p;
@@ -236,6 +238,23 @@ impl HiveMap {
             failed_capacity: FAILED_CAPACITY as u32,
             eviction_bound: self.config.eviction_bound,
         }
+    }
+
+    /// Reads the length and the stash state back from the device, after user kernels
+    /// wrote through [`device_ref`](Self::device_ref), and reports what they recorded in
+    /// the status word. Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let r = map.device_ref();
+    /// // ... launch a kernel that inserts through `r` ...
+    /// # let _ = r;
+    /// map.refresh()?;
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn refresh(&mut self) -> Result<()> {
+        self.finish_update()
     }
 
     fn shape(&self, kernel: &gpuds_core::Kernel, items: usize) -> Result<LaunchConfig> {
