@@ -113,11 +113,11 @@ struct node_view {
   // Key / value of pair i (the same i on every lane), broadcast.
   __device__ __forceinline__ unsigned key_at(unsigned i) const {
     const unsigned mine = i < LANES ? key[0] : key[PER_LANE - 1];
-    return tile::shfl(mine, i % LANES);
+    return tile::shfl(mine, PER_LANE == 1 ? i : i % LANES);
   }
   __device__ __forceinline__ unsigned val_at(unsigned i) const {
     const unsigned mine = i < LANES ? val[0] : val[PER_LANE - 1];
-    return tile::shfl(mine, i % LANES);
+    return tile::shfl(mine, PER_LANE == 1 ? i : i % LANES);
   }
 
   // Bits 0..15: the meaningful pairs (index < count) for which pred(key, value) holds.

@@ -15,12 +15,21 @@ namespace detail {
 // Internal nodes are loaded with Mode, nodes that may be leaves (the root, the children of
 // level-1 nodes) with LeafMode: a kernel that changes only leaves (deletion) may read the
 // internal nodes through the cache (§3.4.4).
+template <class A, class B>
+struct same_mode {
+  static constexpr bool value = false;
+};
+template <class A>
+struct same_mode<A, A> {
+  static constexpr bool value = true;
+};
+
 template <unsigned TILE, class Mode, class LeafMode = Mode>
 __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_view<TILE>& n) {
   addr = t.root;
   bool maybe_leaf = true;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    if (maybe_leaf) {
+    if (same_mode<Mode, LeafMode>::value || maybe_leaf) {
       n.template load<LeafMode>(t.words(addr));
     } else {
       n.template load<Mode>(t.words(addr));
