@@ -168,3 +168,19 @@ mod tests {
         assert!(reference("NVIDIA A100-SXM4-80GB", Limit::Cas).is_none());
     }
 }
+
+#[cfg(test)]
+mod bucketed_cuckoo_tests {
+    use super::bucketed_cuckoo;
+
+    #[test]
+    fn figures_per_gpu_load_and_operation() {
+        let b = bucketed_cuckoo("NVIDIA H100 80GB HBM3", "find miss", 0.8).unwrap();
+        assert_eq!(b.rate, 9.470);
+        let b = bucketed_cuckoo("NVIDIA H200", "insert", 0.95).unwrap();
+        assert!((b.rate - 0.8 * 7.804).abs() < 1e-12 && b.label.starts_with("0.8 x"));
+        assert!(bucketed_cuckoo("NVIDIA H200", "erase", 0.8).is_none());
+        assert!(bucketed_cuckoo("NVIDIA H200", "insert", 0.7).is_none());
+        assert!(bucketed_cuckoo("NVIDIA A100-SXM4-80GB", "insert", 0.8).is_none());
+    }
+}
