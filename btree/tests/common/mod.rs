@@ -1,4 +1,4 @@
-//! Shared helpers of the GPU tests.
+//! Code shared by the GPU tests.
 #![allow(dead_code)]
 
 use std::collections::{BTreeMap, HashSet};
