@@ -82,9 +82,10 @@ fn search_reads_one_word_per_lane_per_slab() {
     let body = &text[start..];
     let body = &body[..body.find("\n}\n").expect("end of kernel")];
     let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
-    // One in the base-slab round, one in the following rounds: the status word read of
-    // a report is the only other relaxed load.
-    assert!(slab_loads <= 4, "{slab_loads} relaxed loads in find");
+    // Three slab reads (the first request's base slab, the next request's base slab read
+    // ahead, the following slabs of a list) and the status-word reads of the three
+    // reports (refused batch, reserved key, step cap) are the only relaxed loads.
+    assert!(slab_loads <= 6, "{slab_loads} relaxed loads in find");
 }
 
 /// A user kernel that uses map_ref, set_ref and the bucket iterator compiles from the

@@ -91,7 +91,7 @@ struct map_ref : detail::table {
           bool won = false;
           if (lane == static_cast<unsigned>(dest)) {
             const unsigned long long expected = pack_pair(k, neighbour);
-            won = mem::cas_acq_rel(reinterpret_cast<unsigned long long*>(slab + dest), expected,
+            won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest), expected,
                                    pack_pair(TOMBSTONE_KEY, neighbour)) == expected;
           }
           if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // changed: re-read
@@ -121,7 +121,7 @@ struct map_ref : detail::table {
           bool won = false;
           if ((hits >> lane) & 1u) {
             const unsigned long long expected = pack_pair(k, neighbour);
-            won = mem::cas_acq_rel(reinterpret_cast<unsigned long long*>(slab + lane), expected,
+            won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + lane), expected,
                                    pack_pair(TOMBSTONE_KEY, neighbour)) == expected;
           }
           const unsigned wins = __ballot_sync(warp::FULL_MASK, won);
@@ -194,7 +194,7 @@ struct map_ref : detail::table {
           if (lane == static_cast<unsigned>(dest)) {
             const unsigned long long expected =
                 replacing ? pack_pair(k, neighbour) : pack_pair(EMPTY_KEY, EMPTY_VALUE);
-            won = mem::cas_acq_rel(reinterpret_cast<unsigned long long*>(slab + dest), expected,
+            won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest), expected,
                                    pack_pair(k, v)) == expected;
           }
           if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read

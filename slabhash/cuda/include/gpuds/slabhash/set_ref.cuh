@@ -50,7 +50,7 @@ struct set_ref : detail::table {
           }
           bool won = false;
           if (lane == static_cast<unsigned>(dest)) {
-            won = mem::cas_acq_rel(slab + dest, EMPTY_KEY, k) == EMPTY_KEY;
+            won = mem::cas_relaxed(slab + dest, EMPTY_KEY, k) == EMPTY_KEY;
           }
           if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
           if (lane == static_cast<unsigned>(src)) outcome = OP_ABSENT;
@@ -73,7 +73,7 @@ struct set_ref : detail::table {
           const int dest = __ffs(hits) - 1;
           bool won = false;
           if (lane == static_cast<unsigned>(dest)) {
-            won = mem::cas_acq_rel(slab + dest, k, TOMBSTONE_KEY) == k;
+            won = mem::cas_relaxed(slab + dest, k, TOMBSTONE_KEY) == k;
           }
           if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;
           if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;

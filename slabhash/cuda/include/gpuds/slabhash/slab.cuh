@@ -13,7 +13,11 @@
 //   the empty slots of a list are a suffix of it and list order is insertion order
 //   (this is what makes SEARCH and DELETE find the least recent instance);
 // - a slab is linked at the tail only after the tail was seen full, and its words are
-//   all ones (empty pairs, NULL next) before it is published.
+//   all ones (empty pairs, NULL next) before it is published (a release CAS on the
+//   tail's next word);
+// - a claim, replacement or deletion is one relaxed CAS of the whole slot (a map's
+//   key-value pair as one 64-bit word): the slot is all it publishes, so it needs no
+//   ordering with other memory, and relaxed atomics skip the fences an acq_rel one costs.
 #pragma once
 #include <gpuds/alloc/slab_alloc.cuh>
 #include <gpuds/core/memory.cuh>

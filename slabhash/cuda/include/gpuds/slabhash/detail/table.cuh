@@ -3,8 +3,8 @@
 // word) and the warp-cooperative walk along one request's list.
 //
 // The walk is the slab hash paper's work-sharing loop (§IV-A, Fig. 2): lanes with a
-// request vote, the warp takes the lowest voter's key, hashes it to its bucket and reads
-// one slab per round, all lanes together; the operation's body looks at the slab with
+// request vote, the warp takes the lowest voter's key and bucket and reads one slab per
+// round, all lanes together (reading the next request's base slab ahead, see walk); the operation's body looks at the slab with
 // ballots and decides to finish, re-read the same slab (a CAS lost a race) or move on.
 // Every request is bounded by `step_cap` rounds: past it, RETRY_LIMIT is reported and
 // the request fails, so a corrupted list (a cycle) cannot hang a kernel.
@@ -71,33 +71,51 @@ struct table {
   // is called by all lanes with src's key, the slab it is at and this lane's word of it;
   // it returns true when src's request is finished, and may move `slab` (to the next
   // slab, or to one it appended); returning false with `slab` unchanged re-reads it.
-  // A request that passes the step cap gets OP_FAILED in its lane's `outcome`.
+  // A request that passes the step cap reports RETRY_LIMIT and gets OP_FAILED in its
+  // lane's `outcome`.
   //
-  // Each lane hashes its own key before the loop, all lanes at once, so a request costs
-  // the loop two shuffles instead of a hash (the hash's 64-bit remainders would
-  // otherwise be the most expensive part of a round).
+  // The loop is the paper's (vote, take the lowest requester, broadcast its key), with
+  // two additions. Each lane hashes its own key before the loop, all lanes at once, so a
+  // request costs two shuffles instead of a hash (the hash's 64-bit remainders would
+  // otherwise be the most expensive part of a round). And it is software-pipelined: when
+  // the warp takes up a request it already issues the read of the next request's base
+  // slab, so each warp keeps two slab reads in flight and a request settled in its base
+  // slab (most of them at the paper's utilizations) exposes little latency of its own.
+  // A base slab read ahead may be stale by the time its request runs; operations only
+  // ever change a slab through a CAS that checks what they saw, and a lost CAS re-reads.
   template <class Visit>
   __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
+    const unsigned lane = warp::lane_id();
     const unsigned home = active ? bucket_of(key) : 0u;
-    unsigned* slab = nullptr;
-    int current = -1;
-    unsigned steps = 0;
-    unsigned k = 0;
-    warp::work_share(active, [&](int src) -> bool {
-      if (src != current) {
-        current = src;
-        steps = 0;
-        k = __shfl_sync(warp::FULL_MASK, key, src);
-        slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
+    unsigned pending = __ballot_sync(warp::FULL_MASK, active);
+    if (pending == 0u) return;
+    int src = __ffs(pending) - 1;
+    unsigned* slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
+    unsigned word = read_slab(slab);
+    for (;;) {
+      pending &= pending - 1u;
+      const int next_src = pending != 0u ? __ffs(pending) - 1 : -1;
+      unsigned* next_slab = nullptr;
+      unsigned next_word = 0u;
+      if (next_src >= 0) {
+        next_slab = base_slab(__shfl_sync(warp::FULL_MASK, home, next_src));
+        next_word = read_slab(next_slab);
       }
-      if (++steps > step_cap) {
-        report(status::RETRY_LIMIT);
-        if (warp::lane_id() == static_cast<unsigned>(src)) outcome = OP_FAILED;
-        return true;
+      const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
+      for (unsigned steps = 1;; ++steps) {
+        if (visit(src, k, slab, word)) break;
+        if (steps >= step_cap) {
+          report(status::RETRY_LIMIT);
+          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+          break;
+        }
+        word = read_slab(slab);
       }
-      const unsigned word = read_slab(slab);
-      return visit(src, k, slab, word);
-    });
+      if (next_src < 0) return;
+      src = next_src;
+      slab = next_slab;
+      word = next_word;
+    }
   }
 
   // Follows the next address of the slab whose words the lanes hold; false at the tail.
