@@ -13,7 +13,9 @@ use gpuds_core::hash::Universal;
 pub struct TableRef {
     /// Device address of the B base slabs (32 words each).
     pub buckets: u64,
-    /// Device address of two `u64` counters: live keys, claimed slots.
+    /// Device address of the counters: 32 stripes of 16 `u64` words (one 128-byte line
+    /// each), live keys in word 0 and claimed slots in word 1 of a stripe; a warp adds its
+    /// changes to stripe `global warp id % 32`, and the totals are the sums.
     pub counters: u64,
     /// Device address of the table's status word.
     pub status: u64,

@@ -19,10 +19,21 @@ use crate::ops::{BatchResults, DeviceBatch, OpResult, OP_ADDED, OP_PRESENT};
 use crate::refs::TableRef;
 use crate::stats::SlabHashStats;
 
-/// Words of the control buffer: live keys, claimed slots, status word (low 32 bits).
+/// What `read_control` returns: live keys, claimed slots, status word (low 32 bits).
 const LIVE: usize = 0;
 const CLAIMED: usize = 1;
 const STATUS: usize = 2;
+
+/// The device control buffer: the status word in word 0, then the counters in
+/// `COUNTER_STRIPES` stripes of one 128-byte line each (live keys in word 0, claimed
+/// slots in word 1), as `gpuds::slabhash::detail::table::count` updates them. Warps add
+/// to the stripe of their warp id, so the per-warp atomics of a batch spread over many
+/// addresses instead of serializing on one.
+const DEVICE_STATUS: usize = 0;
+const COUNTER_STRIPES: usize = 32;
+const STRIPE_WORDS: usize = 16;
+const FIRST_STRIPE: usize = 16;
+const CONTROL_WORDS: usize = FIRST_STRIPE + COUNTER_STRIPES * STRIPE_WORDS;
 
 pub(crate) struct Table {
     gpu: Gpu,
@@ -74,7 +85,7 @@ impl Table {
             suffix: kernels::suffix::<K, V>(kind),
             module,
             buckets,
-            control: stream.alloc_zeros::<u64>(3)?,
+            control: stream.alloc_zeros::<u64>(CONTROL_WORDS)?,
             alloc,
             hash: Universal::from_seed(config.seed),
             config,
@@ -102,8 +113,8 @@ impl Table {
         let control = self.control.device_ptr(stream).0;
         TableRef {
             buckets: self.buckets.device_ptr(stream).0,
-            counters: control,
-            status: control + (STATUS * 8) as u64,
+            counters: control + (FIRST_STRIPE * 8) as u64,
+            status: control + (DEVICE_STATUS * 8) as u64,
             alloc: self.alloc.device_ref(),
             hash: self.hash,
             num_buckets: self.config.buckets,
@@ -179,8 +190,17 @@ impl Table {
         }
     }
 
-    fn read_control(&self) -> Result<Vec<u64>> {
-        Ok(self.gpu.stream().clone_dtoh(&self.control)?)
+    /// Live keys, claimed slots and the status word (indices LIVE, CLAIMED, STATUS),
+    /// the counters summed over their stripes. Synchronizes.
+    fn read_control(&self) -> Result<[u64; 3]> {
+        let words = self.gpu.stream().clone_dtoh(&self.control)?;
+        let mut out = [0, 0, words[DEVICE_STATUS]];
+        for stripe in words[FIRST_STRIPE..].chunks_exact(STRIPE_WORDS) {
+            // Stripes hold wrapping sums of signed changes; only their total is a count.
+            out[LIVE] = out[LIVE].wrapping_add(stripe[0]);
+            out[CLAIMED] = out[CLAIMED].wrapping_add(stripe[1]);
+        }
+        Ok(out)
     }
 
     /// Ends a batch: reads the counters and the status word (one copy, synchronizing)
@@ -208,7 +228,7 @@ impl Table {
             return Ok(control[LIVE]);
         }
         let stream = self.gpu.stream();
-        stream.memset_zeros(&mut self.control.slice_mut(STATUS..STATUS + 1))?;
+        stream.memset_zeros(&mut self.control.slice_mut(DEVICE_STATUS..DEVICE_STATUS + 1))?;
         if flags.contains(Status::RESERVED_KEY) {
             refused()?;
         }
@@ -307,9 +327,12 @@ impl Table {
         args.arg(&r).arg(&mut freed);
         // SAFETY: the kernel walks the table's own lists and writes one word of `freed`.
         unsafe { args.launch(shape) }?;
-        // Tombstones are gone: every claimed slot is live again.
-        let (live, mut claimed) = self.control.split_at_mut(CLAIMED);
-        stream.memcpy_dtod(&live, &mut claimed.slice_mut(..1))?;
+        // Tombstones are gone: every claimed slot is live again, stripe by stripe.
+        let mut words = stream.clone_dtoh(&self.control)?;
+        for stripe in words[FIRST_STRIPE..].chunks_exact_mut(STRIPE_WORDS) {
+            stripe[1] = stripe[0];
+        }
+        stream.memcpy_htod(&words, &mut self.control)?;
         let freed = stream.clone_dtoh(&freed)?[0];
         self.finish()?;
         self.alloc.check_status()?;

@@ -17,9 +17,14 @@ namespace gpuds {
 namespace slabhash {
 namespace detail {
 
+// The counters' stripes: lines of 16 words (128 bytes), live keys in word 0, claimed
+// slots (live + tombstones) in word 1. The host sums them.
+constexpr unsigned COUNTER_STRIPES = 32;
+constexpr unsigned COUNTER_STRIPE_WORDS = 16;
+
 struct table {
   unsigned* buckets;                // num_buckets base slabs, 32 words each
-  unsigned long long* counters;     // [0] live keys, [1] claimed slots (live + tombstones)
+  unsigned long long* counters;     // COUNTER_STRIPES lines: [0] live keys, [1] claimed slots
   unsigned* status;                 // the table's status word
   alloc::slab_alloc_ref alloc;      // where slabs beyond the base slabs live
   hash::universal hash;             // bucket = ((a*k + b) mod p) mod num_buckets
@@ -45,12 +50,16 @@ struct table {
   }
 
   // Adds this warp's changes to the counters with one atomic per counter (warp-uniform
-  // arguments).
+  // arguments), in the stripe of the warp: atomics on one address serialize in L2, and
+  // a batch makes one per warp, so a single counter would cost more than the batch.
+  // The counts are the sums over the stripes (wrapping: a stripe may go "negative").
   __device__ void count(long long live, long long claimed) const {
     if (warp::lane_id() == 0) {
-      if (live != 0) mem::fetch_add_relaxed(&counters[0], static_cast<unsigned long long>(live));
+      unsigned long long* stripe =
+          counters + (warp::global_warp_id() % COUNTER_STRIPES) * COUNTER_STRIPE_WORDS;
+      if (live != 0) mem::fetch_add_relaxed(&stripe[0], static_cast<unsigned long long>(live));
       if (claimed != 0) {
-        mem::fetch_add_relaxed(&counters[1], static_cast<unsigned long long>(claimed));
+        mem::fetch_add_relaxed(&stripe[1], static_cast<unsigned long long>(claimed));
       }
     }
   }
