@@ -765,8 +765,9 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     }
 
     /// [`GpuBTreeMap::bulk_build`] from device buffers, which it sorts in place.
-    /// Synchronizes (it reads the number of distinct keys). On an error the tree is
-    /// left empty.
+    /// Synchronizes once (it reads the number of distinct keys); the build itself is one
+    /// kernel with node addresses computed, not allocated. On an error the tree is left
+    /// empty.
     pub fn bulk_build_device(
         &mut self,
         keys: &mut CudaSlice<K>,
@@ -807,13 +808,20 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .compact(values, &flags, &mut unique_values, &mut count)?;
         let m = stream.clone_dtoh(&count)?.first().copied().unwrap_or(0);
         drop(flags);
-        self.build_levels(&unique_keys, &unique_values, m)
+        if m == 0 {
+            return self.clear();
+        }
+        let total = self.room_for_build(m)?;
+        self.launch_build(&unique_keys, &unique_values, m, total, false)?;
+        self.finish_build(total);
+        Ok(())
     }
 
     /// Replaces the contents with `keys[i] -> values[i]`, keys already strictly increasing
     /// (checked on the device first: otherwise an invalid-argument error and the tree is
-    /// unchanged): the bulk build without its sort. Synchronizes. On another error the
-    /// tree is left empty.
+    /// unchanged): the bulk build without its sort. Synchronizes once, after the check
+    /// and the build kernel (which writes nothing when the check failed). On another
+    /// error the tree is left empty.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -832,8 +840,30 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         values: &CudaSlice<V>,
     ) -> Result<()> {
         let n = same_len(keys.len(), values.len(), "values")?;
+        if n == 0 {
+            return self.clear();
+        }
+        let result = self.try_bulk_build_sorted(keys, values, n);
+        if let Err(e) = &result {
+            if !matches!(e, Error::Core(gpuds_core::Error::InvalidArgument(_))) {
+                let _ = self.check();
+                let _ = self.clear();
+            }
+        }
+        result
+    }
+
+    fn try_bulk_build_sorted(
+        &mut self,
+        keys: &CudaSlice<K>,
+        values: &CudaSlice<V>,
+        n: u32,
+    ) -> Result<()> {
+        // Room first: growing the pool keeps the old tree's units (nothing is lost when
+        // the input then turns out unsorted).
+        let total = self.room_for_build(n)?;
+        let stream = self.gpu.stream().clone();
         if n > 1 {
-            let stream = self.gpu.stream().clone();
             let kernel = &self.kernels.check_increasing;
             let shape = self.gpu.grid_for(kernel, n as usize, BLOCK)?;
             let mut status = self.status.lock();
@@ -841,97 +871,89 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             args.arg(keys).arg(&n).arg(status.slice_mut());
             // SAFETY: keys holds n elements; the status word one.
             unsafe { args.launch(shape) }?;
-            let flags = status.take()?;
-            if flags.contains(gpuds_core::Status(UNSORTED_INPUT)) {
-                return Err(gpuds_core::Error::InvalidArgument(
-                    "bulk_build_sorted_device needs strictly increasing keys".into(),
-                )
-                .into());
-            }
-            flags.into_result()?;
         }
-        let result = self.build_levels(keys, values, n);
-        if result.is_err() {
-            let _ = self.check();
-            let _ = self.clear();
+        self.launch_build(keys, values, n, total, n > 1)?;
+        let flags = self.status.lock().take()?;
+        if flags.contains(gpuds_core::Status(UNSORTED_INPUT)) {
+            // The build kernel saw the flag and wrote nothing: the tree is as it was.
+            return Err(gpuds_core::Error::InvalidArgument(
+                "bulk_build_sorted_device needs strictly increasing keys".into(),
+            )
+            .into());
         }
-        result
+        self.finish_build(total);
+        flags.into_result()?;
+        Ok(())
     }
 
-    /// Builds the tree bottom-up from `m` strictly increasing pairs (§3.4.1): one kernel
-    /// per level, a warp per node; the top node becomes the root.
-    fn build_levels(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>, m: u32) -> Result<()> {
-        if m == 0 {
-            return self.clear();
-        }
-        let stream = self.gpu.stream().clone();
-        let fill = self.config.bulk_fill;
-        let shape = bulk_shape(m as u64, fill);
-        self.pool.reset()?;
+    /// Grows the pool, when needed, to hold a bulk build of `m` pairs (plus headroom for
+    /// later insertions); returns the build's number of nodes.
+    fn room_for_build(&mut self, m: u32) -> Result<u64> {
+        let total = bulk_shape(m as u64, self.config.bulk_fill).nodes();
         // Headroom as well as room: warps find free units quickly in a pool that is not full.
-        let wanted = shape.nodes() + shape.nodes() / 4 + 1024;
+        let wanted = total + total / 4 + 1024;
         if self.pool.capacity_units() < wanted {
-            self.pool.reserve(wanted)?;
+            match self.pool.reserve(wanted) {
+                Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            if self.pool.capacity_units() < total {
+                return Err(gpuds_alloc::Error::PoolExhausted {
+                    needed: total,
+                    capacity: self.pool.capacity_units(),
+                    max_units: self.config.max_nodes,
+                }
+                .into());
+            }
         }
+        Ok(total)
+    }
+
+    /// Enqueues `btree_bulk_build` (§3.4.1): the whole tree of `m` strictly increasing
+    /// pairs, `total` nodes, in one kernel, into units [0, total) of the pool (claimed by
+    /// the kernel itself, every other unit freed). With `gated` the kernel first reads the
+    /// status word and writes nothing when `btree_check_increasing` flagged the input.
+    fn launch_build(
+        &self,
+        keys: &CudaSlice<K>,
+        values: &CudaSlice<V>,
+        m: u32,
+        total: u64,
+        gated: bool,
+    ) -> Result<()> {
+        let stream = self.gpu.stream().clone();
         let r = self.device_ref();
-        let kernel = self.kernels.bulk_level.clone();
-        let mut root = stream.alloc_zeros::<u32>(1)?;
-        let mut level = 0u32;
-        let mut entries = m;
-        let mut nodes = entries.div_ceil(fill);
-        let mut addr = stream.alloc_zeros::<u32>(nodes as usize)?;
-        let mut low = stream.alloc_zeros::<u32>(nodes as usize)?;
-        {
-            let grid = self.gpu.grid_for(&kernel, nodes as usize * 32, BLOCK)?;
-            let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r)
-                .arg(keys)
-                .arg(values)
-                .arg(&entries)
-                .arg(&fill)
-                .arg(&level)
-                .arg(&mut addr)
-                .arg(&mut low)
-                .arg(&mut root);
-            // SAFETY: the inputs hold `entries` pairs, the outputs ceil(entries / fill).
-            unsafe { args.launch(grid) }?;
-        }
-        while nodes > 1 {
-            level += 1;
-            entries = nodes;
-            nodes = entries.div_ceil(fill);
-            let mut up_addr = stream.alloc_zeros::<u32>(nodes as usize)?;
-            let mut up_low = stream.alloc_zeros::<u32>(nodes as usize)?;
-            let grid = self.gpu.grid_for(&kernel, nodes as usize * 32, BLOCK)?;
-            let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r)
-                .arg(&low)
-                .arg(&addr)
-                .arg(&entries)
-                .arg(&fill)
-                .arg(&level)
-                .arg(&mut up_addr)
-                .arg(&mut up_low)
-                .arg(&mut root);
-            // SAFETY: the inputs hold `entries` children, the outputs ceil(entries / fill).
-            unsafe { args.launch(grid) }?;
-            addr = up_addr;
-            low = up_low;
-        }
-        stream.memcpy_htod(&[m as u64], &mut self.size)?;
-        self.root = stream
-            .clone_dtoh(&root)?
-            .first()
-            .copied()
-            .unwrap_or(NULL_NODE);
-        self.used_bound = shape.nodes();
-        self.check()?;
-        if self.root == NULL_NODE {
-            return Err(
-                gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into(),
-            );
-        }
+        let gate: u64 = if gated { r.status } else { 0 };
+        let fill = self.config.bulk_fill;
+        let kernel = &self.kernels.bulk_build;
+        let words = self.pool.capacity_units() / 32;
+        let threads = (total * 8).max(words) as usize;
+        let grid = self.gpu.grid_for(kernel, threads, BLOCK)?;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r)
+            .arg(keys)
+            .arg(values)
+            .arg(&m)
+            .arg(&fill)
+            .arg(&total)
+            .arg(&gate);
+        // SAFETY: keys and values hold m elements; the pool holds at least `total` units
+        // (room_for_build); gate is the tree's status word or null.
+        unsafe { args.launch(grid) }?;
         Ok(())
+    }
+
+    /// The host's side of a finished bulk build of `total` nodes: the root is the last
+    /// node of the run, linear index total - 1.
+    fn finish_build(&mut self, total: u64) {
+        let last = total.saturating_sub(1) as u32;
+        let log = self.pool.device_ref().log_blocks_per_super;
+        self.root = gpuds_alloc::address::address(
+            last >> gpuds_alloc::address::UNIT_BITS,
+            last & (gpuds_alloc::address::UNITS_PER_BLOCK - 1),
+            log,
+        );
+        self.used_bound = total;
     }
 
     /// Every pair in key order, read from a host copy of the node pool. Synchronizes.

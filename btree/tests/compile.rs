@@ -35,7 +35,7 @@ fn kernel_names_are_the_ones_the_host_loads() {
         "btree_insert".into(),
         "btree_apply".into(),
         "btree_last_of_run".into(),
-        "btree_bulk_level".into(),
+        "btree_bulk_build".into(),
         "btree_check_increasing".into(),
     ];
     for tile in [8, 16, 32] {

@@ -84,6 +84,70 @@ fn a_bulk_built_tree_is_valid_and_has_the_planned_shape() {
     }
 }
 
+/// A host twin of the per-node arithmetic of the one-kernel bulk build
+/// (`btree_bulk_build`): node i of the run (leaves first, root last) computed on its own
+/// from the sorted pairs, at the pool address of linear unit i (classic layout with 2^8
+/// blocks per super block, so that addresses are not the linear indices).
+fn build_arithmetic(pairs: &[(u32, u32)], fill: u64) -> (u32, HashMap<u32, Node>) {
+    let m = pairs.len() as u64;
+    let addr = |i: u64| gpuds_alloc::address::address((i >> 10) as u32, (i & 1023) as u32, 8);
+    let low = |c: u64, span: u64| {
+        if c == 0 {
+            0
+        } else {
+            pairs[(c * span) as usize].0
+        }
+    };
+    let total = bulk_shape(m, fill as u32).nodes();
+    let mut nodes = HashMap::new();
+    for i in 0..total {
+        // level_of
+        let (mut level, mut first, mut count_here, mut span) = (0u32, 0u64, m.div_ceil(fill), fill);
+        while i >= first + count_here && count_here > 1 {
+            first += count_here;
+            count_here = count_here.div_ceil(fill);
+            span *= fill;
+            level += 1;
+        }
+        let j = i - first;
+        let child_span = span / fill;
+        let below = m.div_ceil(child_span);
+        let start = j * fill;
+        let count = fill.min(below - start);
+        let entries: Vec<(u32, u32)> = (start..start + count)
+            .map(|c| {
+                if level == 0 {
+                    pairs[c as usize]
+                } else {
+                    (low(c, child_span), addr(first - below + c))
+                }
+            })
+            .collect();
+        let link = (j + 1 < count_here).then(|| (pairs[((j + 1) * span) as usize].0, addr(i + 1)));
+        nodes.insert(addr(i), Node::new(level, &entries, link));
+    }
+    (addr(total - 1), nodes)
+}
+
+#[test]
+fn the_arithmetic_bulk_build_is_valid_and_has_the_planned_shape() {
+    for n in [1u32, 2, 13, 14, 15, 100, 1000, 12_345, 70_000] {
+        for fill in [2u64, 3, 8, 10, 14] {
+            let pairs = sorted_pairs(n);
+            let (root, nodes) = build_arithmetic(&pairs, fill);
+            let (shape, got) = walk(root, |a| nodes.get(&a).copied(), true)
+                .unwrap_or_else(|e| panic!("n {n} fill {fill}: {e}"));
+            assert_eq!(got, pairs);
+            let plan = bulk_shape(n as u64, fill as u32);
+            assert_eq!(
+                shape.nodes_per_level, plan.nodes_per_level,
+                "n {n} fill {fill}"
+            );
+            assert_eq!(shape.nodes() as usize, nodes.len());
+        }
+    }
+}
+
 fn broken(edit: impl FnOnce(&mut HashMap<u32, Node>)) -> String {
     let mut nodes = build(&sorted_pairs(500), 8);
     edit(&mut nodes);

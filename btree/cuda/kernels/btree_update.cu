@@ -21,7 +21,7 @@ __device__ __forceinline__ void write_fresh(unsigned long long* w, unsigned coun
   const unsigned lane = lane_id();
   if (lane < count) store_pair(w, lane, key, value);
   if (lane == META_PAIR) store_pair(w, META_PAIR, LATCH_FREE, make_meta(count, level));
-  if (lane == LINK_PAIR) store_pair(w, LINK_PAIR, 0xffffffffu, null_node);
+  if (lane == LINK_PAIR) store_pair(w, LINK_PAIR, NO_HIGH_KEY, null_node);
 }
 
 __device__ __forceinline__ void add_size(const tree_ref& t, unsigned long long delta) {
@@ -149,43 +149,111 @@ extern "C" __global__ void btree_check_increasing(const unsigned* keys, unsigned
   }
 }
 
-// Bulk build, one level (§3.4.1), a warp per node: node j of this level takes entries
-// [j * fill, (j + 1) * fill) of (keys, values) — the sorted pairs for the leaves, the
-// children's low keys and addresses above them. Writes each node's address and low key for
-// the next level and, above the leaves, links each child to its right sibling. A level of
-// one node is the top: its address goes to *root (the host then makes it the tree's root;
-// the pool was reset before the build).
-extern "C" __global__ void btree_bulk_level(tree_ref t, const unsigned* keys, const unsigned* values,
-                                            unsigned n, unsigned fill, unsigned level,
-                                            unsigned* out_addr, unsigned* out_low, unsigned* root) {
-  warp_allocator allocator(t.alloc);
-  const unsigned nodes = (n + fill - 1) / fill;
-  const unsigned long long warps = gpuds::warp::warp_count();
-  for (unsigned long long j = gpuds::warp::global_warp_id(); j < nodes; j += warps) {
-    const node_addr a = allocator.allocate();
-    if (nodes == 1 && lane_id() == 0) *root = a;
-    const unsigned first = static_cast<unsigned>(j) * fill;
-    const unsigned count = min(fill, n - first);
-    if (a == null_node) {  // the allocator reported POOL_EXHAUSTED; the host resets the tree
-      if (lane_id() == 0) out_addr[j] = null_node;
-      continue;
+// Bulk build (§3.4.1) of the whole tree in one kernel, from m sorted, unique pairs.
+//
+// The nodes are one contiguous run of the freshly claimed pool, level by level: linear
+// index i (leaves first, the root last) is unit i & 1023 of memory block i >> 10, so every
+// address, child pointer, pivot and side link is arithmetic. Level l has
+// nodes_l = ceil(m / fill^(l+1)) nodes; node j of level l starts at key j * fill^(l+1)
+// (its low bound, 0 for j = 0), its children are nodes [j * fill, (j + 1) * fill) of level
+// l - 1, and its high key is the next node's low bound. Eight lanes write one node with
+// one 16-byte store each (pairs 2r and 2r + 1), so a warp writes four whole consecutive
+// lines per instruction. The same kernel claims the units: it writes EVERY bitmap word of
+// the pool (units [0, total) in use, the rest free), which only a bulk build may do (no
+// other kernel touches the pool meanwhile; the host checked that the pool holds `total`
+// units). Plain stores: no reader runs until the next kernel.
+//
+// `gate` (may be null): the status word of btree_check_increasing; when it carries
+// UNSORTED_INPUT the kernel writes nothing, so an unsorted input leaves the tree as it was.
+namespace {
+
+// Number of nodes of level `level`, its first linear index and keys per node.
+struct bulk_level {
+  unsigned level;
+  unsigned long long first;  // linear index of its node 0
+  unsigned long long nodes;
+  unsigned long long span;   // keys under one node: fill^(level + 1)
+};
+
+__device__ __forceinline__ bulk_level level_of(unsigned long long i, unsigned m, unsigned fill) {
+  bulk_level l{0u, 0ull, (m + fill - 1ull) / fill, fill};
+  while (i >= l.first + l.nodes && l.nodes > 1 && l.level < 64) {
+    l.first += l.nodes;
+    l.nodes = (l.nodes + fill - 1) / fill;
+    l.span *= fill;
+    ++l.level;
+  }
+  return l;
+}
+
+__device__ __forceinline__ node_addr linear_address(const tree_ref& t, unsigned long long i) {
+  return t.alloc.address(static_cast<unsigned>(i >> gpuds::alloc::UNIT_BITS),
+                         static_cast<unsigned>(i) & (gpuds::alloc::UNITS_PER_BLOCK - 1u));
+}
+
+// Low bound of node c of a level whose nodes hold `span` keys each.
+__device__ __forceinline__ unsigned low_key(const unsigned* keys, unsigned long long c,
+                                            unsigned long long span) {
+  return c == 0 ? 0u : keys[c * span];
+}
+
+}  // namespace
+
+extern "C" __global__ void btree_bulk_build(tree_ref t, const unsigned* keys, const unsigned* values,
+                                            unsigned m, unsigned fill, unsigned long long total,
+                                            const unsigned* gate) {
+  if (gate != nullptr && (*gate & UNSORTED_INPUT) != 0u) return;
+  const unsigned long long tid = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const unsigned long long threads = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  // The claim: bitmap word w covers linear units [32 w, 32 w + 32).
+  const unsigned long long words = static_cast<unsigned long long>(t.alloc.num_blocks) *
+                                   gpuds::alloc::WORDS_PER_BLOCK;
+  for (unsigned long long w = tid; w < words; w += threads) {
+    const unsigned long long from = w * 32;
+    unsigned bits = 0u;
+    if (from + 32 <= total) {
+      bits = 0xffffffffu;
+    } else if (from < total) {
+      bits = (1u << (total - from)) - 1u;
     }
-    const unsigned lane = lane_id();
-    const unsigned key = lane < count ? keys[first + lane] : 0u;
-    const unsigned value = lane < count ? values[first + lane] : 0u;
-    // Pivot 0 of an internal node is its low bound: its first child's low key (0 for the
-    // leftmost, see out_low below).
-    write_fresh(t.words(a), count, level, key, value);
-    if (level > 0 && lane < count) {
-      // This lane's child: link it to the next child of the level (in any node).
-      const unsigned c = first + lane;
-      const bool last = c + 1 == n;
-      store_pair(t.words(value), LINK_PAIR, last ? 0xffffffffu : keys[c + 1],
-                 last ? null_node : values[c + 1]);
+    t.alloc.bitmap[w] = bits;
+  }
+  if (tid == 0) *t.size = m;
+  const unsigned r = threadIdx.x & 7u;  // this lane's pairs: 2r and 2r + 1
+  for (unsigned long long i = tid / 8; i < total; i += threads / 8) {
+    const bulk_level l = level_of(i, m, fill);
+    const unsigned long long j = i - l.first;
+    // Entries: nodes [j * fill, ...) of the level below, which has `below` of them, each
+    // over child_span keys (for leaves: the pairs themselves, child_span 1).
+    const unsigned long long child_span = l.span / fill;
+    const unsigned long long below = (m + child_span - 1) / child_span;
+    const unsigned long long first = j * fill;
+    const unsigned count = static_cast<unsigned>(min(static_cast<unsigned long long>(fill), below - first));
+    unsigned out[4];
+#pragma unroll
+    for (unsigned h = 0; h < 2; ++h) {
+      const unsigned p = 2 * r + h;
+      unsigned a = 0u, b = 0u;
+      if (p < count) {
+        const unsigned long long c = first + p;
+        if (l.level == 0) {
+          a = keys[c];
+          b = values[c];
+        } else {
+          a = low_key(keys, c, child_span);
+          b = linear_address(t, l.first - below + c);
+        }
+      } else if (p == META_PAIR) {
+        a = LATCH_FREE;
+        b = make_meta(count, l.level);
+      } else if (p == LINK_PAIR) {
+        const bool last = j + 1 == l.nodes;
+        a = last ? NO_HIGH_KEY : keys[(j + 1) * l.span];
+        b = last ? null_node : linear_address(t, i + 1);
+      }
+      out[2 * h] = a;
+      out[2 * h + 1] = b;
     }
-    if (lane == 0) {
-      out_addr[j] = a;
-      out_low[j] = j == 0 ? 0u : key;
-    }
+    reinterpret_cast<uint4*>(t.words(linear_address(t, i)))[r] = make_uint4(out[0], out[1], out[2], out[3]);
   }
 }

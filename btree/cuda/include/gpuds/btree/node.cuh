@@ -44,6 +44,8 @@ constexpr unsigned COUNT_MASK = 0xffu;
 constexpr unsigned LEVEL_SHIFT = 8;
 constexpr unsigned LATCH_FREE = 0u;
 constexpr unsigned LATCH_HELD = 1u;
+// High key of the rightmost node of a level (ignored there: its link is null_node).
+constexpr key_type NO_HIGH_KEY = 0xffffffffu;
 
 __device__ __forceinline__ unsigned make_meta(unsigned count, unsigned level) {
   return (count & COUNT_MASK) | (level << LEVEL_SHIFT);
