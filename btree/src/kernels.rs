@@ -10,13 +10,16 @@ const QUERY_SOURCE: &str = include_str!("../cuda/kernels/btree_query.cu");
 
 /// The update module.
 pub(crate) fn update_program() -> Program {
-    Program::new("btree_update", UPDATE_SOURCE).headers(crate::cuda_headers())
+    Program::new("btree_update", UPDATE_SOURCE)
+        .headers(crate::cuda_headers())
+        .define("BTREE_BLOCK", crate::map::BLOCK)
 }
 
 /// The query module for tiles of `tile` lanes; its kernels are suffixed `_t8`, `_t16`, `_t32`.
 pub(crate) fn query_program(tile: u32) -> Program {
     Program::new(format!("btree_query_t{tile}"), QUERY_SOURCE)
         .headers(crate::cuda_headers())
+        .define("BTREE_BLOCK", crate::map::BLOCK)
         .define("QUERY_TILE", tile)
         .define("KERNEL_SUFFIX", format!("t{tile}"))
 }
@@ -28,6 +31,7 @@ pub(crate) struct Kernels {
     pub insert: Kernel,
     pub apply: Kernel,
     pub last_of_run: Kernel,
+    pub count_repeats: Kernel,
     pub bulk_build: Kernel,
     pub check_increasing: Kernel,
     pub get: Kernel,
@@ -47,6 +51,7 @@ impl Kernels {
             insert: update.kernel("btree_insert")?,
             apply: update.kernel("btree_apply")?,
             last_of_run: update.kernel("btree_last_of_run")?,
+            count_repeats: update.kernel("btree_count_repeats")?,
             bulk_build: update.kernel("btree_bulk_build")?,
             check_increasing: update.kernel("btree_check_increasing")?,
             get: q("btree_get")?,

@@ -16,8 +16,8 @@ use crate::ops::{Ranges, TreeOp, TreeReply};
 use crate::tree_ref::TreeRef;
 use crate::validate::{bulk_shape, walk, TreeShape};
 
-/// Threads per block of every launch.
-const BLOCK: u32 = 256;
+/// Threads per block of every launch (the kernels' launch bounds assume it).
+pub(crate) const BLOCK: u32 = 256;
 
 /// Status flag (structure bit 16) of `btree_check_increasing`: the keys of a sorted bulk
 /// build are not strictly increasing.
@@ -789,7 +789,31 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         }
         let stream = self.gpu.stream().clone();
         self.sorter.sort_pairs(keys, values)?;
-        let mut flags = stream.alloc_zeros::<u32>(n as usize)?;
+        // Count the repeated keys first (a read-only pass): without repeats, the common
+        // case, the sorted buffers are the build's input and no compaction runs.
+        let mut repeats = stream.alloc_zeros::<u32>(1)?;
+        {
+            let kernel = &self.kernels.count_repeats;
+            let shape = self.gpu.grid_for(kernel, n as usize, BLOCK)?;
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&*keys).arg(&n).arg(&mut repeats);
+            // SAFETY: keys holds n elements; repeats one word.
+            unsafe { args.launch(shape) }?;
+        }
+        let r = stream.clone_dtoh(&repeats)?.first().copied().unwrap_or(0);
+        let m = n.saturating_sub(r);
+        if r == 0 {
+            let total = self.room_for_build(m)?;
+            self.launch_build(keys, values, m, total, false)?;
+            self.finish_build(total);
+            return Ok(());
+        }
+        // SAFETY (all three): every element is written before it is read: flags by
+        // btree_last_of_run, the first m of the outputs by the compactions, and the build
+        // reads only those.
+        let mut flags = unsafe { stream.alloc::<u32>(n as usize) }?;
+        let mut unique_keys = unsafe { stream.alloc::<K>(m.max(1) as usize) }?;
+        let mut unique_values = unsafe { stream.alloc::<V>(m.max(1) as usize) }?;
         {
             let shape = self
                 .gpu
@@ -799,18 +823,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             // SAFETY: keys and flags hold n elements.
             unsafe { args.launch(shape) }?;
         }
-        let mut unique_keys = stream.alloc_zeros::<K>(n as usize)?;
-        let mut unique_values = stream.alloc_zeros::<V>(n as usize)?;
-        let mut count = stream.alloc_zeros::<u32>(1)?;
         self.scanner
-            .compact(keys, &flags, &mut unique_keys, &mut count)?;
+            .compact(keys, &flags, &mut unique_keys, &mut repeats)?;
         self.scanner
-            .compact(values, &flags, &mut unique_values, &mut count)?;
-        let m = stream.clone_dtoh(&count)?.first().copied().unwrap_or(0);
-        drop(flags);
-        if m == 0 {
-            return self.clear();
-        }
+            .compact(values, &flags, &mut unique_values, &mut repeats)?;
         let total = self.room_for_build(m)?;
         self.launch_build(&unique_keys, &unique_values, m, total, false)?;
         self.finish_build(total);

@@ -35,6 +35,7 @@ fn kernel_names_are_the_ones_the_host_loads() {
         "btree_insert".into(),
         "btree_apply".into(),
         "btree_last_of_run".into(),
+        "btree_count_repeats".into(),
         "btree_bulk_build".into(),
         "btree_check_increasing".into(),
     ];

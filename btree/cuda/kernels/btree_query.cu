@@ -12,8 +12,11 @@ using gpuds::btree::detail::for_each_chunk;
 using gpuds::btree::detail::tile_work_share;
 using tile = gpuds::warp::tile<QUERY_TILE>;
 constexpr unsigned TILE = QUERY_TILE;
+// Full occupancy (2048 threads per SM: at most 32 registers) for these latency-bound walks;
+// BTREE_BLOCK is the host's block size.
+#define QUERY_BOUNDS __launch_bounds__(BTREE_BLOCK, 2048 / BTREE_BLOCK)
 
-extern "C" __global__ void GPUDS_KERNEL(btree_get)(tree_ref t, const unsigned* keys, unsigned n,
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_get)(tree_ref t, const unsigned* keys, unsigned n,
                                                     unsigned* values, unsigned* found_bits) {
   for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
     const unsigned mine = active ? keys[i] : 0u;
@@ -33,7 +36,7 @@ extern "C" __global__ void GPUDS_KERNEL(btree_get)(tree_ref t, const unsigned* k
   });
 }
 
-extern "C" __global__ void GPUDS_KERNEL(btree_successor)(tree_ref t, const unsigned* keys, unsigned n,
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_successor)(tree_ref t, const unsigned* keys, unsigned n,
                                                           unsigned* out_keys, unsigned* out_values,
                                                           unsigned* found_bits) {
   for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
@@ -59,7 +62,7 @@ extern "C" __global__ void GPUDS_KERNEL(btree_successor)(tree_ref t, const unsig
 }
 
 // Count pass of a range query: counts[i] = |{k : lo[i] <= k <= hi[i]}|.
-extern "C" __global__ void GPUDS_KERNEL(btree_range_count)(tree_ref t, const unsigned* lo,
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_count)(tree_ref t, const unsigned* lo,
                                                             const unsigned* hi, unsigned n,
                                                             unsigned* counts) {
   for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
@@ -75,7 +78,7 @@ extern "C" __global__ void GPUDS_KERNEL(btree_range_count)(tree_ref t, const uns
 
 // Collect pass: query i writes its pairs from offsets[i], at most counts[i] of them (the
 // count pass's answer, so a changed tree cannot overrun the output).
-extern "C" __global__ void GPUDS_KERNEL(btree_range_collect)(tree_ref t, const unsigned* lo,
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_ref t, const unsigned* lo,
                                                               const unsigned* hi, unsigned n,
                                                               const unsigned* offsets,
                                                               const unsigned* counts,
@@ -94,7 +97,7 @@ extern "C" __global__ void GPUDS_KERNEL(btree_range_collect)(tree_ref t, const u
 
 // Deletion (§3.4.4). Removed bit and old value per request; size updated once per warp.
 // Only leaves change in this kernel, so internal nodes are read through the cache.
-extern "C" __global__ void GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,
                                                        unsigned* old_values, unsigned* found_bits) {
   constexpr unsigned RTILE = TILE < 16 ? 16 : TILE;
   using rtile = gpuds::warp::tile<RTILE>;

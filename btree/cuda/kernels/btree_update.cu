@@ -138,6 +138,25 @@ extern "C" __global__ void btree_last_of_run(const unsigned* keys, unsigned n, u
   }
 }
 
+// Bulk build: adds to *repeats the number of i with keys[i] == keys[i + 1] (sorted keys):
+// the repeated keys the compaction must drop. A sum per block, one atomic per block (the
+// grid is at most the resident blocks).
+extern "C" __global__ void btree_count_repeats(const unsigned* keys, unsigned n, unsigned* repeats) {
+  __shared__ unsigned block_sum;
+  if (threadIdx.x == 0) block_sum = 0u;
+  __syncthreads();
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  unsigned mine = 0u;
+  for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i + 1 < n; i += stride) {
+    mine += keys[i] == keys[i + 1] ? 1u : 0u;
+  }
+#pragma unroll
+  for (unsigned off = 16; off > 0; off /= 2) mine += __shfl_down_sync(FULL_MASK, mine, off);
+  if (lane_id() == 0 && mine != 0u) atomicAdd(&block_sum, mine);
+  __syncthreads();
+  if (threadIdx.x == 0 && block_sum != 0u) gpuds::mem::fetch_add_relaxed(repeats, block_sum);
+}
+
 // Status flag (structure bit 16): the keys of a sorted bulk build are not increasing.
 constexpr unsigned UNSORTED_INPUT = gpuds::status::FIRST_STRUCTURE_BIT;
 

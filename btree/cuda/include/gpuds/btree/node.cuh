@@ -59,13 +59,18 @@ __device__ __forceinline__ unsigned long long pack(unsigned lo, unsigned hi) {
 
 // How nodes are loaded. `coherent` (relaxed, GPU scope, served by L2) is for any load
 // that may race with a writer; `cached` (the non-coherent read-only path) only for phased
-// queries, while no kernel that modifies the tree is in flight.
+// queries, while no kernel that modifies the tree is in flight. `stable`: no writer can
+// change the node between two loads, so every lane may also read the metadata and link
+// (words 28..31) itself with a second load instead of waiting for shuffles; a coherent
+// view must come from ONE load instruction of the tile (see latch.cuh, `publish`).
 struct coherent {
+  static constexpr bool stable = false;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_relaxed(p);
   }
 };
 struct cached {
+  static constexpr bool stable = true;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_nc(p);
   }
@@ -99,17 +104,44 @@ struct node_view {
   // The key belongs to a node further right on this level (B-link move right).
   __device__ __forceinline__ bool beyond(key_type k) const { return link != null_node && k >= high; }
 
+  // A node's words as this lane loaded them, before they are unpacked: issuing the loads
+  // of the next node (fetch) before working on the current one hides their latency.
+  struct raw {
+    unsigned long long w[PER_LANE];
+    uint4 tail;  // words 28..31 (latch, meta, high, link) when the mode is stable
+  };
+
   template <class Mode>
-  __device__ __forceinline__ void load(const unsigned long long* words) {
+  __device__ __forceinline__ static raw fetch(const unsigned long long* words) {
+    raw r;
+#pragma unroll
+    for (unsigned s = 0; s < PER_LANE; ++s) r.w[s] = Mode::load(words + pair(s));
+    r.tail = Mode::stable ? __ldg(reinterpret_cast<const uint4*>(words + META_PAIR))
+                          : make_uint4(0u, 0u, 0u, 0u);
+    return r;
+  }
+
+  template <class Mode>
+  __device__ __forceinline__ void unpack(const raw& r) {
 #pragma unroll
     for (unsigned s = 0; s < PER_LANE; ++s) {
-      const unsigned long long w = Mode::load(words + pair(s));
-      key[s] = static_cast<unsigned>(w);
-      val[s] = static_cast<unsigned>(w >> 32);
+      key[s] = static_cast<unsigned>(r.w[s]);
+      val[s] = static_cast<unsigned>(r.w[s] >> 32);
     }
-    meta = val_at(META_PAIR);
-    high = key_at(LINK_PAIR);
-    link = val_at(LINK_PAIR);
+    if (Mode::stable) {
+      meta = r.tail.y;
+      high = r.tail.z;
+      link = r.tail.w;
+    } else {
+      meta = val_at(META_PAIR);
+      high = key_at(LINK_PAIR);
+      link = val_at(LINK_PAIR);
+    }
+  }
+
+  template <class Mode>
+  __device__ __forceinline__ void load(const unsigned long long* words) {
+    unpack<Mode>(fetch<Mode>(words));
   }
 
   // Key / value of pair i (the same i on every lane), broadcast.

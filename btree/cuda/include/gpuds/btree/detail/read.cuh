@@ -12,31 +12,13 @@ namespace btree {
 namespace detail {
 
 // Descends from the root to the leaf whose range holds k; `n` is that leaf as read.
-// Internal nodes are loaded with Mode, nodes that may be leaves (the root, the children of
-// level-1 nodes) with LeafMode: a kernel that changes only leaves (deletion) may read the
-// internal nodes through the cache (§3.4.4).
-template <class A, class B>
-struct same_mode {
-  static constexpr bool value = false;
-};
-template <class A>
-struct same_mode<A, A> {
-  static constexpr bool value = true;
-};
-
-template <unsigned TILE, class Mode, class LeafMode = Mode>
+template <unsigned TILE, class Mode>
 __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_view<TILE>& n) {
   addr = t.root;
-  bool maybe_leaf = true;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    if (same_mode<Mode, LeafMode>::value || maybe_leaf) {
-      n.template load<LeafMode>(t.words(addr));
-    } else {
-      n.template load<Mode>(t.words(addr));
-    }
+    n.template load<Mode>(t.words(addr));
     if (n.beyond(k)) {
       addr = n.link;
-      maybe_leaf = n.is_leaf();
       continue;
     }
     if (n.is_leaf()) return true;
@@ -45,8 +27,35 @@ __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_v
       t.report<TILE>(gpuds::status::CORRUPTED);
       return false;
     }
-    maybe_leaf = n.level() == 1;
     addr = next;
+  }
+  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  return false;
+}
+
+// The address of the leaf whose range may hold k, for an update that latches the leaf and
+// reads it again anyway: internal nodes are loaded with Mode, and the leaf itself is not
+// loaded when a level-1 node names it (only a root that is a leaf is read, for its level,
+// which never changes while a tree has one node). The caller moves right after latching
+// when the leaf was split meanwhile.
+template <unsigned TILE, class Mode>
+__device__ bool find_leaf_address(const tree_ref& t, key_type k, node_addr& addr) {
+  addr = t.root;
+  node_view<TILE> n;
+  for (unsigned step = 0; step < t.max_steps; ++step) {
+    n.template load<Mode>(t.words(addr));
+    if (n.beyond(k)) {
+      addr = n.link;
+      continue;
+    }
+    if (n.is_leaf()) return true;
+    const node_addr next = n.child_for(k);
+    if (next == null_node) {
+      t.report<TILE>(gpuds::status::CORRUPTED);
+      return false;
+    }
+    addr = next;
+    if (n.level() == 1) return true;
   }
   t.report<TILE>(gpuds::status::RETRY_LIMIT);
   return false;
@@ -87,7 +96,8 @@ __device__ bool successor(const tree_ref& t, key_type k, key_type& key, value_ty
 }
 
 // Counts (and with COLLECT writes, at most `cap`) the pairs with lo <= key <= hi,
-// walking the leaf level by side links from lo's leaf until a high key passes hi.
+// walking the leaf level by side links from lo's leaf until a high key passes hi. The next
+// leaf's loads are issued before the current leaf is scanned.
 template <unsigned TILE, class Mode, bool COLLECT>
 __device__ unsigned range(const tree_ref& t, key_type lo, key_type hi, key_type* keys,
                           value_type* values, unsigned cap) {
@@ -98,6 +108,9 @@ __device__ unsigned range(const tree_ref& t, key_type lo, key_type hi, key_type*
   using view = node_view<TILE>;
   unsigned found = 0;
   for (unsigned step = 0; step < t.max_steps; ++step) {
+    const bool more = n.link != null_node && hi >= n.high;
+    typename view::raw next;
+    if (more) next = view::template fetch<Mode>(t.words(n.link));
     const unsigned m =
         n.pairs_where([lo, hi](unsigned key, unsigned) { return key >= lo && key <= hi; });
     if (COLLECT && view::holder()) {
@@ -114,9 +127,8 @@ __device__ unsigned range(const tree_ref& t, key_type lo, key_type hi, key_type*
       }
     }
     found += __popc(m);
-    if (n.link == null_node || hi < n.high) return found;
-    addr = n.link;
-    n.template load<Mode>(t.words(addr));
+    if (!more) return found;
+    n.template unpack<Mode>(next);
   }
   t.report<TILE>(gpuds::status::RETRY_LIMIT);
   return found;

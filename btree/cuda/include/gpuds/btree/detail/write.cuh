@@ -98,36 +98,43 @@ __device__ __forceinline__ bool split_root(const tree_ref& t, gpuds::alloc::warp
   return true;
 }
 
-// Algorithm 3.2. A full converged warp; the outcome is uniform.
+// Algorithm 3.2. A full converged warp; the outcome is uniform. A leaf is always latched
+// (to insert into it or to split it), so a leaf named by a level-1 node (`leaf_known`) is
+// latched without reading it first: the read after latching is its first.
 __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator& allocator,
                                  key_type k, value_type v) {
   node_addr cur = t.root;
   node_addr parent = null_node;  // last known parent of cur
+  bool leaf_known = false;       // cur is a leaf (a level-1 node named it, or its sibling)
   warp_view n;
   for (unsigned step = 0; step < t.max_steps; ++step) {
     unsigned long long* w = t.words(cur);
-    n.load<coherent>(w);
-    if (n.beyond(k)) {
-      cur = n.link;
-      continue;
-    }
-    if (!n.is_leaf() && !n.full()) {
-      const node_addr next = n.child_for(k);
-      if (next == null_node) break;
-      parent = cur;
-      cur = next;
-      continue;
+    if (!leaf_known) {
+      n.load<coherent>(w);
+      if (n.beyond(k)) {
+        cur = n.link;
+        continue;
+      }
+      if (!n.is_leaf() && !n.full()) {
+        const node_addr next = n.child_for(k);
+        if (next == null_node) break;
+        leaf_known = n.level() == 1;
+        parent = cur;
+        cur = next;
+        continue;
+      }
     }
     // Write mode: a leaf to insert into, or a full node to split on the way down.
     if (!try_latch<32>(w)) {
       cur = parent != null_node ? parent : t.root;  // restart instead of spinning
       parent = null_node;
+      leaf_known = false;
       continue;
     }
     n.load<coherent>(w);  // the node may have changed before we latched it
     if (n.beyond(k)) {
       unlatch<32>(w);
-      cur = n.link;
+      cur = n.link;  // a sibling: the same level
       continue;
     }
     if (n.full()) {
@@ -137,11 +144,13 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
           return INSERT_FAILED;  // the allocator reported POOL_EXHAUSTED
         }
         parent = null_node;
+        leaf_known = false;
         continue;
       }
       if (parent == null_node) {  // the parent is unknown: from the root
         unlatch<32>(w);
         cur = t.root;
+        leaf_known = false;
         continue;
       }
       unsigned long long* pw = t.words(parent);
@@ -149,6 +158,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
         unlatch<32>(w);
         cur = t.root;
         parent = null_node;
+        leaf_known = false;
         continue;
       }
       warp_view p;
@@ -160,6 +170,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
         unlatch<32>(w);
         cur = parent;
         parent = null_node;
+        leaf_known = false;
         continue;
       }
       if (p.full()) {  // the grandparent is unknown: from the root
@@ -167,6 +178,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
         unlatch<32>(w);
         cur = t.root;
         parent = null_node;
+        leaf_known = false;
         continue;
       }
       const node_addr right = allocator.allocate();
@@ -183,6 +195,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
       unlatch<32>(w);
       const node_addr next = n.child_for(k);
       if (next == null_node) break;
+      leaf_known = n.level() == 1;
       parent = cur;
       cur = next;
       continue;
@@ -201,8 +214,9 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
   return INSERT_FAILED;
 }
 
-// §3.4.4: find the leaf, latch it (bounded spin), re-read, move right if it was split,
-// then shift the following pairs left over the removed one. `Descent` loads the internal
+// §3.4.4: find the leaf (its address: the first read of the leaf is the one after
+// latching), latch it (bounded spin), read it, move right if it was split, then shift the
+// following pairs left over the removed one. `Descent` loads the internal
 // nodes: `cached` is allowed when no kernel in flight changes internal nodes (a batch of
 // deletions only), `coherent` otherwise. Leaves are always loaded coherently.
 template <unsigned TILE, class Descent = coherent>
@@ -210,8 +224,8 @@ __device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& valu
   static_assert(TILE >= 16, "a node is written by one instruction of 16 lanes or more");
   using tile = gpuds::warp::tile<TILE>;
   node_addr addr;
+  if (!find_leaf_address<TILE, Descent>(t, k, addr)) return REMOVE_FAILED;
   node_view<TILE> n;
-  if (!find_leaf<TILE, Descent, coherent>(t, k, addr, n)) return REMOVE_FAILED;
   for (unsigned step = 0; step < t.max_steps; ++step) {
     unsigned long long* w = t.words(addr);
     if (!latch_spin<TILE>(w, t.max_steps)) break;
