@@ -38,6 +38,7 @@ pub(crate) struct Kernels {
     pub successor: Kernel,
     pub range_count: Kernel,
     pub range_collect: Kernel,
+    pub range_collect_capped: Kernel,
     pub remove: Kernel,
 }
 
@@ -58,6 +59,7 @@ impl Kernels {
             successor: q("btree_successor")?,
             range_count: q("btree_range_count")?,
             range_collect: q("btree_range_collect")?,
+            range_collect_capped: q("btree_range_collect_capped")?,
             remove: q("btree_remove")?,
         })
     }

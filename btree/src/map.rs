@@ -601,6 +601,112 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         Ok(())
     }
 
+    /// The one-pass collect for a known bound: query i writes its first pairs in key
+    /// order, at most `cap`, to `out_keys` / `out_values` from index `i * cap`, and the
+    /// number of pairs in its range to `counts[i]` (above `cap`: only `cap` written). No
+    /// count pass, no scan. Does not synchronize.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[1, 2, 3], &[10, 20, 30])?;
+    /// let stream = gpu.stream();
+    /// let (lo, hi) = (stream.clone_htod(&[1u32, 3])?, stream.clone_htod(&[3u32, 9])?);
+    /// let (mut k, mut v) = (stream.alloc_zeros::<u32>(4)?, stream.alloc_zeros::<u32>(4)?);
+    /// let mut counts = stream.alloc_zeros::<u32>(2)?;
+    /// tree.range_collect_capped_device(&lo, &hi, 2, &mut k, &mut v, &mut counts)?;
+    /// assert_eq!(stream.clone_dtoh(&counts)?, vec![3, 1]); // the first range is cut at 2
+    /// assert_eq!(stream.clone_dtoh(&k)?[..3], [1, 2, 3]);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn range_collect_capped_device(
+        &self,
+        lo: &CudaSlice<K>,
+        hi: &CudaSlice<K>,
+        cap: u32,
+        out_keys: &mut CudaSlice<K>,
+        out_values: &mut CudaSlice<V>,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = self.query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
+        let room = out_keys.len().min(out_values.len()) as u64;
+        if room < n as u64 * cap as u64 {
+            return Err(gpuds_core::Error::InvalidArgument(format!(
+                "{n} ranges of capacity {cap} need {} output pairs; got {room}",
+                n as u64 * cap as u64
+            ))
+            .into());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let r = self.device_ref();
+        let kernel = &self.kernels.range_collect_capped;
+        let shape = self.grid(kernel, n as usize)?;
+        let mut args = self.gpu.stream().launch_builder(kernel.func());
+        args.arg(&r)
+            .arg(lo)
+            .arg(hi)
+            .arg(&n)
+            .arg(&cap)
+            .arg(out_keys)
+            .arg(out_values)
+            .arg(counts);
+        // SAFETY: lo, hi and counts hold at least n elements, the outputs n * cap (checked).
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// Every pair with `lo <= key <= hi` for each range, at most `cap` per range (the
+    /// first in key order), in one pass; also returns each range's full count, so a
+    /// count above `cap` shows a cut range. Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut tree = gpuds_btree::GpuBTreeMap::<u32, u32>::new(&gpu)?;
+    /// tree.insert_many(&[1, 2, 3], &[10, 20, 30])?;
+    /// let (ranges, counts) = tree.range_many_capped(&[(0, 9), (3, 3)], 2)?;
+    /// assert_eq!(ranges.get(0), &[(1, 10), (2, 20)]);
+    /// assert_eq!(counts, vec![3, 1]);
+    /// # Ok::<(), gpuds_btree::Error>(())
+    /// ```
+    pub fn range_many_capped(
+        &self,
+        ranges: &[(K, K)],
+        cap: u32,
+    ) -> Result<(Ranges<K, V>, Vec<u32>)> {
+        let n = batch_len(ranges.len())?;
+        if n == 0 {
+            return Ok((Ranges::new(vec![0], Vec::new()), Vec::new()));
+        }
+        let stream = self.gpu.stream();
+        let (lo, hi): (Vec<K>, Vec<K>) = ranges.iter().copied().unzip();
+        let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
+        let room = (n as usize).saturating_mul(cap as usize).max(1);
+        let mut keys = stream.alloc_zeros::<K>(room)?;
+        let mut values = stream.alloc_zeros::<V>(room)?;
+        let mut counts = stream.alloc_zeros::<u32>(n as usize)?;
+        self.range_collect_capped_device(&lo, &hi, cap, &mut keys, &mut values, &mut counts)?;
+        let (keys, values) = (stream.clone_dtoh(&keys)?, stream.clone_dtoh(&values)?);
+        let counts = stream.clone_dtoh(&counts)?;
+        self.check()?;
+        let mut starts = Vec::with_capacity(n as usize + 1);
+        let mut pairs = Vec::new();
+        for (i, &c) in counts.iter().enumerate() {
+            starts.push(pairs.len());
+            let from = i * cap as usize;
+            let len = c.min(cap) as usize;
+            pairs.extend(
+                keys[from..from + len]
+                    .iter()
+                    .copied()
+                    .zip(values[from..from + len].iter().copied()),
+            );
+        }
+        starts.push(pairs.len());
+        Ok((Ranges::new(starts, pairs), counts))
+    }
+
     /// Every pair with `lo <= key <= hi` for each range, in key order: a count pass, an
     /// exclusive scan of the counts into per-query offsets, then a collect pass. A range
     /// with `lo > hi` is empty. Synchronizes.

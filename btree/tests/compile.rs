@@ -45,6 +45,7 @@ fn kernel_names_are_the_ones_the_host_loads() {
             "btree_successor",
             "btree_range_count",
             "btree_range_collect",
+            "btree_range_collect_capped",
             "btree_remove",
         ] {
             expected.push(format!("{name}_t{tile}"));

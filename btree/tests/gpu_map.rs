@@ -39,6 +39,13 @@ fn small_operations_match_std() {
         assert!(r.get(1).is_empty(), "an inverted range is empty");
         assert_eq!(r.get(2), &[(u32::MAX, 2)]);
         assert!(r.get(3).is_empty());
+        let (capped, counts) = t
+            .range_many_capped(&[(0, 9), (6, 5), (u32::MAX, u32::MAX)], 2)
+            .unwrap();
+        assert_eq!(capped.get(0), &[(0, 1), (5, 50)]);
+        assert!(capped.get(1).is_empty());
+        assert_eq!(capped.get(2), &[(u32::MAX, 2)]);
+        assert_eq!(counts, vec![3, 0, 1]);
         assert_eq!(t.remove_many(&[5, 6]).unwrap(), vec![Some(50), None]);
         t.validate().unwrap();
         assert_eq!(t.to_vec().unwrap(), vec![(0, 1), (9, 91), (u32::MAX, 2)]);

@@ -95,6 +95,26 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_r
   });
 }
 
+// One-pass collect with a capacity per query (for callers that know a bound, e.g. ranges
+// of a fixed size): query i writes its first pairs, at most `cap`, from i * cap, and the
+// number of pairs in its range to counts[i] (more than cap: only the first cap written).
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect_capped)(
+    tree_ref t, const unsigned* lo, const unsigned* hi, unsigned n, unsigned cap, unsigned* out_keys,
+    unsigned* out_values, unsigned* counts) {
+  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+    const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+    const unsigned tile_base = gpuds::warp::lane_id() - tile::rank();
+    unsigned count = 0;
+    tile_work_share<TILE>(active, [&](unsigned src) {
+      const unsigned long long off = (chunk * 32 + tile_base + src) * cap;
+      const unsigned c = t.range_collect<TILE, cached>(tile::shfl(my_lo, src), tile::shfl(my_hi, src),
+                                                       out_keys + off, out_values + off, cap);
+      if (tile::rank() == src) count = c;
+    });
+    if (active) counts[i] = count;
+  });
+}
+
 // Deletion (§3.4.4). Removed bit and old value per request; size updated once per warp.
 // Only leaves change in this kernel, so internal nodes are read through the cache.
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,

@@ -107,12 +107,25 @@ pub fn run_phased(
                     .collect();
                 let got = tree.range_many(&ranges).expect("range_many");
                 let counts = tree.range_count_many(&ranges).expect("range_count_many");
+                // The one-pass form with a capacity that cuts some ranges.
+                let cap = 3;
+                let (capped, full) = tree
+                    .range_many_capped(&ranges, cap)
+                    .expect("range_many_capped");
                 for (q, w) in want.iter().enumerate() {
                     let OrderedReply::Range(pairs) = w else {
                         unreachable!()
                     };
                     assert_eq!(got.get(q), pairs.as_slice(), "range {:?}", ranges[q]);
                     assert_eq!(counts[q] as usize, pairs.len(), "count {:?}", ranges[q]);
+                    let first = &pairs[..pairs.len().min(cap as usize)];
+                    assert_eq!(capped.get(q), first, "capped range {:?}", ranges[q]);
+                    assert_eq!(
+                        full[q] as usize,
+                        pairs.len(),
+                        "capped count {:?}",
+                        ranges[q]
+                    );
                 }
             }
             Kind::Successor => {
