@@ -70,6 +70,7 @@ pub fn registry() -> Vec<Experiment> {
         primitives::EXPERIMENT,
         linear::EXPERIMENT,
         hive::EXPERIMENT,
+        hive::TARGETS,
         alloc::EXPERIMENT,
         btree::EXPERIMENT,
         slabhash::EXPERIMENT,

@@ -1,14 +1,21 @@
 // HiveMap's batch kernels: thin loops over gpuds::hive::hive_ref (gpuds/hive/hive_ref.cuh).
 //
 // Each tile of HIVE_SLOTS lanes takes HIVE_SLOTS operations at a time (grid-stride):
-// lane r loads operation r of the chunk (coalesced), the tile runs them one after the
-// other with the operands broadcast, and lane r writes result r (coalesced).
+// lane r loads operation r of the chunk (coalesced) and the metadata word of its key's
+// first bucket (one gather for the whole chunk), the tile runs the operations one after
+// the other with the operands broadcast, and lane r writes result r (coalesced).
 //
 // Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3).
 #include <gpuds/hive/hive_ref.cuh>
 
 using namespace gpuds;
 using namespace gpuds::hive;
+
+// Every kernel runs in blocks of 256 threads (HiveMap's BLOCK). The update kernels carry
+// the out-of-line slow paths (insert_locked, evict), whose registers would otherwise set
+// the kernel's register count (82: three blocks per SM); the bound keeps six blocks per
+// SM resident, the slow paths saving what they need around their calls.
+#define HIVE_UPDATE_BOUNDS __launch_bounds__(256, 6)
 
 namespace {
 
@@ -36,10 +43,7 @@ extern "C" __global__ void hive_init(hive_ref t, unsigned from, unsigned to) {
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
     const unsigned long long slot = static_cast<unsigned long long>(from) * SLOTS + i;
     t.slots[slot] = EMPTY;
-    if (slot % SLOTS == 0) {
-      t.meta[2 * (slot / SLOTS)] = ALL_FREE;
-      t.meta[2 * (slot / SLOTS) + 1] = 0u;
-    }
+    if (slot % SLOTS == 0) t.meta[slot / SLOTS] = ALL_FREE;
   }
 }
 
@@ -52,17 +56,18 @@ extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned lo
 }
 
 // Inserts or replaces (keys[i], values[i]).
-extern "C" __global__ void hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
     const unsigned my_value = r < count ? values[base + r] : 0u;
+    const unsigned long long my_meta = t.first_meta<true>(my_key);
     for (unsigned j = 0; j < count; ++j) {
       const unsigned k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
       unsigned old = 0;
-      if (t.insert(k, v, old, counts) == STEP_FAILED) t.record_failure(base + j);
+      if (t.insert_with(k, v, tile::shfl(my_meta, j), old, counts) == STEP_FAILED) t.record_failure(base + j);
     }
   });
   t.flush(counts);
@@ -70,17 +75,19 @@ extern "C" __global__ void hive_insert(hive_ref t, const unsigned* keys, const u
 
 // Reinserts drained stash words (empty words are skipped); the pairs are already
 // counted in the length, so the count is not changed.
-extern "C" __global__ void hive_reinsert(hive_ref t, const unsigned long long* words, unsigned long long n) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const unsigned long long* words, unsigned long long n) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned long long mine = r < count ? words[base + r] : EMPTY;
+    const unsigned long long my_meta = t.first_meta<true>(key_of(mine));
     for (unsigned j = 0; j < count; ++j) {
       const unsigned long long w = tile::shfl(mine, j);
+      const unsigned long long m = tile::shfl(my_meta, j);
       if (w == EMPTY) continue;
       unsigned old = 0;
-      if (t.insert(key_of(w), value_of(w), old, counts) == STEP_FAILED) t.record_failure(base + j);
+      if (t.insert_with(key_of(w), value_of(w), m, old, counts) == STEP_FAILED) t.record_failure(base + j);
     }
   });
   counts.len = 0;
@@ -95,12 +102,13 @@ extern "C" __global__ void hive_find(hive_ref t, const unsigned* keys, unsigned 
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    const unsigned long long my_meta = t.first_meta<false>(my_key);
     unsigned my_value = absent;
     bool my_hit = false;
     for (unsigned j = 0; j < count; ++j) {
       const unsigned k = tile::shfl(my_key, j);
       unsigned v = absent;
-      const bool hit = t.find<false>(k, v);
+      const bool hit = t.find_quiet(k, tile::shfl(my_meta, j), v);
       if (r == j) {
         my_value = hit ? v : absent;
         my_hit = hit;
@@ -114,17 +122,18 @@ extern "C" __global__ void hive_find(hive_ref t, const unsigned* keys, unsigned 
 }
 
 // Removes keys; found[i] (when not null) says whether the key was present.
-extern "C" __global__ void hive_erase(hive_ref t, const unsigned* keys, unsigned long long n, unsigned char* found) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_erase(hive_ref t, const unsigned* keys, unsigned long long n, unsigned char* found) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    const unsigned long long my_meta = t.first_meta<true>(my_key);
     bool my_hit = false;
     for (unsigned j = 0; j < count; ++j) {
       const unsigned k = tile::shfl(my_key, j);
       unsigned v = 0;
-      const bool hit = t.erase(k, v, counts);
+      const bool hit = t.erase_with(k, tile::shfl(my_meta, j), v, counts);
       if (r == j) my_hit = hit;
     }
     if (r < count && found != nullptr) found[base + r] = my_hit ? 1 : 0;
@@ -138,7 +147,7 @@ extern "C" __global__ void hive_erase(hive_ref t, const unsigned* keys, unsigned
 constexpr unsigned long long OBSERVED = 1ull << 32;
 constexpr unsigned long long FAILED = 1ull << 33;
 
-extern "C" __global__ void hive_apply(hive_ref t, const unsigned char* kinds, const unsigned* keys, const unsigned* values,
+extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_apply(hive_ref t, const unsigned char* kinds, const unsigned* keys, const unsigned* values,
                                       unsigned long long n, unsigned long long* out) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
@@ -147,13 +156,15 @@ extern "C" __global__ void hive_apply(hive_ref t, const unsigned char* kinds, co
     const unsigned my_kind = r < count ? kinds[base + r] : 2u;
     const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
     const unsigned my_value = r < count ? values[base + r] : 0u;
+    const unsigned long long my_meta = t.first_meta<true>(my_key);
     unsigned long long my_out = 0;
     for (unsigned j = 0; j < count; ++j) {
       const unsigned kind = tile::shfl(my_kind, j), k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
+      const unsigned long long m = tile::shfl(my_meta, j);
       unsigned long long seen = 0;
       unsigned value = 0;
       if (kind == 0) {
-        const unsigned step = t.insert(k, v, value, counts);
+        const unsigned step = t.insert_with(k, v, m, value, counts);
         if (step == STEP_FAILED) {
           seen = FAILED;
           t.record_failure(base + j);
@@ -161,9 +172,9 @@ extern "C" __global__ void hive_apply(hive_ref t, const unsigned char* kinds, co
           seen = OBSERVED | value;
         }
       } else if (kind == 1) {
-        if (t.erase(k, value, counts)) seen = OBSERVED | value;
+        if (t.erase_with(k, m, value, counts)) seen = OBSERVED | value;
       } else {
-        if (t.find<true>(k, value)) seen = OBSERVED | value;
+        if (t.find_concurrent(k, m, value)) seen = OBSERVED | value;
       }
       if (r == j) my_out = seen;
     }
@@ -175,7 +186,10 @@ extern "C" __global__ void hive_apply(hive_ref t, const unsigned char* kinds, co
 // Expansion (§IV-C1): splits buckets [first, first + count) into their partners
 // b + level_mask + 1 (all below the end of the level). One tile per pair: each lane
 // decides from the one extra hash bit whether its entry stays or moves; movers are
-// ranked with a ballot and packed into the partner's first slots.
+// ranked with a ballot and packed into the partner's first slots. Keys whose first
+// bucket was b may now have the partner as first bucket, so the partner inherits b's
+// SPILL and STASHED flags; an entry that stays in b although its first bucket is now the
+// partner (it was here by its other hash) sets the partner's SPILL.
 extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count) {
   const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
   const unsigned next_mask = (t.level_mask << 1) | 1u;
@@ -184,14 +198,17 @@ extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count
     const unsigned r = tile::rank();
     const unsigned long long w = t.bucket(b)[r];
     bool moves = false;
+    bool spills = false;
     if (w != EMPTY) {
       const hash_pair h = hashes(key_of(w));
       // Hashes that place the entry here now; it stays if one of them still does.
       const bool by1 = (h.h1 & t.level_mask) == b, by2 = (h.h2 & t.level_mask) == b;
       const bool stays = (by1 && (h.h1 & next_mask) == b) || (by2 && (h.h2 & next_mask) == b) || (!by1 && !by2);
       moves = !stays;
+      spills = stays && by1 && (h.h1 & next_mask) == partner;
     }
     const unsigned movers = tile::ballot(moves);
+    const bool partner_spills = tile::any(spills);
     const unsigned below = movers & ((1u << r) - 1u);
     const unsigned n_movers = __popc(movers);
     const unsigned rank = __popc(below);
@@ -202,9 +219,10 @@ extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count
     }
     if (r >= n_movers) dst[r] = EMPTY;
     if (r == 0) {
-      t.meta[2ull * b] |= movers;
-      t.meta[2ull * partner] = n_movers >= 32 ? 0u : (ALL_FREE & ~((1u << n_movers) - 1u));
-      t.meta[2ull * partner + 1] = 0u;
+      const unsigned long long mb = t.meta[b];
+      t.meta[b] = mb | movers;
+      const unsigned free_there = n_movers >= 32 ? 0u : (ALL_FREE & ~((1u << n_movers) - 1u));
+      t.meta[partner] = free_there | (mb & (META_SPILL | META_STASHED)) | (partner_spills ? META_SPILL : 0ull);
     }
   }
 }
@@ -215,8 +233,8 @@ extern "C" __global__ void hive_merge_check(hive_ref t, unsigned first, unsigned
   const unsigned stride = gridDim.x * blockDim.x;
   for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < count; p += stride) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
-    const unsigned free_here = __popc(t.meta[2ull * b] & ALL_FREE);
-    const unsigned used_there = SLOTS - __popc(t.meta[2ull * partner] & ALL_FREE);
+    const unsigned free_here = __popc(free_of(t.meta[b]));
+    const unsigned used_there = SLOTS - __popc(free_of(t.meta[partner]));
     ok[p] = used_there <= free_here ? 1u : 0u;
   }
 }
@@ -224,6 +242,7 @@ extern "C" __global__ void hive_merge_check(hive_ref t, unsigned first, unsigned
 // Contraction (§IV-C2): merges the partners b + level_mask + 1 of buckets
 // [first, first + count) back into them. The i-th entry of the partner goes to the i-th
 // free slot of the bucket (prefix ranks of both masks); the host checked that it fits.
+// The bucket keeps the flags of both (keys of either have it as first bucket now).
 extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count) {
   const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
   for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
@@ -231,7 +250,7 @@ extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count
     const unsigned r = tile::rank();
     const unsigned long long w = t.bucket(partner)[r];
     const unsigned movers = tile::ballot(w != EMPTY);
-    const unsigned free_bits = t.meta[2ull * b] & ALL_FREE;
+    const unsigned free_bits = free_of(t.meta[b]);
     const unsigned n_movers = __popc(movers);
     // Lane r, if its slot is free and its free rank is below n_movers, takes the mover
     // of that rank.
@@ -249,9 +268,19 @@ extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count
     const unsigned taken = tile::ballot(takes);
     t.bucket(partner)[r] = EMPTY;
     if (r == 0) {
-      t.meta[2ull * b] = free_bits & ~taken;
-      t.meta[2ull * partner] = ALL_FREE;
-      t.meta[2ull * partner + 1] = 0u;
+      const unsigned long long flags = (t.meta[b] | t.meta[partner]) & (META_SPILL | META_STASHED);
+      t.meta[b] = (t.meta[b] & ~static_cast<unsigned long long>(ALL_FREE) & ~(META_SPILL | META_STASHED)) |
+                  (free_bits & ~taken) | flags;
+      t.meta[partner] = ALL_FREE;
     }
+  }
+}
+
+// Clears every bucket's STASHED flag (the host calls it with the stash emptied, before
+// reinserting the drained pairs, which set the flags of those parked again).
+extern "C" __global__ void hive_clear_stashed(hive_ref t) {
+  const unsigned stride = gridDim.x * blockDim.x;
+  for (unsigned b = blockIdx.x * blockDim.x + threadIdx.x; b < t.buckets; b += stride) {
+    t.meta[b] &= ~META_STASHED;
   }
 }

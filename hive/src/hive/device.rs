@@ -8,13 +8,55 @@ use crate::error::Result;
 
 const SOURCE: &str = include_str!("../../cuda/kernels/hive.cu");
 
-/// Control-block words, as in `gpuds/hive/hive_ref.cuh`.
-pub(crate) const CTRL_LEN: usize = 0;
-pub(crate) const CTRL_STASH_TAIL: usize = 1;
-pub(crate) const CTRL_FAILED: usize = 2;
-pub(crate) const CTRL_STEPS: usize = 3;
-pub(crate) const CTRL_MOVES: usize = 7;
-pub(crate) const CTRL_WORDS: usize = 8;
+/// Control-block words, as in `gpuds/hive/hive_ref.cuh`: two single words, then the
+/// striped counters (one 128-byte line per stripe, summed here).
+pub(crate) const CTRL_STASH_TAIL: usize = 0;
+pub(crate) const CTRL_FAILED: usize = 1;
+const CTRL_STRIPE_BASE: usize = 16;
+const CTRL_STRIPE_WORDS: usize = 16;
+const CTRL_STRIPES: usize = 32;
+const STRIPE_LEN: usize = 0;
+const STRIPE_STEPS: usize = 1;
+const STRIPE_MOVES: usize = 5;
+pub(crate) const CTRL_WORDS: usize = CTRL_STRIPE_BASE + CTRL_STRIPES * CTRL_STRIPE_WORDS;
+
+/// The sums of the striped counters of a control block copied to the host.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Counters {
+    /// Pairs stored.
+    pub len: u64,
+    /// Inserts finished in each step.
+    pub steps: [u64; 4],
+    /// Keys displaced by evictions.
+    pub moves: u64,
+}
+
+impl Counters {
+    pub fn of(ctrl: &[u64]) -> Self {
+        let mut c = Counters::default();
+        for stripe in ctrl[CTRL_STRIPE_BASE..].chunks_exact(CTRL_STRIPE_WORDS) {
+            c.len = c.len.wrapping_add(stripe[STRIPE_LEN]);
+            for (sum, &x) in c
+                .steps
+                .iter_mut()
+                .zip(&stripe[STRIPE_STEPS..STRIPE_STEPS + 4])
+            {
+                *sum += x;
+            }
+            c.moves += stripe[STRIPE_MOVES];
+        }
+        c
+    }
+
+    /// Zeroes the step and eviction counts of every stripe, keeping the lengths.
+    pub fn reset_history(ctrl: &mut [u64]) {
+        for stripe in ctrl[CTRL_STRIPE_BASE..].chunks_exact_mut(CTRL_STRIPE_WORDS) {
+            for word in &mut stripe[STRIPE_STEPS..=STRIPE_MOVES] {
+                *word = 0;
+            }
+        }
+    }
+}
 
 /// The empty slot word (key `u32::MAX`, which is therefore reserved).
 pub(crate) const EMPTY: u64 = u64::MAX;
@@ -40,11 +82,12 @@ pub(crate) const EMPTY: u64 = u64::MAX;
 pub struct HiveRef {
     /// Packed slot words, `slots_per_bucket` per bucket.
     pub slots: u64,
-    /// Two words per bucket: free mask, version (odd = locked).
+    /// One 64-bit word per bucket: free mask (low half), then lock, SPILL and STASHED
+    /// flags and a version (high half).
     pub meta: u64,
     /// The stash's words.
     pub stash: u64,
-    /// The control block (length, stash tail, failures, step counts).
+    /// The control block (stash tail, failures, striped length and step counts).
     pub ctrl: u64,
     /// The table's status word.
     pub status: u64,
@@ -104,6 +147,7 @@ pub(crate) struct Kernels {
     pub split: Kernel,
     pub merge_check: Kernel,
     pub merge: Kernel,
+    pub clear_stashed: Kernel,
 }
 
 impl Kernels {
@@ -121,6 +165,32 @@ impl Kernels {
             split: get("split")?,
             merge_check: get("merge_check")?,
             merge: get("merge")?,
+            clear_stashed: get("clear_stashed")?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn striped_counters_sum_and_reset() {
+        let mut ctrl = vec![0u64; CTRL_WORDS];
+        ctrl[CTRL_STASH_TAIL] = 9;
+        let line = |i: usize| CTRL_STRIPE_BASE + i * CTRL_STRIPE_WORDS;
+        ctrl[line(0) + STRIPE_LEN] = 5;
+        ctrl[line(31) + STRIPE_LEN] = (-2i64) as u64;
+        ctrl[line(3) + STRIPE_STEPS + 1] = 7;
+        ctrl[line(4) + STRIPE_STEPS + 1] = 1;
+        ctrl[line(4) + STRIPE_MOVES] = 2;
+        let c = Counters::of(&ctrl);
+        assert_eq!(c.len, 3);
+        assert_eq!(c.steps, [0, 8, 0, 0]);
+        assert_eq!(c.moves, 2);
+        Counters::reset_history(&mut ctrl);
+        let c = Counters::of(&ctrl);
+        assert_eq!((c.len, c.steps, c.moves), (3, [0; 4], 0));
+        assert_eq!(ctrl[CTRL_STASH_TAIL], 9);
     }
 }

@@ -5,6 +5,11 @@ use std::collections::HashSet;
 use super::config::HashPair;
 use super::device::EMPTY;
 
+/// Flags in the high half of a metadata word (see `detail/hive_bucket.cuh`).
+const LOCK: u32 = 1;
+const SPILL: u32 = 2;
+const STASHED: u32 = 4;
+
 /// Linear-hashing address of hash `h` (see `hive_ref::bucket_of`).
 pub(crate) fn bucket_of(h: u32, level_mask: u32, split: u32) -> u32 {
     let b = h & level_mask;
@@ -24,7 +29,8 @@ pub(crate) struct Image {
     pub split: u32,
     /// `buckets * slots_per_bucket` words.
     pub slots: Vec<u64>,
-    /// Two words per bucket: free mask, version.
+    /// Each bucket's 64-bit metadata word as two halves: the free mask, then the lock
+    /// (bit 0), SPILL (bit 1) and STASHED (bit 2) flags and the version.
     pub meta: Vec<u32>,
     /// The stash's words (its whole capacity).
     pub stash: Vec<u64>,
@@ -73,8 +79,8 @@ impl Image {
         let mut count = 0u64;
         for b in 0..buckets {
             let (mask, version) = (self.meta[2 * b], self.meta[2 * b + 1]);
-            if version & 1 == 1 {
-                return Err(format!("bucket {b} is still locked (version {version})"));
+            if version & LOCK == LOCK {
+                return Err(format!("bucket {b} is still locked (word {version:#x})"));
             }
             if mask & !all_free != 0 {
                 return Err(format!(
@@ -104,6 +110,12 @@ impl Image {
                         "key {key:#x} sits in bucket {b}, but its buckets are {b1} and {b2}"
                     ));
                 }
+                if b as u32 != b1 && self.meta[2 * b1 as usize + 1] & SPILL == 0 {
+                    return Err(format!(
+                        "key {key:#x} sits in its second bucket {b}, but its first bucket \
+                         {b1} has no SPILL flag"
+                    ));
+                }
                 if !seen.insert(key) {
                     return Err(format!(
                         "key {key:#x} is stored twice (second copy in bucket {b})"
@@ -130,6 +142,12 @@ impl Image {
             if !seen.insert(key) {
                 return Err(format!(
                     "key {key:#x} is stored twice (second copy in the stash)"
+                ));
+            }
+            let b1 = bucket_of(self.hash.hashes(key).0, self.level_mask, self.split) as usize;
+            if self.meta[2 * b1 + 1] & STASHED == 0 {
+                return Err(format!(
+                    "key {key:#x} is in the stash, but its first bucket {b1} has no STASHED flag"
                 ));
             }
             count += 1;
@@ -185,8 +203,17 @@ mod tests {
         let b = bucket_of(HashPair::BitHash.hashes(1).0, 1, 2) as usize;
 
         let mut locked = img.clone();
-        locked.meta[1] = 3;
+        locked.meta[1] = 9;
         assert!(locked.check().unwrap_err().contains("locked"));
+
+        let mut unflagged = img.clone();
+        unflagged.stash[0] = 99u64 << 32;
+        unflagged.stash_tail = 1;
+        unflagged.len += 1;
+        let b99 = bucket_of(HashPair::BitHash.hashes(99).0, 1, 2) as usize;
+        assert!(unflagged.check().unwrap_err().contains("STASHED"));
+        unflagged.meta[2 * b99 + 1] |= STASHED;
+        assert_eq!(unflagged.check(), Ok(()));
 
         let mut mask = img.clone();
         mask.meta[2 * b] |= 1;
@@ -222,5 +249,20 @@ mod tests {
         misplaced.slots[other * 8 + 7] = w;
         misplaced.meta[2 * other] &= !(1 << 7);
         assert!(misplaced.check().unwrap_err().contains("its buckets are"));
+
+        // Key 1 in its second bucket: only valid with its first bucket's SPILL flag.
+        let (b1, b2) = (bucket_of(h1, 1, 2) as usize, bucket_of(h2, 1, 2) as usize);
+        if b1 != b2 {
+            let mut second = img.clone();
+            let w = second.slots[b * 8];
+            second.slots[b * 8] = EMPTY;
+            second.meta[2 * b] |= 1;
+            let slot = (0..8).find(|&s| second.slots[b2 * 8 + s] == EMPTY).unwrap();
+            second.slots[b2 * 8 + slot] = w;
+            second.meta[2 * b2] &= !(1 << slot);
+            assert!(second.check().unwrap_err().contains("SPILL"));
+            second.meta[2 * b1 + 1] |= SPILL;
+            assert_eq!(second.check(), Ok(()));
+        }
     }
 }

@@ -23,9 +23,7 @@ pub use config::{HashPair, HiveConfig};
 pub use device::HiveRef;
 pub use stats::HiveStats;
 
-use device::{
-    Kernels, CTRL_FAILED, CTRL_LEN, CTRL_MOVES, CTRL_STASH_TAIL, CTRL_STEPS, CTRL_WORDS, EMPTY,
-};
+use device::{Counters, Kernels, CTRL_FAILED, CTRL_STASH_TAIL, CTRL_WORDS, EMPTY};
 use image::Image;
 
 use crate::error::{Error, Result};
@@ -678,6 +676,7 @@ impl HiveMap {
     pub fn stats(&self) -> Result<HiveStats> {
         let stream = self.gpu.stream();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
+        let counters = Counters::of(&ctrl);
         let stash = stream.clone_dtoh(&self.stash)?;
         let stash_used = stash.iter().filter(|&&w| w != EMPTY).count();
         let s = self.config.slots_per_bucket as usize;
@@ -693,13 +692,8 @@ impl HiveMap {
             stash_used,
             stash_capacity: stash.len(),
             stash_occupancy: stash_used as f64 / stash.len() as f64,
-            insert_steps: [
-                ctrl[CTRL_STEPS],
-                ctrl[CTRL_STEPS + 1],
-                ctrl[CTRL_STEPS + 2],
-                ctrl[CTRL_STEPS + 3],
-            ],
-            evictions: ctrl[CTRL_MOVES],
+            insert_steps: counters.steps,
+            evictions: counters.moves,
             expansions: self.expansions,
             contractions: self.contractions,
             memory_bytes: allocated * (s * 8 + 8) + stash.len() * 8,
@@ -711,9 +705,7 @@ impl HiveMap {
     pub fn reset_counters(&mut self) -> Result<()> {
         let stream = self.gpu.stream();
         let mut ctrl = stream.clone_dtoh(&self.ctrl)?;
-        for word in &mut ctrl[CTRL_STEPS..CTRL_WORDS] {
-            *word = 0;
-        }
+        Counters::reset_history(&mut ctrl);
         stream.memcpy_htod(&ctrl, &mut self.ctrl)?;
         self.gpu.synchronize()?;
         Ok(())
@@ -749,7 +741,7 @@ impl HiveMap {
             meta: stream.clone_dtoh(&self.meta.slice(..2 * buckets))?,
             stash: stream.clone_dtoh(&self.stash)?,
             stash_tail: ctrl[CTRL_STASH_TAIL],
-            len: ctrl[CTRL_LEN],
+            len: Counters::of(&ctrl).len,
         })
     }
 
@@ -770,7 +762,7 @@ impl HiveMap {
     fn finish_update(&mut self) -> Result<()> {
         let stream = self.gpu.stream().clone();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
-        self.len = ctrl[CTRL_LEN] as usize;
+        self.len = Counters::of(&ctrl).len as usize;
         self.stash_tail = ctrl[CTRL_STASH_TAIL];
         let failed = ctrl[CTRL_FAILED];
         let status = self.status.take()?;

@@ -11,7 +11,7 @@
 
 use cudarc::driver::PushKernelArg;
 
-use super::device::{CTRL_FAILED, CTRL_LEN, CTRL_STASH_TAIL, EMPTY};
+use super::device::{Counters, CTRL_FAILED, CTRL_STASH_TAIL, EMPTY};
 use super::HiveMap;
 use crate::error::{Error, Result};
 
@@ -190,9 +190,10 @@ impl HiveMap {
         Ok(())
     }
 
-    /// After an update batch: expand above the upper threshold, contract below the
-    /// lower one, and drain a stash that was used (reinsertion compacts it, so the next
-    /// lookups scan only the pairs still parked there, or skip it when it is empty).
+    /// After an update batch: expand above the upper threshold (which drains the stash),
+    /// contract below the lower one, and drain a stash that is half used (reinsertion
+    /// compacts it and makes room). A stash below that is left as it is: only operations
+    /// whose first bucket has its STASHED flag look at it.
     pub(super) fn after_update(&mut self) -> Result<()> {
         if self.config.auto_resize {
             let s = self.config.slots_per_bucket as usize;
@@ -214,7 +215,7 @@ impl HiveMap {
                 }
             }
         }
-        if self.stash_tail > 0 {
+        if self.stash_tail > 0 && self.stash_tail as usize * 2 >= self.stash.len() {
             self.drain_stash()?;
         }
         Ok(())
@@ -222,7 +223,8 @@ impl HiveMap {
 
     /// Takes every pair out of the stash and reinserts it into the table (pairs that
     /// still find no room go back into the emptied stash, which first grows to its share
-    /// of the current capacity). Synchronizes.
+    /// of the current capacity). The STASHED flags are cleared first; the reinsertion
+    /// sets those of the pairs parked again. Synchronizes.
     pub(super) fn drain_stash(&mut self) -> Result<()> {
         let stream = self.gpu.stream().clone();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
@@ -251,6 +253,12 @@ impl HiveMap {
             return Ok(());
         }
         let r = self.device_ref();
+        let kernel = &self.kernels.clear_stashed;
+        let shape = self.gpu.grid_for(kernel, self.buckets(), super::BLOCK)?;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r);
+        // SAFETY: the kernel rewrites the metadata words of the buckets in use.
+        unsafe { args.launch(shape) }?;
         let n = used as u64;
         let kernel = &self.kernels.reinsert;
         let shape = self.shape(kernel, used)?;
@@ -259,7 +267,7 @@ impl HiveMap {
         // SAFETY: the kernel reads n words and works inside the ref's arrays.
         unsafe { args.launch(shape) }?;
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
-        self.len = ctrl[CTRL_LEN] as usize;
+        self.len = Counters::of(&ctrl).len as usize;
         self.stash_tail = ctrl[CTRL_STASH_TAIL];
         if ctrl[CTRL_FAILED] > 0 {
             // Each reinsert parks at most one pair in the emptied stash, so this takes a

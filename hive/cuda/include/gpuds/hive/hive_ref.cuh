@@ -10,14 +10,28 @@
 // h & (2 * mask + 1) when that is below the split pointer. The metadata (mask, split,
 // bucket count) is fixed during a kernel: HiveMap resizes between batches.
 //
-// Concurrency: lookups are lock-free; a miss re-checks the version of the key's first
-// bucket so that it never misses a key that an eviction was moving. Replacing and
-// deleting are lock-free compare-and-swaps. Inserting a new key takes the lock of its
-// first bucket, only by advancing the version it read before its lock-free search, so
-// two inserts of one key can never both add it; the claim of a slot stays the lock-free
-// WABC, because other keys claim slots of the same bucket without that lock. Evictions
-// hold the locks of both buckets of every key they move, so a moving key is always
-// covered by a held lock of its first bucket.
+// Placement: a key goes to its first bucket b1 while b1 has room; only then to its
+// second bucket b2 (setting b1's SPILL flag first), to a cuckoo eviction, or to the
+// stash (setting b1's STASHED flag). So a lookup reads b1 and its metadata word, and
+// reads b2 or the stash only when b1's flags say that something of b1 went there; a
+// miss in a bucket without flags costs one bucket read.
+//
+// Concurrency (see detail/hive_bucket.cuh for the metadata word):
+// - Inserting a new key into b1 takes no lock: the key is absent from the table when it
+//   is absent from b1 (with no pending slot) and b1's flags are clear, as of the
+//   metadata word `m` read before the bucket; the claim is a compare-and-swap of that
+//   whole word (slot bit cleared, version advanced), so it succeeds only if nothing in
+//   b1 changed since: two inserts of one key cannot both claim, and the later one finds
+//   the key (or its pending slot) when it reads again.
+// - An insert that cannot finish that way (b1 full or flagged) locks b1 from `m`. Every
+//   insert of a key passes through a claim or the lock of its first bucket, so the lock
+//   makes it unique: under it the insert waits for b1's pending slots, looks in b1, b2
+//   and the stash, and then places the key with plain WABC claims (b1, then b2), an
+//   eviction, or the stash.
+// - Evictions hold the locks of both buckets of every key they move (each victim's
+//   first bucket is one of them); lookups that cannot conclude a miss while b1 is
+//   locked, or whose b1 changed while they looked, look again.
+// - Replacing and deleting are compare-and-swaps on the slot word, lock-free.
 #pragma once
 #include <gpuds/core/status.cuh>
 #include <gpuds/hive/detail/hive_bucket.cuh>
@@ -27,13 +41,18 @@
 namespace gpuds {
 namespace hive {
 
-// Control block words (unsigned long long each).
-constexpr unsigned CTRL_LEN = 0;          // pairs stored (table and stash), two's complement deltas
-constexpr unsigned CTRL_STASH_TAIL = 1;   // stash reservations so far
-constexpr unsigned CTRL_FAILED = 2;       // operations that failed (stash full, retry cap)
-constexpr unsigned CTRL_STEPS = 3;        // inserts finished in step 1..4 (four words)
-constexpr unsigned CTRL_MOVES = 7;        // keys displaced by evictions
-constexpr unsigned CTRL_WORDS = 8;
+// Control block words (unsigned long long each). The counters that every tile adds to
+// are striped over CTRL_STRIPES lines of 128 bytes (the host sums them), so that no
+// single word takes an atomic from every tile.
+constexpr unsigned CTRL_STASH_TAIL = 0;     // stash reservations so far
+constexpr unsigned CTRL_FAILED = 1;         // operations that failed (stash full, retry cap)
+constexpr unsigned CTRL_STRIPE_BASE = 16;   // first word of stripe 0
+constexpr unsigned CTRL_STRIPE_WORDS = 16;  // one 128-byte line per stripe
+constexpr unsigned CTRL_STRIPES = 32;
+constexpr unsigned STRIPE_LEN = 0;    // pairs stored (table and stash), two's complement deltas
+constexpr unsigned STRIPE_STEPS = 1;  // inserts finished in step 1..4 (four words)
+constexpr unsigned STRIPE_MOVES = 5;  // keys displaced by evictions
+constexpr unsigned CTRL_WORDS = CTRL_STRIPE_BASE + CTRL_STRIPES * CTRL_STRIPE_WORDS;
 
 // How an insert finished.
 constexpr unsigned STEP_FAILED = 0;
@@ -48,14 +67,20 @@ constexpr unsigned VICTIM_TRIES = 4;
 
 // Per-tile counts, flushed once per kernel by rank 0.
 struct tally {
-  long long len = 0;
-  unsigned long long steps[4] = {0, 0, 0, 0};
-  unsigned long long moves = 0;
+  int len = 0;
+  unsigned steps[4] = {0, 0, 0, 0};
+  unsigned moves = 0;
 };
+
+// What the out-of-line insert paths return in one word: the step (bits 0..7), keys
+// displaced (bits 8..31) and, for a replace, the old value (bits 32..63).
+__device__ __forceinline__ unsigned long long outcome(unsigned step, unsigned moves = 0, unsigned old = 0) {
+  return step | (static_cast<unsigned long long>(moves) << 8) | (static_cast<unsigned long long>(old) << 32);
+}
 
 struct hive_ref {
   unsigned long long* slots;  // buckets * SLOTS packed words
-  unsigned* meta;             // two words per bucket: free mask, version (lock)
+  unsigned long long* meta;   // one metadata word per bucket
   unsigned long long* stash;  // stash_capacity words
   unsigned long long* ctrl;   // CTRL_WORDS counters
   unsigned* status;           // the table's status word
@@ -74,12 +99,11 @@ struct hive_ref {
   __device__ __forceinline__ unsigned long long* bucket(unsigned b) const {
     return slots + static_cast<unsigned long long>(b) * SLOTS;
   }
-  __device__ __forceinline__ bucket_meta meta_of(unsigned b) const {
-    return bucket_meta{meta + 2ull * b};
-  }
+  __device__ __forceinline__ bucket_meta meta_of(unsigned b) const { return bucket_meta{meta + b}; }
   __device__ __forceinline__ stash_ref stash_of() const {
     return stash_ref{stash, ctrl + CTRL_STASH_TAIL, stash_capacity};
   }
+  __device__ __forceinline__ unsigned first_of(unsigned k) const { return bucket_of(hashes(k).h1); }
   // The other candidate bucket of a key stored in bucket b (b itself when both agree).
   __device__ __forceinline__ unsigned alternate(unsigned k, unsigned b) const {
     const hash_pair h = hashes(k);
@@ -87,68 +111,100 @@ struct hive_ref {
     return b1 == b ? bucket_of(h.h2) : b1;
   }
 
-  // WCME over the candidate buckets, then the stash.
-  template <bool COHERENT>
-  __device__ __forceinline__ bool locate(unsigned k, unsigned b1, unsigned b2, match& m) const {
-    if (wcme<COHERENT>(bucket(b1), k, m)) return true;
-    if (b2 != b1 && wcme<COHERENT>(bucket(b2), k, m)) return true;
-    return stash_of().template find<COHERENT>(k, m);
+  // The metadata word of k's first bucket, loaded by the calling lane alone: a batch
+  // kernel has each lane load the word of its own operation, so that a tile's chunk of
+  // operations issues those loads at once. ACQUIRE where writers may run.
+  template <bool ACQUIRE>
+  __device__ __forceinline__ unsigned long long first_meta(unsigned k) const {
+    if (k == EMPTY_KEY) return 0;
+    const unsigned long long* p = meta + first_of(k);
+    return ACQUIRE ? mem::ld_acquire(p) : *p;
   }
 
-  // Lookup (§IV-B). CONCURRENT: writers may run in the same kernel (mixed batches);
-  // a miss is then confirmed by the first bucket's version. Returns whether k is present
-  // and its value in `value`.
-  template <bool CONCURRENT>
-  __device__ bool find(unsigned k, unsigned& value) const {
+  // Looks for k beyond its first bucket, where that bucket's word `m` says to look.
+  template <bool COHERENT>
+  __device__ __forceinline__ bool locate_beyond(unsigned k, unsigned b1, unsigned b2, unsigned long long m,
+                                                match& mt) const {
+    if ((m & META_SPILL) != 0 && b2 != b1 && wcme<COHERENT>(bucket(b2), k, mt)) return true;
+    return (m & META_STASHED) != 0 && stash_of().template find<COHERENT>(k, mt);
+  }
+
+  // Lookup without writers in flight (§IV-B); `m` is the word of k's first bucket.
+  __device__ __forceinline__ bool find_quiet(unsigned k, unsigned long long m, unsigned& value) const {
     if (k == EMPTY_KEY) return false;  // the empty word's key: never stored
     const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
-    match m;
-    if (!CONCURRENT) {
-      if (!locate<false>(k, b1, b2, m)) return false;
-      value = value_of(m.word);
-      return true;
+    const unsigned b1 = bucket_of(h.h1);
+    match mt;
+    if (!wcme<false>(bucket(b1), k, mt)) {
+      if ((m & (META_SPILL | META_STASHED)) == 0) return false;
+      if (!locate_beyond<false>(k, b1, bucket_of(h.h2), m, mt)) return false;
     }
-    const bucket_meta meta = meta_of(b1);
+    value = value_of(mt.word);
+    return true;
+  }
+
+  // Lookup with writers in flight: a miss is concluded only from an unlocked first
+  // bucket whose word did not change while the lookup looked. `m` is that word as the
+  // caller read it (with acquire semantics) before.
+  __device__ bool find_concurrent(unsigned k, unsigned long long m, unsigned& value) const {
+    if (k == EMPTY_KEY) return false;
+    const hash_pair h = hashes(k);
+    const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
+    const bucket_meta meta1 = meta_of(b1);
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      unsigned seen;
-      if (!meta.observe_unlocked(attempt, seen)) continue;
-      if (locate<true>(k, b1, b2, m)) {
-        value = value_of(m.word);
+      if (attempt > 0) {
+        backoff(attempt - 1);
+        m = meta1.observe();
+      }
+      match mt;
+      if (wcme<true>(bucket(b1), k, mt) || locate_beyond<true>(k, b1, b2, m, mt)) {
+        value = value_of(mt.word);
         return true;
       }
-      if (meta.unchanged(seen)) return false;
+      if ((m & META_LOCK) == 0 && meta1.unchanged(m)) return false;
     }
     status::report(status, status::RETRY_LIMIT);
     return false;
   }
 
-  // Delete (§IV-B): WCME, then one compare-and-swap to the empty word by the elected
-  // lane, which then frees the slot's bit. Returns whether k was present (and its value).
-  __device__ bool erase(unsigned k, unsigned& value, tally& t) const {
+  // Lookup (§IV-B). CONCURRENT: writers may run in the same kernel (mixed batches).
+  // Returns whether k is present and its value in `value`.
+  template <bool CONCURRENT>
+  __device__ bool find(unsigned k, unsigned& value) const {
+    if (k == EMPTY_KEY) return false;
+    if (CONCURRENT) return find_concurrent(k, meta_of(first_of(k)).observe(), value);
+    return find_quiet(k, meta[first_of(k)], value);
+  }
+
+  // Delete (§IV-B): the lookup, then one compare-and-swap to the empty word by rank 0,
+  // which then frees the slot's bit. `m` as for find_concurrent. Returns whether k was
+  // present (and its value).
+  __device__ bool erase_with(unsigned k, unsigned long long m, unsigned& value, tally& t) const {
     if (k == EMPTY_KEY) return false;
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
-    const bucket_meta meta = meta_of(b1);
-    match m;
+    const bucket_meta meta1 = meta_of(b1);
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      unsigned seen;
-      if (!meta.observe_unlocked(attempt, seen)) continue;
-      if (!locate<true>(k, b1, b2, m)) {
-        if (meta.unchanged(seen)) return false;
+      if (attempt > 0) {
+        backoff(attempt - 1);
+        m = meta1.observe();
+      }
+      match mt;
+      if (!wcme<true>(bucket(b1), k, mt) && !locate_beyond<true>(k, b1, b2, m, mt)) {
+        if ((m & META_LOCK) == 0 && meta1.unchanged(m)) return false;
         continue;
       }
       unsigned done = 0;
-      if (tile::rank() == 0 && mem::cas_relaxed(m.at, m.word, EMPTY) == m.word) {
+      if (tile::rank() == 0 && mem::cas_relaxed(mt.at, mt.word, EMPTY) == mt.word) {
         done = 1;
-        const bool in_table = m.at >= slots && m.at < slots + static_cast<unsigned long long>(buckets) * SLOTS;
+        const bool in_table = mt.at >= slots && mt.at < slots + static_cast<unsigned long long>(buckets) * SLOTS;
         if (in_table) {
-          const unsigned long long index = static_cast<unsigned long long>(m.at - slots);
-          mem::fetch_or_relaxed(meta_of(static_cast<unsigned>(index / SLOTS)).mask(), 1u << (index % SLOTS));
+          const unsigned long long index = static_cast<unsigned long long>(mt.at - slots);
+          mem::fetch_add_relaxed(meta + index / SLOTS, (1ull << (index % SLOTS)) + META_VERSION);
         }
       }
       if (tile::shfl(done, 0)) {
-        value = value_of(m.word);
+        value = value_of(mt.word);
         t.len -= 1;
         return true;
       }
@@ -157,10 +213,21 @@ struct hive_ref {
     return false;
   }
 
-  // Insert or replace (§IV-A), in four steps. Returns the step it finished in
-  // (STEP_REPLACE with the old value in `old`, STEP_CLAIM, STEP_EVICT, STEP_STASH) or
-  // STEP_FAILED (stash full or retry cap; reported in the status word).
-  __device__ unsigned insert(unsigned k, unsigned v, unsigned& old, tally& t) const {
+  __device__ bool erase(unsigned k, unsigned& value, tally& t) const {
+    if (k == EMPTY_KEY) return false;
+    return erase_with(k, meta_of(first_of(k)).observe(), value, t);
+  }
+
+  // Insert or replace (§IV-A), in four steps. `m` is the word of k's first bucket b1 as
+  // the caller read it (acquire) before. Returns the step it finished in (STEP_REPLACE
+  // with the old value in `old`, STEP_CLAIM, STEP_EVICT, STEP_STASH) or STEP_FAILED
+  // (stash full or retry cap; reported in the status word).
+  //
+  // The fast path is one coalesced read of b1, then either a compare-and-swap of the
+  // matching word (replace) or of b1's metadata word (claim, see the top of this file)
+  // and one store. Everything else is out of line (insert_locked, evict), so that the
+  // fast path keeps few registers.
+  __device__ unsigned insert_with(unsigned k, unsigned v, unsigned long long m, unsigned& old, tally& t) const {
     if (k == EMPTY_KEY) {
       status::report(status, status::RESERVED_KEY);
       return STEP_FAILED;
@@ -168,36 +235,50 @@ struct hive_ref {
     const unsigned long long word = pack(k, v);
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
-    const bucket_meta meta = meta_of(b1);
-    match m;
+    const bucket_meta meta1 = meta_of(b1);
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      unsigned seen;
-      if (!meta.observe_unlocked(attempt, seen)) continue;
-      // Step 1: replace, lock-free.
-      if (locate<true>(k, b1, b2, m)) {
+      if (attempt > 0) {
+        backoff(attempt - 1);
+        m = meta1.observe();
+      }
+      match mt;
+      const unsigned long long w = lane_word<true>(bucket(b1));
+      // Step 1: replace, lock-free (b2 only where b1 says something spilled).
+      if (elect(bucket(b1), w, tile::ballot(key_of(w) == k), mt) ||
+          ((m & META_SPILL) != 0 && b2 != b1 && wcme<true>(bucket(b2), k, mt))) {
         unsigned done = 0;
-        if (tile::rank() == 0) done = mem::cas_relaxed(m.at, m.word, word) == m.word;
+        if (tile::rank() == 0) done = mem::cas_relaxed(mt.at, mt.word, word) == mt.word;
         if (tile::shfl(done, 0)) {
-          old = value_of(m.word);
+          old = value_of(mt.word);
           t.steps[0] += 1;
           return STEP_REPLACE;
         }
         continue;
       }
-      // k was absent while b1's version stayed `seen`; keep it absent by locking b1 from
-      // that very version (any insert of k, or eviction moving it, changes it).
-      if (!meta.lock_from(seen)) continue;
-      // Step 2: claim-then-commit in the first bucket, then the second.
-      if (claim_commit(bucket(b1), meta, word) || claim_commit(bucket(b2), meta_of(b2), word)) {
-        meta.unlock(seen);
-        t.steps[1] += 1;
-        t.len += 1;
-        return STEP_CLAIM;
+      if ((m & META_LOCK) != 0) continue;
+      const unsigned free_bits = free_of(m);
+      if ((m & (META_SPILL | META_STASHED)) == 0 && free_bits != 0) {
+        // Step 2 in b1, lock-free: k is absent if b1 is as read.
+        if (pending(m, w) != 0) continue;
+        const unsigned slot = __ffs(free_bits) - 1;
+        if (meta1.claim_from(m, slot)) {
+          if (tile::rank() == 0) mem::st_relaxed(bucket(b1) + slot, word);
+          t.steps[1] += 1;
+          t.len += 1;
+          return STEP_CLAIM;
+        }
+        continue;
       }
-      // Steps 3 and 4.
-      const unsigned step = evict(b1, seen, word, t);
-      if (step != STEP_FAILED) {
-        t.steps[step - 1] += 1;
+      if (!meta1.lock_from(m)) continue;
+      const unsigned long long r = insert_locked(k, word, b1, b2);
+      meta1.unlock();
+      const unsigned step = static_cast<unsigned>(r) & 0xffu;
+      t.moves += static_cast<unsigned>(r >> 8) & 0xffffffu;
+      if (step == STEP_FAILED) return STEP_FAILED;
+      t.steps[step - 1] += 1;
+      if (step == STEP_REPLACE) {
+        old = static_cast<unsigned>(r >> 32);
+      } else {
         t.len += 1;
       }
       return step;
@@ -206,8 +287,56 @@ struct hive_ref {
     return STEP_FAILED;
   }
 
+  __device__ unsigned insert(unsigned k, unsigned v, unsigned& old, tally& t) const {
+    if (k == EMPTY_KEY) return insert_with(k, v, 0, old, t);
+    return insert_with(k, v, meta_of(first_of(k)).observe(), old, t);
+  }
+
+  // The slow path of an insert, with b1 locked by the caller (who unlocks it): waits for
+  // b1's pending slots, looks for k everywhere b1's flags point to (replace), then
+  // claims in b1, in b2 (b1's SPILL set first), or evicts. Returns an outcome().
+  __device__ __noinline__ unsigned long long insert_locked(unsigned k, unsigned long long word, unsigned b1,
+                                                           unsigned b2) const {
+    const bucket_meta meta1 = meta_of(b1);
+    for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
+      const unsigned long long m = meta1.observe();
+      const unsigned long long w = lane_word<true>(bucket(b1));
+      if (pending(m, w) != 0) {
+        backoff(attempt);
+        continue;
+      }
+      match mt;
+      if (elect(bucket(b1), w, tile::ballot(key_of(w) == k), mt) || locate_beyond<true>(k, b1, b2, m, mt)) {
+        unsigned done = 0;
+        if (tile::rank() == 0) done = mem::cas_relaxed(mt.at, mt.word, word) == mt.word;
+        if (tile::shfl(done, 0)) return outcome(STEP_REPLACE, 0, value_of(mt.word));
+        continue;
+      }
+      if (claim_commit(bucket(b1), meta1, word)) return outcome(STEP_CLAIM);
+      if (b2 != b1) {
+        if ((m & META_SPILL) == 0) meta1.mark(META_SPILL);
+        if (claim_commit(bucket(b2), meta_of(b2), word)) return outcome(STEP_CLAIM);
+      }
+      return evict(b1, word);
+    }
+    status::report(status, status::RETRY_LIMIT);
+    return outcome(STEP_FAILED);
+  }
+
+  // Places `hand` in bucket b with a WABC claim, flagging its first bucket first when b
+  // is not it. The caller holds the locks of the hand's first bucket.
+  __device__ __forceinline__ bool place(unsigned b, unsigned long long hand) const {
+    const unsigned slot = claim(meta_of(b));
+    if (slot == SLOTS) return false;
+    const unsigned f = first_of(key_of(hand));
+    if (f != b) meta_of(f).mark(META_SPILL);
+    if (tile::rank() == 0) mem::st_relaxed(bucket(b) + slot, hand);
+    return true;
+  }
+
   // Step 3, bounded cuckoo eviction under bucket locks, and step 4, the stash. Called
-  // with b1 locked from version `seen`; releases every lock it holds.
+  // with b1 locked (and left locked: the caller releases it) and both buckets of the new
+  // key full as seen; releases every other lock it takes. Returns an outcome().
   //
   // Each round first retries the claim in the current bucket. Then every lane looks at
   // its slot's key and the free mask of that key's other bucket, so the tile sees all
@@ -217,22 +346,21 @@ struct hive_ref {
   // victim has room does the chain take a random-walk step, displacing a victim into the
   // hand; such a step first reserves a stash slot, so that a chain that runs out of
   // rounds can always park the key in hand (both of whose buckets are locked). With the
-  // stash full, nothing is displaced and the insert fails.
-  __device__ unsigned evict(unsigned b1, unsigned seen, unsigned long long word, tally& t) const {
+  // stash full, nothing is displaced and the insert fails. Whenever a key lands outside
+  // its first bucket, that bucket (locked by this chain) gets its flag first.
+  __device__ __noinline__ unsigned long long evict(unsigned b1, unsigned long long word) const {
     const stash_ref st = stash_of();
     unsigned reserved = st.capacity;
     unsigned held[MAX_EVICTION_BOUND + 1];
-    unsigned held_seen[MAX_EVICTION_BOUND + 1];
     unsigned nheld = 1;
     held[0] = b1;
-    held_seen[0] = seen;
     unsigned long long hand = word;
     unsigned cur = b1;
+    unsigned moves = 0;
     bool placed = false;
-    bool stuck = false;
     const unsigned bound = eviction_bound < MAX_EVICTION_BOUND ? eviction_bound : MAX_EVICTION_BOUND;
-    for (unsigned round = 0; round < bound && !placed && !stuck; ++round) {
-      if (claim_commit(bucket(cur), meta_of(cur), hand)) {
+    for (unsigned round = 0; round < bound && !placed; ++round) {
+      if (round > 0 && place(cur, hand)) {
         placed = true;
         break;
       }
@@ -241,11 +369,12 @@ struct hive_ref {
       unsigned alt_free = 0;
       if (w != EMPTY) {
         alt = alternate(key_of(w), cur);
-        if (alt != cur) alt_free = mem::ld_relaxed(meta_of(alt).mask()) & ALL_FREE;
+        if (alt != cur) alt_free = free_of(mem::ld_relaxed(meta_of(alt).word));
       }
       unsigned candidates = tile::ballot(w != EMPTY && alt != cur);
       unsigned roomy = tile::ballot(alt_free != 0);
       bool moved = false;
+      bool stuck = false;
       // Start at a slot that changes with the round and the key, so walks wander.
       const unsigned start = (round * 7u + key_of(hand)) % SLOTS;
       for (unsigned tries = 0; tries < VICTIM_TRIES && candidates != 0 && !moved && !placed; ++tries) {
@@ -260,23 +389,25 @@ struct hive_ref {
         const unsigned target = tile::shfl(alt, slot);
         bool mine = false;
         for (unsigned i = 0; i < nheld; ++i) mine |= held[i] == target;
-        unsigned locked_from = 0;
-        if (!mine) {
-          locked_from = meta_of(target).try_lock();
-          if (locked_from & 1u) continue;
-        }
+        if (!mine && !meta_of(target).try_lock()) continue;
+        const unsigned fv = first_of(key_of(victim));
+        const unsigned fh = first_of(key_of(hand));
         if (direct) {
           const unsigned tslot = claim(meta_of(target));
           unsigned swapped = 0;
-          if (tslot < SLOTS && tile::rank() == 0) {
-            swapped = mem::cas_relaxed(bucket(cur) + slot, victim, hand) == victim;
-            if (swapped) mem::st_relaxed(bucket(target) + tslot, victim);
+          if (tslot < SLOTS) {
+            if (fv != target) meta_of(fv).mark(META_SPILL);
+            if (fh != cur) meta_of(fh).mark(META_SPILL);
+            if (tile::rank() == 0) {
+              swapped = mem::cas_relaxed(bucket(cur) + slot, victim, hand) == victim;
+              if (swapped) mem::st_relaxed(bucket(target) + tslot, victim);
+            }
+            swapped = tile::shfl(swapped, 0);
+            if (!swapped) meta_of(target).free_slot(tslot);
           }
-          swapped = tile::shfl(swapped, 0);
-          if (tslot < SLOTS && !swapped) release(meta_of(target), tslot);
-          if (!mine) meta_of(target).unlock(locked_from);
+          if (!mine) meta_of(target).unlock();
           if (swapped) {
-            t.moves += 1;
+            moves += 1;
             placed = true;
           }
           continue;
@@ -284,27 +415,24 @@ struct hive_ref {
         // A random-walk step: the victim comes into the hand.
         if (reserved >= st.capacity) reserved = st.reserve();
         if (reserved >= st.capacity) {
-          if (!mine) meta_of(target).unlock(locked_from);
+          if (!mine) meta_of(target).unlock();
           stuck = true;
           break;
         }
+        if (fh != cur) meta_of(fh).mark(META_SPILL);
         unsigned swapped = 0;
         if (tile::rank() == 0) swapped = mem::cas_relaxed(bucket(cur) + slot, victim, hand) == victim;
         if (!tile::shfl(swapped, 0)) {
-          if (!mine) meta_of(target).unlock(locked_from);
+          if (!mine) meta_of(target).unlock();
           continue;
         }
-        if (!mine) {
-          held[nheld] = target;
-          held_seen[nheld] = locked_from;
-          ++nheld;
-        }
-        t.moves += 1;
+        if (!mine) held[nheld++] = target;
+        moves += 1;
         hand = victim;
         cur = target;
         moved = true;
       }
-      if (!moved) break;
+      if (!moved || stuck) break;
     }
     unsigned step = STEP_EVICT;
     if (placed) {
@@ -314,6 +442,7 @@ struct hive_ref {
       // slot; a displaced victim always has one reserved.
       if (reserved >= st.capacity) reserved = st.reserve();
       if (reserved < st.capacity) {
+        meta_of(first_of(key_of(hand))).mark(META_STASHED);
         st.publish(reserved, hand);
         step = STEP_STASH;
       } else {
@@ -321,8 +450,8 @@ struct hive_ref {
         step = STEP_FAILED;
       }
     }
-    for (unsigned i = nheld; i-- > 0;) meta_of(held[i]).unlock(held_seen[i]);
-    return step;
+    for (unsigned i = nheld; i-- > 1;) meta_of(held[i]).unlock();
+    return outcome(step, moves);
   }
 
   // Records a failed operation for the host (index list and count).
@@ -333,14 +462,18 @@ struct hive_ref {
     }
   }
 
-  // Adds a tile's counts to the control block (rank 0, once per kernel).
+  // Adds a tile's counts to its stripe of the control block (rank 0, once per kernel).
   __device__ void flush(const tally& t) const {
     if (tile::rank() != 0) return;
-    if (t.len != 0) mem::fetch_add_relaxed(ctrl + CTRL_LEN, static_cast<unsigned long long>(t.len));
-    for (int i = 0; i < 4; ++i) {
-      if (t.steps[i] != 0) mem::fetch_add_relaxed(ctrl + CTRL_STEPS + i, t.steps[i]);
+    const unsigned long long tile_id = (static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x) / SLOTS;
+    unsigned long long* stripe = ctrl + CTRL_STRIPE_BASE + (tile_id % CTRL_STRIPES) * CTRL_STRIPE_WORDS;
+    if (t.len != 0) {
+      mem::fetch_add_relaxed(stripe + STRIPE_LEN, static_cast<unsigned long long>(static_cast<long long>(t.len)));
     }
-    if (t.moves != 0) mem::fetch_add_relaxed(ctrl + CTRL_MOVES, t.moves);
+    for (int i = 0; i < 4; ++i) {
+      if (t.steps[i] != 0) mem::fetch_add_relaxed(stripe + STRIPE_STEPS + i, static_cast<unsigned long long>(t.steps[i]));
+    }
+    if (t.moves != 0) mem::fetch_add_relaxed(stripe + STRIPE_MOVES, static_cast<unsigned long long>(t.moves));
   }
 };
 

@@ -4,14 +4,26 @@
 // A bucket is HIVE_SLOTS packed 64-bit words (key in the high half, value in the low
 // half; all ones is the empty word, so key 0xffffffff is reserved), read by a tile of
 // HIVE_SLOTS lanes, one slot per lane: 16 slots are one 128-byte line, 32 slots two.
-// Beside the slots each bucket has two 32-bit metadata words, kept together so that one
-// sector holds both: the free mask (bit s set = slot s free) and a version that doubles
-// as the bucket lock (odd = locked; a seqlock, so that lock-free readers can tell that a
-// lock was taken and released while they looked).
+// Beside the slots each bucket has one 64-bit metadata word:
+//
+//   bits 0..31   free mask (bit s set = slot s free)
+//   bit 32       LOCK: held by an insert that cannot finish in its first bucket, and by
+//                evictions (both buckets of every key they move)
+//   bit 33       SPILL: some key whose first bucket this is was placed in its second one
+//   bit 34       STASHED: some key whose first bucket this is was parked in the stash
+//   bits 35..63  version, advanced by every change except a WABC claim (which changes
+//                the mask anyway), so that a word read earlier can be compared whole
 //
 // Invariants: a slot's word is written only by the owner of its free bit just after
 // claiming it, or by a compare-and-swap from a word that was read there (replace,
-// eviction, delete). A free bit is set again only after the slot was emptied.
+// eviction, delete). A free bit is set again only after the slot was emptied. A key that
+// lives outside its first bucket has SPILL (second bucket) or STASHED (stash) set in its
+// first bucket, set before the key was placed there; the flags are only cleared when the
+// host rebuilds them (the stash drain clears STASHED).
+//
+// A slot whose free bit is clear but whose word is still empty is "pending": a claim
+// whose word is not stored yet, or a delete whose bit is not set yet. Inserts that must
+// know every key of a bucket wait for pending slots to settle.
 #pragma once
 #include <gpuds/core/memory.cuh>
 #include <gpuds/core/warp.cuh>
@@ -34,6 +46,11 @@ constexpr unsigned long long EMPTY = ~0ull;
 constexpr unsigned EMPTY_KEY = 0xffffffffu;
 constexpr unsigned ALL_FREE = SLOTS == 32 ? 0xffffffffu : ((1u << SLOTS) - 1u);
 
+constexpr unsigned long long META_LOCK = 1ull << 32;
+constexpr unsigned long long META_SPILL = 1ull << 33;
+constexpr unsigned long long META_STASHED = 1ull << 34;
+constexpr unsigned long long META_VERSION = 1ull << 35;
+
 __host__ __device__ __forceinline__ unsigned long long pack(unsigned k, unsigned v) {
   return (static_cast<unsigned long long>(k) << 32) | v;
 }
@@ -43,6 +60,9 @@ __host__ __device__ __forceinline__ unsigned key_of(unsigned long long w) {
 __host__ __device__ __forceinline__ unsigned value_of(unsigned long long w) {
   return static_cast<unsigned>(w);
 }
+__host__ __device__ __forceinline__ unsigned free_of(unsigned long long meta) {
+  return static_cast<unsigned>(meta) & ALL_FREE;
+}
 
 // A match in a bucket or the stash: the slot's address and the word seen there.
 struct match {
@@ -51,21 +71,38 @@ struct match {
   unsigned slot;
 };
 
-// WCME (§III-F): every lane loads its own slot (one coalesced access), the lanes whose
-// key matches form a ballot, and the first of them is elected. Returns whether k is in
-// the bucket; `m` gets the elected slot. COHERENT loads go to L2 (other SMs may be
-// writing); otherwise plain loads suffice (no writer in flight).
-template <bool COHERENT>
-__device__ __forceinline__ bool wcme(unsigned long long* bucket, unsigned k, match& m) {
-  unsigned long long* p = bucket + tile::rank();
-  const unsigned long long w = COHERENT ? mem::ld_relaxed(p) : *p;
-  const unsigned hits = tile::ballot(key_of(w) == k);
+// The elected match of a ballot over the tile's words `w` (false when `hits` is 0).
+__device__ __forceinline__ bool elect(unsigned long long* base, unsigned long long w, unsigned hits, match& m) {
   if (hits == 0) return false;
   const unsigned slot = __ffs(hits) - 1;
   m.slot = slot;
-  m.at = bucket + slot;
+  m.at = base + slot;
   m.word = tile::shfl(w, slot);
   return true;
+}
+
+// Each lane's word of a bucket; COHERENT loads go to L2 (other SMs may be writing),
+// otherwise plain loads suffice (no writer in flight).
+template <bool COHERENT>
+__device__ __forceinline__ unsigned long long lane_word(const unsigned long long* bucket) {
+  const unsigned long long* p = bucket + tile::rank();
+  return COHERENT ? mem::ld_relaxed(p) : *p;
+}
+
+// WCME (§III-F): every lane loads its own slot (one coalesced access), the lanes whose
+// key matches form a ballot, and the first of them is elected. Returns whether k is in
+// the bucket; `m` gets the elected slot.
+template <bool COHERENT>
+__device__ __forceinline__ bool wcme(unsigned long long* bucket, unsigned k, match& m) {
+  const unsigned long long w = lane_word<COHERENT>(bucket);
+  return elect(bucket, w, tile::ballot(key_of(w) == k), m);
+}
+
+// Slots that are claimed but not yet written (or emptied but not yet freed), given the
+// lane's word and a metadata word read before it.
+__device__ __forceinline__ unsigned pending(unsigned long long meta, unsigned long long w) {
+  const bool claimed = ((free_of(meta) >> tile::rank()) & 1u) == 0;
+  return tile::ballot(claimed && w == EMPTY);
 }
 
 __device__ __forceinline__ void backoff(unsigned attempt) {
@@ -73,51 +110,84 @@ __device__ __forceinline__ void backoff(unsigned attempt) {
   __nanosleep(16u << shift);
 }
 
-// The bucket's metadata words.
+// Atomic and/or on a metadata word, relaxed (the protocols order them with the lock's
+// acquire and release).
+__device__ __forceinline__ unsigned long long meta_and(unsigned long long* p, unsigned long long v) {
+  return atomicAnd(p, v);
+}
+__device__ __forceinline__ unsigned long long meta_or(unsigned long long* p, unsigned long long v) {
+  return atomicOr(p, v);
+}
+
+// A bucket's metadata word. Every member is called by the whole tile; rank 0 does the
+// memory operation and the result is broadcast.
 struct bucket_meta {
-  unsigned* words;  // [free mask, version]
-  __device__ __forceinline__ unsigned* mask() const { return words; }
-  __device__ __forceinline__ unsigned* version() const { return words + 1; }
+  unsigned long long* word;
 
-  // Every lane reads the version with acquire semantics (each lane's later loads are
-  // then ordered after it; the hardware merges the identical requests). False, after a
-  // backoff, while the bucket is locked or the lanes saw different versions; otherwise
-  // `seen` is the version every lane saw.
-  __device__ __forceinline__ bool observe_unlocked(unsigned attempt, unsigned& seen) const {
-    const unsigned mine = mem::ld_acquire(version());
-    seen = tile::shfl(mine, 0);
-    if ((seen & 1u) == 0 && !tile::any(mine != seen)) return true;
-    backoff(attempt);
-    return false;
+  // The word, read with acquire semantics (the tile's later loads are ordered after it).
+  __device__ __forceinline__ unsigned long long observe() const {
+    unsigned long long m = 0;
+    if (tile::rank() == 0) m = mem::ld_acquire(word);
+    return tile::shfl(m, 0);
   }
 
-  // True (on every lane) when the version still equals `seen` after the lane's loads.
-  __device__ __forceinline__ bool unchanged(unsigned seen) const {
+  // True when the word still equals `seen` after the tile's earlier loads.
+  __device__ __forceinline__ bool unchanged(unsigned long long seen) const {
     mem::fence_acq_rel();
-    return !tile::any(mem::ld_relaxed(version()) != seen);
+    return observe() == seen;
   }
 
-  // Rank 0 takes the lock if the version is still the even `seen`; broadcast result.
-  __device__ __forceinline__ bool lock_from(unsigned seen) const {
+  // The claim of an insert that knows its key is absent as of `seen`: clears the slot's
+  // bit and advances the version only if the word is still `seen`.
+  __device__ __forceinline__ bool claim_from(unsigned long long seen, unsigned slot) const {
     unsigned ok = 0;
-    if (tile::rank() == 0) ok = mem::cas_acq_rel(version(), seen, seen + 1u) == seen;
+    if (tile::rank() == 0) {
+      const unsigned long long next = (seen & ~(1ull << slot)) + META_VERSION;
+      ok = mem::cas_acq_rel(word, seen, next) == seen;
+    }
     return tile::shfl(ok, 0) != 0;
   }
 
-  // Rank 0 tries once to take the lock; returns the even version it locked from, or an
-  // odd number when the lock is held.
-  __device__ __forceinline__ unsigned try_lock() const {
-    unsigned got = 1u;
-    if (tile::rank() == 0) {
-      const unsigned v = mem::ld_relaxed(version());
-      if ((v & 1u) == 0 && mem::cas_acq_rel(version(), v, v + 1u) == v) got = v;
+  // Takes the lock if the word is still the unlocked `seen`.
+  __device__ __forceinline__ bool lock_from(unsigned long long seen) const {
+    unsigned ok = 0;
+    if (tile::rank() == 0 && (seen & META_LOCK) == 0) {
+      ok = mem::cas_acq_rel(word, seen, (seen | META_LOCK) + META_VERSION) == seen;
     }
-    return tile::shfl(got, 0);
+    return tile::shfl(ok, 0) != 0;
   }
 
-  // Rank 0 releases a lock taken from `seen`: the next even version.
-  __device__ __forceinline__ void unlock(unsigned seen) const {
-    if (tile::rank() == 0) mem::st_release(version(), seen + 2u);
+  // One try at the lock, whatever the word is.
+  __device__ __forceinline__ bool try_lock() const {
+    unsigned ok = 0;
+    if (tile::rank() == 0) {
+      const unsigned long long v = mem::ld_relaxed(word);
+      ok = (v & META_LOCK) == 0 && mem::cas_acq_rel(word, v, (v | META_LOCK) + META_VERSION) == v;
+    }
+    return tile::shfl(ok, 0) != 0;
+  }
+
+  // Releases the lock (the tile's earlier writes become visible first).
+  __device__ __forceinline__ void unlock() const {
+    if (tile::rank() == 0) {
+      mem::fence_acq_rel();
+      mem::fetch_add_relaxed(word, META_VERSION - META_LOCK);
+    }
+    __syncwarp(tile::mask());
+  }
+
+  // Sets SPILL or STASHED (by a holder of the lock, before the key is placed).
+  __device__ __forceinline__ void mark(unsigned long long flag) const {
+    if (tile::rank() == 0) {
+      meta_or(word, flag);
+      mem::fence_acq_rel();
+    }
+    __syncwarp(tile::mask());
+  }
+
+  // Frees a slot the caller emptied (its bit is clear, so the add sets it).
+  __device__ __forceinline__ void free_slot(unsigned slot) const {
+    if (tile::rank() == 0) mem::fetch_add_relaxed(word, (1ull << slot) + META_VERSION);
   }
 };
 
@@ -126,30 +196,25 @@ struct bucket_meta {
 // says whether the bit was still free: if so the slot is ours; if another warp took it
 // first, the fetch-and changed nothing, and the next free bit of the fresher mask is
 // tried. Returns the claimed slot (the same on every lane), or SLOTS when the bucket is
-// full. A claimed slot that cannot be used after all is given back with `release`.
+// full. Used where the claimer's key is made unique by a lock (its first bucket's);
+// a claimed slot that cannot be used after all is given back with `free_slot`.
 __device__ __forceinline__ unsigned claim(bucket_meta meta) {
   unsigned free_bits = 0;
-  if (tile::rank() == 0) free_bits = mem::ld_relaxed(meta.mask()) & ALL_FREE;
+  if (tile::rank() == 0) free_bits = free_of(mem::ld_relaxed(meta.word));
   free_bits = tile::shfl(free_bits, 0);
   for (unsigned tries = 0; tries <= SLOTS && free_bits != 0; ++tries) {
     const unsigned slot = __ffs(free_bits) - 1;
-    const unsigned bit = 1u << slot;
+    const unsigned long long bit = 1ull << slot;
     unsigned old = 0;
-    if (tile::rank() == 0) old = mem::fetch_and_relaxed(meta.mask(), ~bit);
+    if (tile::rank() == 0) old = static_cast<unsigned>(meta_and(meta.word, ~bit));
     old = tile::shfl(old, 0);
-    if (old & bit) return slot;
-    free_bits = old & ALL_FREE & ~bit;
+    if (old & static_cast<unsigned>(bit)) return slot;
+    free_bits = old & ALL_FREE & ~static_cast<unsigned>(bit);
   }
   return SLOTS;
 }
 
-// The restore of WABC: sets a claimed slot's bit again (rank 0).
-__device__ __forceinline__ void release(bucket_meta meta, unsigned slot) {
-  if (tile::rank() == 0) mem::fetch_or_relaxed(meta.mask(), 1u << slot);
-}
-
-// Step 2 of the insert (§IV-A), claim-then-commit: WABC, then rank 0 (the lane that
-// claimed) publishes the word at once. Returns whether the word was placed.
+// WABC claim, then rank 0 publishes the word at once. Returns whether it was placed.
 __device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta,
                                              unsigned long long word) {
   const unsigned slot = claim(meta);

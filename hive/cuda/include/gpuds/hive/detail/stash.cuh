@@ -4,6 +4,8 @@
 // fetch-add on the tail and publish the word there; a reservation past the capacity
 // means the stash is full (the operation reports it; nothing spins). Lookups scan the
 // occupied prefix with the whole tile, deletes empty a slot with a compare-and-swap.
+// Only operations whose first bucket has its STASHED flag look here at all, so the tail
+// is not a word that every lookup or insert reads.
 // Between batches the host drains the stash (after an expansion, or when half of it is
 // used), resets the tail to the head, and reinserts the drained words into the table.
 #pragma once
