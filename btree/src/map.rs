@@ -146,6 +146,19 @@ pub(crate) fn query_len(keys: usize, out: usize, bits: usize) -> Result<u32> {
     Ok(n)
 }
 
+/// Output pairs of `n` capped ranges of capacity `cap`: at most `u32::MAX` per call.
+fn capped_len(n: u32, cap: u32) -> Result<u64> {
+    let needed = n as u64 * cap as u64;
+    if needed > u32::MAX as u64 {
+        return Err(gpuds_core::Error::InvalidArgument(format!(
+            "{n} ranges of capacity {cap} need {needed} output pairs; at most {} per call",
+            u32::MAX
+        ))
+        .into());
+    }
+    Ok(needed)
+}
+
 pub(crate) fn bit(bits: &[u32], i: usize) -> bool {
     bits.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
 }
@@ -604,7 +617,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// The one-pass collect for a known bound: query i writes its first pairs in key
     /// order, at most `cap`, to `out_keys` / `out_values` from index `i * cap`, and the
     /// number of pairs in its range to `counts[i]` (above `cap`: only `cap` written). No
-    /// count pass, no scan. Does not synchronize.
+    /// count pass, no scan. At most `u32::MAX` output pairs (`n * cap`) per call. Does not
+    /// synchronize.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -630,10 +644,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     ) -> Result<()> {
         let n = self.query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
         let room = out_keys.len().min(out_values.len()) as u64;
-        if room < n as u64 * cap as u64 {
+        let needed = capped_len(n, cap)?;
+        if room < needed {
             return Err(gpuds_core::Error::InvalidArgument(format!(
-                "{n} ranges of capacity {cap} need {} output pairs; got {room}",
-                n as u64 * cap as u64
+                "{n} ranges of capacity {cap} need {needed} output pairs; got {room}"
             ))
             .into());
         }
@@ -682,7 +696,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let stream = self.gpu.stream();
         let (lo, hi): (Vec<K>, Vec<K>) = ranges.iter().copied().unzip();
         let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
-        let room = (n as usize).saturating_mul(cap as usize).max(1);
+        let room = capped_len(n, cap)?.max(1) as usize;
         let mut keys = stream.alloc_zeros::<K>(room)?;
         let mut values = stream.alloc_zeros::<V>(room)?;
         let mut counts = stream.alloc_zeros::<u32>(n as usize)?;

@@ -106,7 +106,8 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect_capped)
     const unsigned tile_base = gpuds::warp::lane_id() - tile::rank();
     unsigned count = 0;
     tile_work_share<TILE>(active, [&](unsigned src) {
-      const unsigned long long off = (chunk * 32 + tile_base + src) * cap;
+      // The host checked n * cap <= 2^32 - 1.
+      const unsigned off = (static_cast<unsigned>(chunk) * 32u + tile_base + src) * cap;
       const unsigned c = t.range_collect<TILE, cached>(tile::shfl(my_lo, src), tile::shfl(my_hi, src),
                                                        out_keys + off, out_values + off, cap);
       if (tile::rank() == src) count = c;

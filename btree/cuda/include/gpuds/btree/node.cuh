@@ -63,16 +63,25 @@ __device__ __forceinline__ unsigned long long pack(unsigned lo, unsigned hi) {
 // change the node between two loads, so every lane may also read the metadata and link
 // (words 28..31) itself with a second load instead of waiting for shuffles; a coherent
 // view must come from ONE load instruction of the tile (see latch.cuh, `publish`).
+// `prefetch` asks for a node that a later load of this mode will read (a hint: no value
+// is read, so it is never stale): into L2 for coherent loads, which L2 serves, and into
+// L1 for cached ones.
 struct coherent {
   static constexpr bool stable = false;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_relaxed(p);
+  }
+  __device__ __forceinline__ static void prefetch(const unsigned long long* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
   }
 };
 struct cached {
   static constexpr bool stable = true;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_nc(p);
+  }
+  __device__ __forceinline__ static void prefetch(const unsigned long long* p) {
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
   }
 };
 

@@ -95,6 +95,43 @@ __device__ bool successor(const tree_ref& t, key_type k, key_type& key, value_ty
   return false;
 }
 
+// find_leaf for a range query [lo, hi]: at the level-1 node on the way down, the lanes
+// also prefetch the leaves right of lo's leaf that the range reaches within that node
+// (children whose low bound is <= hi), so that the walk along the side links finds them
+// on chip instead of waiting for memory once per leaf.
+template <unsigned TILE, class Mode>
+__device__ bool find_leaf_for_range(const tree_ref& t, key_type lo, key_type hi, node_addr& addr,
+                                    node_view<TILE>& n) {
+  using view = node_view<TILE>;
+  addr = t.root;
+  for (unsigned step = 0; step < t.max_steps; ++step) {
+    n.template load<Mode>(t.words(addr));
+    if (n.beyond(lo)) {
+      addr = n.link;
+      continue;
+    }
+    if (n.is_leaf()) return true;
+    const unsigned m = n.pairs_where([lo](unsigned key, unsigned) { return key <= lo; });
+    if (m == 0) {
+      t.report<TILE>(gpuds::status::CORRUPTED);
+      return false;
+    }
+    const unsigned i = 31 - __clz(m);
+    if (n.level() == 1) {
+#pragma unroll
+      for (unsigned s = 0; s < view::PER_LANE; ++s) {
+        const unsigned p = view::pair(s);
+        if (view::holder() && p > i && p < n.count() && n.key[s] <= hi) {
+          Mode::prefetch(t.words(n.val[s]));
+        }
+      }
+    }
+    addr = n.val_at(i);
+  }
+  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  return false;
+}
+
 // Counts (and with COLLECT writes, at most `cap`) the pairs with lo <= key <= hi,
 // walking the leaf level by side links from lo's leaf until a high key passes hi. The next
 // leaf's loads are issued before the current leaf is scanned.
@@ -104,7 +141,7 @@ __device__ unsigned range(const tree_ref& t, key_type lo, key_type hi, key_type*
   if (lo > hi) return 0;
   node_addr addr;
   node_view<TILE> n;
-  if (!find_leaf<TILE, Mode>(t, lo, addr, n)) return 0;
+  if (!find_leaf_for_range<TILE, Mode>(t, lo, hi, addr, n)) return 0;
   using view = node_view<TILE>;
   unsigned found = 0;
   for (unsigned step = 0; step < t.max_steps; ++step) {
