@@ -66,7 +66,8 @@ enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR
 // value of an insert or the upper bound of a count; out_a gets the value found / removed,
 // the successor's key or the count, out_b the successor's value; the bit says found /
 // replaced / removed.
-extern "C" __global__ void btree_apply(tree_ref t, const unsigned* ops, const unsigned* keys,
+// At most 64 registers: half occupancy instead of the 72 registers' three blocks per SM.
+extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK) btree_apply(tree_ref t, const unsigned* ops, const unsigned* keys,
                                        const unsigned* args, unsigned n, unsigned* out_a,
                                        unsigned* out_b, unsigned* found_bits) {
   warp_allocator allocator(t.alloc);
@@ -195,7 +196,9 @@ struct bulk_level {
 };
 
 __device__ __forceinline__ bulk_level level_of(unsigned long long i, unsigned m, unsigned fill) {
-  bulk_level l{0u, 0ull, (m + fill - 1ull) / fill, fill};
+  // 32-bit arithmetic for the leaves (most nodes); 64-bit only above them.
+  const unsigned leaves = m / fill + (m % fill != 0u ? 1u : 0u);
+  bulk_level l{0u, 0ull, leaves, fill};
   while (i >= l.first + l.nodes && l.nodes > 1 && l.level < 64) {
     l.first += l.nodes;
     l.nodes = (l.nodes + fill - 1) / fill;
@@ -244,8 +247,8 @@ extern "C" __global__ void btree_bulk_build(tree_ref t, const unsigned* keys, co
     const unsigned long long j = i - l.first;
     // Entries: nodes [j * fill, ...) of the level below, which has `below` of them, each
     // over child_span keys (for leaves: the pairs themselves, child_span 1).
-    const unsigned long long child_span = l.span / fill;
-    const unsigned long long below = (m + child_span - 1) / child_span;
+    const unsigned long long child_span = l.level == 0 ? 1ull : l.span / fill;
+    const unsigned long long below = l.level == 0 ? m : (m + child_span - 1) / child_span;
     const unsigned long long first = j * fill;
     const unsigned count = static_cast<unsigned>(min(static_cast<unsigned long long>(fill), below - first));
     unsigned out[4];
