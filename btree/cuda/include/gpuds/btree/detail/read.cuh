@@ -98,7 +98,10 @@ __device__ bool successor(const tree_ref& t, key_type k, key_type& key, value_ty
 // find_leaf for a range query [lo, hi]: at the level-1 node on the way down, the lanes
 // also prefetch the leaves right of lo's leaf that the range reaches within that node
 // (children whose low bound is <= hi), so that the walk along the side links finds them
-// on chip instead of waiting for memory once per leaf.
+// on chip instead of waiting for memory once per leaf. Only where it was measured not to
+// cost more than it saves (H200, 2^24 keys): 8-lane phased queries (ranges of 32: 1.93 ->
+// 2.00 G/s, of 8: unchanged) and coherent ones (mixed batches); with 16-lane tiles the
+// phased range count of 8 fell from 2.40 to 2.19 G/s with it, so wider phased tiles skip it.
 template <unsigned TILE, class Mode>
 __device__ bool find_leaf_for_range(const tree_ref& t, key_type lo, key_type hi, node_addr& addr,
                                     node_view<TILE>& n) {
@@ -117,7 +120,8 @@ __device__ bool find_leaf_for_range(const tree_ref& t, key_type lo, key_type hi,
       return false;
     }
     const unsigned i = 31 - __clz(m);
-    if (n.level() == 1) {
+    constexpr bool PREFETCH = TILE == 8 || !Mode::stable;
+    if (PREFETCH && n.level() == 1) {
 #pragma unroll
       for (unsigned s = 0; s < view::PER_LANE; ++s) {
         const unsigned p = view::pair(s);
