@@ -10,9 +10,9 @@
 //! | `insert` / `extend` | [`GpuBTreeMap::insert_many`] (a key's value is replaced) |
 //! | `get` | [`GpuBTreeMap::get_many`] |
 //! | `remove` | [`GpuBTreeMap::remove_many`] (nodes are never merged) |
-//! | `range(lo..=hi)` | [`GpuBTreeMap::range_many`], [`GpuBTreeMap::range_count_many`] |
+//! | `range(lo..=hi)` | [`GpuBTreeMap::range_many`], [`GpuBTreeMap::range_many_capped`] (one pass), [`GpuBTreeMap::range_count_many`] |
 //! | `range((Excluded(k), Unbounded)).next()` | [`GpuBTreeMap::successor_many`] |
-//! | `FromIterator` | [`GpuBTreeMap::bulk_build`] (sort, then build bottom-up) |
+//! | `FromIterator` | [`GpuBTreeMap::bulk_build`] (sort, then the whole tree in one kernel) |
 //! | a node of 11 keys | a 128-byte node: 14 pairs, a metadata pair, a B-link pair ([`node`]) |
 //!
 //! ## Design (§3.3 of the dissertation, each decision)

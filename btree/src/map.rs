@@ -860,8 +860,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     }
 
     /// Replaces the contents with the given pairs (for a repeated key the last pair
-    /// wins): sorts them with the core radix sort and builds the tree bottom-up with
-    /// [`BTreeConfig::bulk_fill`] pairs per node (§3.4.1). Synchronizes.
+    /// wins): sorts them with the core radix sort and writes the whole tree in one kernel
+    /// with [`BTreeConfig::bulk_fill`] pairs per node (§3.4.1). Synchronizes.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;

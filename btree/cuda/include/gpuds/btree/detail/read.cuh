@@ -11,9 +11,13 @@ namespace gpuds {
 namespace btree {
 namespace detail {
 
-// Descends from the root to the leaf whose range holds k; `n` is that leaf as read.
-template <unsigned TILE, class Mode>
-__device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_view<TILE>& n) {
+// The descent every operation shares: from the root towards the leaf whose range holds
+// k, moving right past high keys. At each internal node, after choosing child i (its
+// address is then in `addr`), `visit(n, i)` may end the descent early by returning true.
+// True when it ended at a leaf (read as `n`) or by `visit`.
+template <unsigned TILE, class Mode, class Visit>
+__device__ __forceinline__ bool descend(const tree_ref& t, key_type k, node_addr& addr,
+                                        node_view<TILE>& n, Visit&& visit) {
   addr = t.root;
   for (unsigned step = 0; step < t.max_steps; ++step) {
     n.template load<Mode>(t.words(addr));
@@ -22,15 +26,23 @@ __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_v
       continue;
     }
     if (n.is_leaf()) return true;
-    const node_addr next = n.child_for(k);
-    if (next == null_node) {
+    const unsigned m = n.pairs_where([k](unsigned key, unsigned) { return key <= k; });
+    const unsigned i = 31 - __clz(m);
+    addr = m == 0 ? null_node : n.val_at(i);
+    if (addr == null_node) {  // k below the node's low bound, or a null child: corrupted
       t.report<TILE>(gpuds::status::CORRUPTED);
       return false;
     }
-    addr = next;
+    if (visit(n, i)) return true;
   }
   t.report<TILE>(gpuds::status::RETRY_LIMIT);
   return false;
+}
+
+// Descends from the root to the leaf whose range holds k; `n` is that leaf as read.
+template <unsigned TILE, class Mode>
+__device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_view<TILE>& n) {
+  return descend<TILE, Mode>(t, k, addr, n, [](const node_view<TILE>&, unsigned) { return false; });
 }
 
 // The address of the leaf whose range may hold k, for an update that latches the leaf and
@@ -40,25 +52,9 @@ __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_v
 // when the leaf was split meanwhile.
 template <unsigned TILE, class Mode>
 __device__ bool find_leaf_address(const tree_ref& t, key_type k, node_addr& addr) {
-  addr = t.root;
   node_view<TILE> n;
-  for (unsigned step = 0; step < t.max_steps; ++step) {
-    n.template load<Mode>(t.words(addr));
-    if (n.beyond(k)) {
-      addr = n.link;
-      continue;
-    }
-    if (n.is_leaf()) return true;
-    const node_addr next = n.child_for(k);
-    if (next == null_node) {
-      t.report<TILE>(gpuds::status::CORRUPTED);
-      return false;
-    }
-    addr = next;
-    if (n.level() == 1) return true;
-  }
-  t.report<TILE>(gpuds::status::RETRY_LIMIT);
-  return false;
+  return descend<TILE, Mode>(t, k, addr, n,
+                             [](const node_view<TILE>& p, unsigned) { return p.level() == 1; });
 }
 
 template <unsigned TILE, class Mode>
@@ -106,34 +102,19 @@ template <unsigned TILE, class Mode>
 __device__ bool find_leaf_for_range(const tree_ref& t, key_type lo, key_type hi, node_addr& addr,
                                     node_view<TILE>& n) {
   using view = node_view<TILE>;
-  addr = t.root;
-  for (unsigned step = 0; step < t.max_steps; ++step) {
-    n.template load<Mode>(t.words(addr));
-    if (n.beyond(lo)) {
-      addr = n.link;
-      continue;
-    }
-    if (n.is_leaf()) return true;
-    const unsigned m = n.pairs_where([lo](unsigned key, unsigned) { return key <= lo; });
-    if (m == 0) {
-      t.report<TILE>(gpuds::status::CORRUPTED);
-      return false;
-    }
-    const unsigned i = 31 - __clz(m);
-    constexpr bool PREFETCH = TILE == 8 || !Mode::stable;
-    if (PREFETCH && n.level() == 1) {
+  constexpr bool PREFETCH = TILE == 8 || !Mode::stable;
+  return descend<TILE, Mode>(t, lo, addr, n, [&t, hi](const view& p, unsigned i) {
+    if (PREFETCH && p.level() == 1) {
 #pragma unroll
       for (unsigned s = 0; s < view::PER_LANE; ++s) {
-        const unsigned p = view::pair(s);
-        if (view::holder() && p > i && p < n.count() && n.key[s] <= hi) {
-          Mode::prefetch(t.words(n.val[s]));
+        const unsigned pair = view::pair(s);
+        if (view::holder() && pair > i && pair < p.count() && p.key[s] <= hi) {
+          Mode::prefetch(t.words(p.val[s]));
         }
       }
     }
-    addr = n.val_at(i);
-  }
-  t.report<TILE>(gpuds::status::RETRY_LIMIT);
-  return false;
+    return false;
+  });
 }
 
 // Counts (and with COLLECT writes, at most `cap`) the pairs with lo <= key <= hi,

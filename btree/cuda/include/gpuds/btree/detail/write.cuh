@@ -107,6 +107,16 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
   node_addr parent = null_node;  // last known parent of cur
   bool leaf_known = false;       // cur is a leaf (a level-1 node named it, or its sibling)
   warp_view n;
+  // To the child of the internal node read as n that routes k; false when none does (a
+  // corrupted node).
+  const auto down = [&]() {
+    const node_addr next = n.child_for(k);
+    if (next == null_node) return false;
+    leaf_known = n.level() == 1;
+    parent = cur;
+    cur = next;
+    return true;
+  };
   for (unsigned step = 0; step < t.max_steps; ++step) {
     unsigned long long* w = t.words(cur);
     if (!leaf_known) {
@@ -116,11 +126,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
         continue;
       }
       if (!n.is_leaf() && !n.full()) {
-        const node_addr next = n.child_for(k);
-        if (next == null_node) break;
-        leaf_known = n.level() == 1;
-        parent = cur;
-        cur = next;
+        if (!down()) break;
         continue;
       }
     }
@@ -193,11 +199,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
     }
     if (!n.is_leaf()) {  // split by someone else meanwhile: no longer full
       unlatch<32>(w);
-      const node_addr next = n.child_for(k);
-      if (next == null_node) break;
-      leaf_known = n.level() == 1;
-      parent = cur;
-      cur = next;
+      if (!down()) break;
       continue;
     }
     const int i = n.find(k);
