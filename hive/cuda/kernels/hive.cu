@@ -13,13 +13,9 @@ using namespace gpuds::hive;
 
 // Every kernel runs in blocks of 256 threads (HiveMap's BLOCK). The update kernels carry
 // the out-of-line slow paths (insert_locked, evict), whose registers would otherwise set
-// the kernel's register count (82: three blocks per SM); the bounds keep five or six
-// blocks per SM resident, the slow paths saving what they need around their calls.
+// the kernel's register count (82: three blocks per SM); the bound keeps six blocks per
+// SM resident, the slow paths saving what they need around their calls.
 #define HIVE_UPDATE_BOUNDS __launch_bounds__(256, 6)
-// Inserts keep ILP bucket reads in flight per tile: five blocks (48 registers).
-// Lookups: six blocks (40 registers), ILP bucket reads in flight per tile.
-#define HIVE_FIND_BOUNDS __launch_bounds__(256, 6)
-#define HIVE_INSERT_BOUNDS __launch_bounds__(256, 5)
 
 namespace {
 
@@ -36,122 +32,6 @@ __device__ __forceinline__ void for_each_op(unsigned long long n, Body&& body) {
 __device__ __forceinline__ unsigned ops_in_chunk(unsigned long long base, unsigned long long n) {
   const unsigned long long left = n - base;
   return left < SLOTS ? static_cast<unsigned>(left) : SLOTS;
-}
-
-// First-bucket reads kept in flight at once by a tile working through a chunk.
-constexpr unsigned ILP = 4;
-
-// The operations of a chunk as a lane mask.
-__device__ __forceinline__ unsigned chunk_ops(unsigned count) {
-  return count >= 32 ? 0xffffffffu : (1u << count) - 1u;
-}
-
-// Reads one bucket of each operation in `ops` (a lane mask), ILP at a time (each read is
-// one coalesced access of the tile), and hands each operation's words to
-// `decide(j, key, b, w)`, which runs on every lane with lane r holding slot r of bucket b.
-// `choose(key)` names the bucket of a key.
-template <typename Choose, typename Decide>
-__device__ __forceinline__ void scan_buckets(const hive_ref& t, unsigned ops, unsigned my_key, Choose&& choose,
-                                             Decide&& decide) {
-  while (ops != 0) {
-    unsigned js[ILP];
-    unsigned keys[ILP];
-    unsigned b[ILP];
-    unsigned long long w[ILP];
-#pragma unroll
-    for (unsigned i = 0; i < ILP; ++i) {
-      js[i] = ops != 0 ? __ffs(ops) - 1 : 32u;
-      ops &= ops - 1;
-      keys[i] = tile::shfl(my_key, js[i] < 32 ? js[i] : 0);
-      b[i] = choose(keys[i]);
-      w[i] = js[i] < 32 && keys[i] != EMPTY_KEY ? mem::ld_relaxed(t.bucket(b[i]) + tile::rank()) : EMPTY;
-    }
-#pragma unroll
-    for (unsigned i = 0; i < ILP; ++i) {
-      if (js[i] < 32) decide(js[i], keys[i], b[i], w[i]);
-    }
-  }
-}
-
-// hive_ref::insert_with out of line: the operations a chunk could not finish at once.
-__device__ __noinline__ unsigned insert_one(const hive_ref& t, unsigned k, unsigned v, unsigned long long m,
-                                            tally& counts) {
-  unsigned old = 0;
-  return t.insert_with(k, v, m, old, counts);
-}
-
-// A chunk of inserts (§IV-A) in three phases. (1) Each lane loads the metadata word of its
-// operation's first bucket (acquire: before any bucket read below), then the tile reads
-// the first buckets, ILP at a time, and decides for each operation what hive_ref::insert
-// would do first: replace a matching word, or claim the lowest free slot of an unflagged,
-// unlocked bucket without pending slots. (2) Every lane with such a plan issues its own
-// compare-and-swap (all of the chunk's at once) and, for a won claim, stores its word.
-// (3) Operations without a plan, or whose compare-and-swap lost (to another operation on
-// the same bucket), go through hive_ref::insert one at a time. The claims are exactly
-// hive_ref::insert's lock-free claim (the word compared is the one read before the
-// bucket), so the same argument keeps keys unique. EMPTY_KEY operations are skipped when
-// `skip_empty` (drained stash words), else left to phase 3 (which reports them).
-__device__ __forceinline__ void insert_chunk(const hive_ref& t, unsigned long long base, unsigned count, unsigned my_key,
-                                             unsigned my_value, bool skip_empty, tally& counts) {
-  const unsigned r = tile::rank();
-  const unsigned long long my_meta = r < count ? t.first_meta<true>(my_key) : 0;
-  constexpr unsigned PLAN_NONE = 0, PLAN_REPLACE = 1, PLAN_CLAIM = 2, PLAN_SKIP = 3;
-  unsigned plan = PLAN_NONE;
-  unsigned long long* at = nullptr;
-  unsigned long long expect = 0;
-  const auto first = [&](unsigned k) { return t.first_of(k); };
-  scan_buckets(t, chunk_ops(count), my_key, first, [&](unsigned j, unsigned k, unsigned b1, unsigned long long w) {
-    const unsigned long long m = tile::shfl(my_meta, j);
-    unsigned p = PLAN_NONE;
-    unsigned long long* a = nullptr;
-    unsigned long long e = 0;
-    const unsigned hits = tile::ballot(key_of(w) == k);
-    if (k == EMPTY_KEY) {
-      p = skip_empty ? PLAN_SKIP : PLAN_NONE;
-    } else if (hits != 0) {
-      const unsigned slot = __ffs(hits) - 1;
-      p = PLAN_REPLACE;
-      a = t.bucket(b1) + slot;
-      e = tile::shfl(w, slot);
-    } else if ((m & (META_LOCK | META_SPILL | META_STASHED)) == 0 && free_of(m) != 0 && pending(m, w) == 0) {
-      const unsigned slot = __ffs(free_of(m)) - 1;
-      p = PLAN_CLAIM;
-      a = t.bucket(b1) + slot;
-      e = (m & ~(1ull << slot)) + META_VERSION;
-    }
-    if (r == j) {
-      plan = p;
-      at = a;
-      expect = e;
-    }
-  });
-  const unsigned long long word = pack(my_key, my_value);
-  bool done = false;
-  if (plan == PLAN_REPLACE) {
-    done = mem::cas_relaxed(at, expect, word) == expect;
-  } else if (plan == PLAN_CLAIM) {
-    // The claim compares the whole metadata word read (acquire) before the bucket; it is
-    // issued only after the bucket's words came back (its operands depend on them).
-    done = mem::cas_relaxed(t.meta + t.first_of(my_key), my_meta, expect) == my_meta;
-    if (done) mem::st_relaxed(at, word);
-  }
-  const unsigned replaced = tile::ballot(done && plan == PLAN_REPLACE);
-  const unsigned claimed = tile::ballot(done && plan == PLAN_CLAIM);
-  counts.steps[0] += __popc(replaced);
-  counts.steps[1] += __popc(claimed);
-  counts.len += __popc(claimed);
-  unsigned rest = tile::ballot(r < count && !done && plan != PLAN_SKIP);
-  // An operation without a plan starts from the word it read (still current unless
-  // something changed b1 since); one whose compare-and-swap lost reads a fresh one.
-  const unsigned planless = tile::ballot(plan == PLAN_NONE);
-  while (rest != 0) {
-    const unsigned j = __ffs(rest) - 1;
-    rest &= rest - 1;
-    const unsigned k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
-    const unsigned long long seen = tile::shfl(my_meta, j);
-    const unsigned long long m = (planless >> j) & 1u ? seen : t.meta_of(t.first_of(k)).observe();
-    if (insert_one(t, k, v, m, counts) == STEP_FAILED) t.record_failure(base + j);
-  }
 }
 
 }  // namespace
@@ -176,27 +56,39 @@ extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned lo
 }
 
 // Inserts or replaces (keys[i], values[i]).
-extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
     const unsigned my_value = r < count ? values[base + r] : 0u;
-    insert_chunk(t, base, count, my_key, my_value, false, counts);
+    const unsigned long long my_meta = t.first_meta<true>(my_key);
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
+      unsigned old = 0;
+      if (t.insert_with(k, v, tile::shfl(my_meta, j), old, counts) == STEP_FAILED) t.record_failure(base + j);
+    }
   });
   t.flush(counts);
 }
 
 // Reinserts drained stash words (empty words are skipped); the pairs are already
 // counted in the length, so the count is not changed.
-extern "C" __global__ void HIVE_INSERT_BOUNDS hive_reinsert(hive_ref t, const unsigned long long* words, unsigned long long n) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const unsigned long long* words, unsigned long long n) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned long long mine = r < count ? words[base + r] : EMPTY;
-    insert_chunk(t, base, count, key_of(mine), value_of(mine), true, counts);
+    const unsigned long long my_meta = t.first_meta<true>(key_of(mine));
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned long long w = tile::shfl(mine, j);
+      const unsigned long long m = tile::shfl(my_meta, j);
+      if (w == EMPTY) continue;
+      unsigned old = 0;
+      if (t.insert_with(key_of(w), value_of(w), m, old, counts) == STEP_FAILED) t.record_failure(base + j);
+    }
   });
   counts.len = 0;
   t.flush(counts);
@@ -204,40 +96,22 @@ extern "C" __global__ void HIVE_INSERT_BOUNDS hive_reinsert(hive_ref t, const un
 
 // Looks keys up: values[i] gets the value or `absent`, found[i] (when not null) 1 or 0.
 // No writer runs during this kernel (HiveMap::get_many takes &self).
-extern "C" __global__ void HIVE_FIND_BOUNDS hive_find(hive_ref t, const unsigned* keys, unsigned long long n, unsigned* values,
+extern "C" __global__ void hive_find(hive_ref t, const unsigned* keys, unsigned long long n, unsigned* values,
                                      unsigned char* found, unsigned absent) {
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    const unsigned long long my_meta = t.first_meta<false>(my_key);
     unsigned my_value = absent;
     bool my_hit = false;
-    // First buckets, ILP at a time; only the misses then read their metadata word (one
-    // gather); the second buckets of those whose first bucket has SPILL, ILP at a time;
-    // the stash for those still missing whose first bucket has STASHED, one at a time.
-    const auto take = [&](unsigned j, unsigned k, unsigned, unsigned long long w) {
-      const unsigned hits = tile::ballot(key_of(w) == k && k != EMPTY_KEY);
-      const unsigned long long found = hits != 0 ? tile::shfl(w, __ffs(hits) - 1) : EMPTY;
-      if (r == j && hits != 0) {
-        my_value = value_of(found);
-        my_hit = true;
-      }
-    };
-    scan_buckets(t, chunk_ops(count), my_key, [&](unsigned k) { return t.first_of(k); }, take);
-    const unsigned long long my_meta = r < count && !my_hit ? t.first_meta<false>(my_key) : 0;
-    const hash_pair my_h = hashes(my_key);
-    const bool other = t.bucket_of(my_h.h2) != t.bucket_of(my_h.h1);
-    scan_buckets(t, tile::ballot((my_meta & META_SPILL) != 0 && other), my_key,
-                 [&](unsigned k) { return t.bucket_of(hashes(k).h2); }, take);
-    unsigned stashed = tile::ballot((my_meta & META_STASHED) != 0 && !my_hit);
-    while (stashed != 0) {
-      const unsigned j = __ffs(stashed) - 1;
-      stashed &= stashed - 1;
-      match mt;
-      const bool hit = t.stash_of().find<false>(tile::shfl(my_key, j), mt);
-      if (r == j && hit) {
-        my_value = value_of(mt.word);
-        my_hit = true;
+    for (unsigned j = 0; j < count; ++j) {
+      const unsigned k = tile::shfl(my_key, j);
+      unsigned v = absent;
+      const bool hit = t.find_quiet(k, tile::shfl(my_meta, j), v);
+      if (r == j) {
+        my_value = hit ? v : absent;
+        my_hit = hit;
       }
     }
     if (r < count) {

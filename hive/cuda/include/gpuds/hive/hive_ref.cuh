@@ -297,33 +297,25 @@ struct hive_ref {
   // claims in b1, in b2 (b1's SPILL set first), or evicts. Returns an outcome().
   __device__ __noinline__ unsigned long long insert_locked(unsigned k, unsigned long long word, unsigned b1,
                                                            unsigned b2) const {
-    const bucket_meta meta1 = meta_of(b1), meta2 = meta_of(b2);
+    const bucket_meta meta1 = meta_of(b1);
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
       const unsigned long long m = meta1.observe();
-      // Both buckets and b2's free mask at once (all after the acquire above).
       const unsigned long long w = lane_word<true>(bucket(b1));
-      const unsigned long long w2 = b2 != b1 ? lane_word<true>(bucket(b2)) : EMPTY;
-      unsigned free2 = 0;
-      if (tile::rank() == 0 && b2 != b1) free2 = free_of(mem::ld_relaxed(meta2.word));
-      free2 = tile::shfl(free2, 0);
       if (pending(m, w) != 0) {
         backoff(attempt);
         continue;
       }
       match mt;
-      // k is in b2 only if b1 has SPILL (set before any such placement, under this lock).
-      if (elect(bucket(b1), w, tile::ballot(key_of(w) == k), mt) ||
-          ((m & META_SPILL) != 0 && elect(bucket(b2), w2, tile::ballot(key_of(w2) == k && b2 != b1), mt)) ||
-          ((m & META_STASHED) != 0 && stash_of().template find<true>(k, mt))) {
+      if (elect(bucket(b1), w, tile::ballot(key_of(w) == k), mt) || locate_beyond<true>(k, b1, b2, m, mt)) {
         unsigned done = 0;
         if (tile::rank() == 0) done = mem::cas_relaxed(mt.at, mt.word, word) == mt.word;
         if (tile::shfl(done, 0)) return outcome(STEP_REPLACE, 0, value_of(mt.word));
         continue;
       }
-      if (claim_commit_hinted(bucket(b1), meta1, free_of(m), word)) return outcome(STEP_CLAIM);
+      if (claim_commit(bucket(b1), meta1, word)) return outcome(STEP_CLAIM);
       if (b2 != b1) {
         if ((m & META_SPILL) == 0) meta1.mark(META_SPILL);
-        if (claim_commit_hinted(bucket(b2), meta2, free2, word)) return outcome(STEP_CLAIM);
+        if (claim_commit(bucket(b2), meta_of(b2), word)) return outcome(STEP_CLAIM);
       }
       return evict(b1, word);
     }

@@ -198,8 +198,10 @@ struct bucket_meta {
 // tried. Returns the claimed slot (the same on every lane), or SLOTS when the bucket is
 // full. Used where the claimer's key is made unique by a lock (its first bucket's);
 // a claimed slot that cannot be used after all is given back with `free_slot`.
-// `claim_from_hint` starts from free bits the caller read already (no load first).
-__device__ __forceinline__ unsigned claim_from_hint(bucket_meta meta, unsigned free_bits) {
+__device__ __forceinline__ unsigned claim(bucket_meta meta) {
+  unsigned free_bits = 0;
+  if (tile::rank() == 0) free_bits = free_of(mem::ld_relaxed(meta.word));
+  free_bits = tile::shfl(free_bits, 0);
   for (unsigned tries = 0; tries <= SLOTS && free_bits != 0; ++tries) {
     const unsigned slot = __ffs(free_bits) - 1;
     const unsigned long long bit = 1ull << slot;
@@ -212,25 +214,10 @@ __device__ __forceinline__ unsigned claim_from_hint(bucket_meta meta, unsigned f
   return SLOTS;
 }
 
-__device__ __forceinline__ unsigned claim(bucket_meta meta) {
-  unsigned free_bits = 0;
-  if (tile::rank() == 0) free_bits = free_of(mem::ld_relaxed(meta.word));
-  return claim_from_hint(meta, tile::shfl(free_bits, 0));
-}
-
 // WABC claim, then rank 0 publishes the word at once. Returns whether it was placed.
 __device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta,
                                              unsigned long long word) {
   const unsigned slot = claim(meta);
-  if (slot == SLOTS) return false;
-  if (tile::rank() == 0) mem::st_relaxed(bucket + slot, word);
-  return true;
-}
-
-// claim_commit from free bits read before.
-__device__ __forceinline__ bool claim_commit_hinted(unsigned long long* bucket, bucket_meta meta, unsigned free_bits,
-                                                    unsigned long long word) {
-  const unsigned slot = claim_from_hint(meta, free_bits);
   if (slot == SLOTS) return false;
   if (tile::rank() == 0) mem::st_relaxed(bucket + slot, word);
   return true;
