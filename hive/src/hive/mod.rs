@@ -714,7 +714,9 @@ impl HiveMap {
     /// Copies the table to the host and checks its invariants: every free bit matches
     /// an empty slot, no bucket is locked, every key sits in one of its two buckets
     /// (under the current level mask and split pointer) or in the stash below its tail,
-    /// no key is stored twice, and the count matches the length. Synchronizes.
+    /// a key outside its first bucket has that bucket's SPILL (second bucket) or STASHED
+    /// (stash) flag set, no key is stored twice, and the count matches the length.
+    /// Synchronizes.
     pub fn validate(&self) -> Result<()> {
         let image = self.image()?;
         image.check().map_err(Error::Invalid)?;
