@@ -495,3 +495,64 @@ fn two_to_the_24_keys_at_load_0_9() {
         .unwrap();
     assert!(hits[..1000].iter().all(|&h| !h) && hits[1000..].iter().all(|&h| h));
 }
+
+/// Bulk inserts of many copies of each key in one batch (the copies land in the same
+/// warp, in other warps and on other SMs) store every key once, also where first
+/// buckets are full and inserts go through the lock, a second bucket or an eviction.
+#[test]
+fn concurrent_inserts_of_one_key_store_it_once() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    for slots in [8u32, 16, 32] {
+        let capacity = 1usize << 16;
+        let mut map =
+            HiveMap::with_config(&gpu, cfg(capacity, slots, HashPair::BitHash, false)).unwrap();
+        let distinct = unique_keys::<u32>(41 + slots as u64, capacity * 9 / 10, &RESERVED);
+        let mut rng = ChaCha8Rng::seed_from_u64(slots as u64);
+        let mut expected: HashMap<u32, Vec<u32>> = HashMap::new();
+        // Two batches: to load 0.5, then to 0.9; each key 1 to 8 times, shuffled, and
+        // the second batch also repeats keys of the first (replaces racing with claims).
+        let half = distinct.len() * 5 / 9;
+        let mut failed = 0u64;
+        for (round, range) in [(0u32, 0..half), (1, half / 2..distinct.len())] {
+            let mut keys = Vec::new();
+            let mut values = Vec::new();
+            for (i, &k) in distinct[range].iter().enumerate() {
+                let copies = 1 + rng.random_range(0..8u32);
+                for c in 0..copies {
+                    let v = (i as u32) << 8 | round << 4 | c;
+                    keys.push(k);
+                    values.push(v);
+                    expected.entry(k).or_default().push(v);
+                }
+            }
+            for i in (1..keys.len()).rev() {
+                let j = rng.random_range(0..=i);
+                keys.swap(i, j);
+                values.swap(i, j);
+            }
+            match map.insert_many(&keys, &values) {
+                Ok(()) => {}
+                Err(Error::OperationsFailed { failed: f, .. }) => failed += f,
+                Err(e) => panic!("{slots} slots, round {round}: {e}"),
+            }
+            map.validate().unwrap();
+        }
+        let stored = state(&map);
+        assert_eq!(stored.len(), map.len());
+        for (k, v) in &stored {
+            assert!(
+                expected[k].contains(v),
+                "{slots} slots: key {k:#x} holds {v:#x}, never inserted"
+            );
+        }
+        // Every key is present unless an insert of it failed (stash full, reported).
+        let stats = map.stats().unwrap();
+        if failed == 0 {
+            assert_eq!(map.len(), expected.len(), "{slots} slots: {stats:?}");
+        } else {
+            assert!(map.len() <= expected.len(), "{slots} slots: {failed} failed");
+        }
+    }
+}

@@ -1,9 +1,13 @@
 // HiveMap's batch kernels: thin loops over gpuds::hive::hive_ref (gpuds/hive/hive_ref.cuh).
 //
 // Each tile of HIVE_SLOTS lanes takes HIVE_SLOTS operations at a time (grid-stride):
-// lane r loads operation r of the chunk (coalesced) and the metadata word of its key's
-// first bucket (one gather for the whole chunk), the tile runs the operations one after
-// the other with the operands broadcast, and lane r writes result r (coalesced).
+// lane r loads operation r of the chunk (coalesced). Bulk inserts and lookups first let
+// every lane carry out its own operation alone (hive_ref's insert_alone, find_alone:
+// each lane reads its own bucket with 16-byte loads, so a warp has 32 buckets in
+// flight), and the tile finishes the operations left over together. Erase, the mixed
+// batch and stash reinsertion load the metadata word of each lane's key's first bucket
+// (one gather for the chunk) and run the chunk's operations one after the other with
+// the operands broadcast through the tile code. Lane r writes result r (coalesced).
 //
 // Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3).
 #include <gpuds/hive/hive_ref.cuh>
@@ -16,6 +20,9 @@ using namespace gpuds::hive;
 // the kernel's register count (82: three blocks per SM); the bound keeps six blocks per
 // SM resident, the slow paths saving what they need around their calls.
 #define HIVE_UPDATE_BOUNDS __launch_bounds__(256, 6)
+// The insert kernel's fast path holds a whole bucket per lane (16 words for 16 slots):
+// four blocks per SM leave it 64 registers.
+#define HIVE_INSERT_BOUNDS __launch_bounds__(256, 3)
 
 namespace {
 
@@ -55,21 +62,33 @@ extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned lo
   }
 }
 
-// Inserts or replaces (keys[i], values[i]).
-extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
+// Inserts or replaces (keys[i], values[i]). Lane r takes operation r of its tile's
+// chunk alone first (insert_alone: its own bucket read, one atomic, one store); the
+// operations it leaves go through the tile's insert_with one after the other.
+extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
   tally counts;
+  tally lane;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
-    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
-    const unsigned my_value = r < count ? values[base + r] : 0u;
-    const unsigned long long my_meta = t.first_meta<true>(my_key);
-    for (unsigned j = 0; j < count; ++j) {
+    const bool mine = r < count;
+    const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
+    const unsigned my_value = mine ? values[base + r] : 0u;
+    unsigned step = STEP_LEFTOVER;
+    if (mine && my_key != EMPTY_KEY) {
+      unsigned old = 0;
+      step = t.insert_alone(my_key, my_value, old, lane);
+    }
+    unsigned left = tile::ballot(mine && step == STEP_LEFTOVER);
+    while (left != 0) {
+      const unsigned j = __ffs(left) - 1;
+      left &= left - 1;
       const unsigned k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
       unsigned old = 0;
-      if (t.insert_with(k, v, tile::shfl(my_meta, j), old, counts) == STEP_FAILED) t.record_failure(base + j);
+      if (t.insert(k, v, old, counts) == STEP_FAILED) t.record_failure(base + j);
     }
   });
+  merge_lanes(lane, counts);
   t.flush(counts);
 }
 
@@ -95,27 +114,33 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const un
 }
 
 // Looks keys up: values[i] gets the value or `absent`, found[i] (when not null) 1 or 0.
-// No writer runs during this kernel (HiveMap::get_many takes &self).
+// No writer runs during this kernel (HiveMap::get_many takes &self). Lane r looks up
+// operation r of its tile's chunk alone (find_alone: its own bucket reads, the metadata
+// word only after a miss in the first bucket); keys whose first bucket says STASHED are
+// then looked for in the stash by the whole tile, one after the other.
 extern "C" __global__ void hive_find(hive_ref t, const unsigned* keys, unsigned long long n, unsigned* values,
                                      unsigned char* found, unsigned absent) {
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
-    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
-    const unsigned long long my_meta = t.first_meta<false>(my_key);
+    const bool mine = r < count;
+    const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
     unsigned my_value = absent;
     bool my_hit = false;
-    for (unsigned j = 0; j < count; ++j) {
-      const unsigned k = tile::shfl(my_key, j);
-      unsigned v = absent;
-      const bool hit = t.find_quiet(k, tile::shfl(my_meta, j), v);
-      if (r == j) {
-        my_value = hit ? v : absent;
-        my_hit = hit;
+    bool stash = false;
+    if (mine && my_key != EMPTY_KEY) my_hit = t.find_alone(my_key, my_value, stash);
+    unsigned left = tile::ballot(stash);
+    while (left != 0) {
+      const unsigned j = __ffs(left) - 1;
+      left &= left - 1;
+      match mt;
+      if (t.stash_of().template find<false>(tile::shfl(my_key, j), mt) && r == j) {
+        my_hit = true;
+        my_value = value_of(mt.word);
       }
     }
-    if (r < count) {
-      if (values != nullptr) values[base + r] = my_value;
+    if (mine) {
+      if (values != nullptr) values[base + r] = my_hit ? my_value : absent;
       if (found != nullptr) found[base + r] = my_hit ? 1 : 0;
     }
   });

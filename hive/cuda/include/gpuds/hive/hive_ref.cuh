@@ -60,6 +60,8 @@ constexpr unsigned STEP_REPLACE = 1;
 constexpr unsigned STEP_CLAIM = 2;
 constexpr unsigned STEP_EVICT = 3;
 constexpr unsigned STEP_STASH = 4;
+// A lane's fast path (insert_alone) left the operation to its tile (see there).
+constexpr unsigned STEP_LEFTOVER = 0xffu;
 
 constexpr unsigned RETRY_CAP = 1u << 14;
 constexpr unsigned MAX_EVICTION_BOUND = 16;
@@ -71,6 +73,22 @@ struct tally {
   unsigned steps[4] = {0, 0, 0, 0};
   unsigned moves = 0;
 };
+
+// Sum of `x` over the calling lane's tile, on every lane.
+__device__ __forceinline__ unsigned tile_sum(unsigned x) {
+#pragma unroll
+  for (unsigned o = SLOTS / 2; o > 0; o >>= 1) x += __shfl_xor_sync(tile::mask(), x, o, SLOTS);
+  return x;
+}
+
+// Adds the per-lane counts of the fast paths (`lane`, different on every lane) to the
+// tile's counts `t` (the same on every lane).
+__device__ __forceinline__ void merge_lanes(const tally& lane, tally& t) {
+  t.len += static_cast<int>(tile_sum(static_cast<unsigned>(lane.len)));
+#pragma unroll
+  for (int i = 0; i < 4; ++i) t.steps[i] += tile_sum(lane.steps[i]);
+  t.moves += tile_sum(lane.moves);
+}
 
 // What the out-of-line insert paths return in one word: the step (bits 0..7), keys
 // displaced (bits 8..31) and, for a replace, the old value (bits 32..63).
@@ -174,6 +192,28 @@ struct hive_ref {
     if (k == EMPTY_KEY) return false;
     if (CONCURRENT) return find_concurrent(k, meta_of(first_of(k)).observe(), value);
     return find_quiet(k, meta[first_of(k)], value);
+  }
+
+  // Lookup by one lane alone, with no writer in flight (the bulk lookup kernel: every
+  // lane of a warp has its own bucket read in flight). Reads k's first bucket b1, and
+  // only after a miss there b1's metadata word: a key found in b1 costs one 128-byte
+  // line. Reads b2 alone where b1 has SPILL; sets `stash` where b1 has STASHED and k was
+  // not found, so that the tile scans the stash for it (stash_of().find).
+  __device__ __forceinline__ bool find_alone(unsigned k, unsigned& value, bool& stash) const {
+    const hash_pair h = hashes(k);
+    const unsigned b1 = bucket_of(h.h1);
+    alone_scan s = scan_alone<false, true>(bucket(b1), k);
+    if (s.hit == SLOTS) {
+      const unsigned long long m = meta[b1];
+      const unsigned b2 = bucket_of(h.h2);
+      if ((m & META_SPILL) != 0 && b2 != b1) s = scan_alone<false, true>(bucket(b2), k);
+      if (s.hit == SLOTS) {
+        stash = (m & META_STASHED) != 0;
+        return false;
+      }
+    }
+    value = value_of(s.word);
+    return true;
   }
 
   // Delete (§IV-B): the lookup, then one compare-and-swap to the empty word by rank 0,
@@ -290,6 +330,100 @@ struct hive_ref {
   __device__ unsigned insert(unsigned k, unsigned v, unsigned& old, tally& t) const {
     if (k == EMPTY_KEY) return insert_with(k, v, 0, old, t);
     return insert_with(k, v, meta_of(first_of(k)).observe(), old, t);
+  }
+
+  // Insert by one lane alone: the fast path of the bulk insert kernel, where every lane
+  // of a warp has its own first bucket in flight. The lane loads b1's metadata word `m`
+  // (acquire), then the whole bucket (relaxed 16-byte loads), and then:
+  // - k in b1: replace with one compare-and-swap of that slot word (step 1);
+  // - else, b1 unlocked, with no pending slot (claimed in `m` but read empty), no flag
+  //   and a free slot: claim it with one compare-and-swap of b1's word from `m` (slot
+  //   bit cleared, version advanced) and store the pair: one bucket read, one atomic and
+  //   one store for a new key. This is the tile's lock-free claim (insert_with) done by
+  //   one lane, and unique for the same reason: the word changes with every claim, lock,
+  //   delete or eviction in b1 and never repeats, so the swap succeeds only if b1 is
+  //   still as it was when `m` was read, and then k was absent from b1 (every slot
+  //   claimed in `m` held its word when the bucket was read after `m`, and none held k)
+  //   and, b1 being unflagged, from the whole table. Of two inserts of one key, the
+  //   later swap fails;
+  // - else, b1 unlocked and without pending slot, but full or SPILL-flagged (not
+  //   STASHED): take b1's lock with a compare-and-swap from `m` (which thus also proves
+  //   that k is absent from b1; when b1 is full, SPILL is set in the same swap, before
+  //   the key can land in b2), look for k in b2 when SPILL was set before (replace),
+  //   else claim a slot with WABC in b1, else (SPILL set first) in b2, and unlock: the
+  //   tile's insert_locked for the cases that need no eviction and no stash;
+  // - anything else (locked, pending, flagged STASHED, a lost swap, b1 and b2 both full)
+  //   returns STEP_LEFTOVER having changed nothing but perhaps set b1's SPILL flag
+  //   (harmless: it only makes lookups of b1's keys read b2 too), and the tile finishes
+  //   the insert with insert_with from a fresh word.
+  // Counts into the lane's own tally `t` (merge_lanes adds them to the tile's).
+  __device__ __forceinline__ unsigned insert_alone(unsigned k, unsigned v, unsigned& old, tally& t) const {
+    const unsigned long long word = pack(k, v);
+    const hash_pair h = hashes(k);
+    const unsigned b1 = bucket_of(h.h1);
+    unsigned long long* const m1 = meta + b1;
+    const unsigned long long m = mem::ld_acquire(m1);
+    const alone_scan s = scan_alone<true, false>(bucket(b1), k);
+    if (s.hit != SLOTS) {
+      if (mem::cas_relaxed(bucket(b1) + s.hit, s.word, word) != s.word) return STEP_LEFTOVER;
+      old = value_of(s.word);
+      t.steps[0] += 1;
+      return STEP_REPLACE;
+    }
+    const unsigned free_bits = free_of(m);
+    if ((m & (META_LOCK | META_STASHED)) != 0 || (s.empty & ~free_bits & ALL_FREE) != 0) return STEP_LEFTOVER;
+    if ((m & META_SPILL) == 0 && free_bits != 0) {
+      const unsigned slot = __ffs(free_bits) - 1;
+      if (mem::cas_acq_rel(m1, m, (m & ~(1ull << slot)) + META_VERSION) != m) return STEP_LEFTOVER;
+      mem::st_relaxed(bucket(b1) + slot, word);
+      t.steps[1] += 1;
+      t.len += 1;
+      return STEP_CLAIM;
+    }
+    const unsigned b2 = bucket_of(h.h2);
+    if (free_bits == 0 && b2 == b1) return STEP_LEFTOVER;
+    const unsigned long long spill = free_bits == 0 ? META_SPILL : 0ull;
+    if (mem::cas_acq_rel(m1, m, (m | META_LOCK | spill) + META_VERSION) != m) return STEP_LEFTOVER;
+    const unsigned step = insert_alone_locked(word, k, b1, b2, m, free_bits, old);
+    mem::fence_acq_rel();
+    mem::fetch_add_relaxed(m1, META_VERSION - META_LOCK);
+    if (step == STEP_REPLACE) {
+      t.steps[0] += 1;
+    } else if (step == STEP_CLAIM) {
+      t.steps[1] += 1;
+      t.len += 1;
+    }
+    return step;
+  }
+
+  // insert_alone with b1 locked by the lane from `m` (the caller unlocks).
+  __device__ __noinline__ unsigned insert_alone_locked(unsigned long long word, unsigned k, unsigned b1,
+                                                       unsigned b2, unsigned long long m, unsigned free_bits,
+                                                       unsigned& old) const {
+    if ((m & META_SPILL) != 0 && b2 != b1) {
+      const alone_scan s = scan_alone<true, false>(bucket(b2), k);
+      if (s.hit != SLOTS) {
+        if (mem::cas_relaxed(bucket(b2) + s.hit, s.word, word) != s.word) return STEP_LEFTOVER;
+        old = value_of(s.word);
+        return STEP_REPLACE;
+      }
+    }
+    if (free_bits != 0) {
+      const unsigned slot = claim_alone(meta + b1, free_bits);
+      if (slot < SLOTS) {
+        mem::st_relaxed(bucket(b1) + slot, word);
+        return STEP_CLAIM;
+      }
+      if (b2 == b1) return STEP_LEFTOVER;
+      if ((m & META_SPILL) == 0) meta_or(meta + b1, META_SPILL);
+    }
+    // SPILL is set in b1's word: make it visible before the key can be seen in b2.
+    mem::fence_acq_rel();
+    unsigned long long* const m2 = meta + b2;
+    const unsigned slot = claim_alone(m2, free_of(mem::ld_relaxed(m2)));
+    if (slot == SLOTS) return STEP_LEFTOVER;
+    mem::st_relaxed(bucket(b2) + slot, word);
+    return STEP_CLAIM;
   }
 
   // The slow path of an insert, with b1 locked by the caller (who unlocks it): waits for

@@ -98,6 +98,77 @@ __device__ __forceinline__ bool wcme(unsigned long long* bucket, unsigned k, mat
   return elect(bucket, w, tile::ballot(key_of(w) == k), m);
 }
 
+// One lane reading a whole bucket alone (the thread-per-operation fast paths of the
+// batch kernels): SLOTS / 2 loads of 16 bytes, issued together, so that every lane of a
+// warp has its own bucket in flight. COHERENT loads are relaxed at GPU scope (writers
+// may run; each 8-byte half is a relaxed load of its slot word), otherwise plain loads.
+template <bool COHERENT>
+__device__ __forceinline__ ulonglong2 load_slot_pair(const unsigned long long* p) {
+  if (COHERENT) {
+    ulonglong2 v;
+    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
+    return v;
+  }
+  return *reinterpret_cast<const ulonglong2*>(p);
+}
+
+// What one lane saw in a bucket: the slot holding its key (SLOTS if none) and the word
+// there, and the slots that held the empty word.
+struct alone_scan {
+  unsigned hit;
+  unsigned long long word;
+  unsigned empty;
+};
+
+// Reads a bucket alone and looks for k, 128 bytes (16 slots) at a time. STOP: return
+// after the first 128 bytes that hold k (lookups: a hit in the first line of a bucket
+// costs that line alone); otherwise the whole bucket is read (inserts need its empty
+// slots). The loads of a line are issued together.
+template <bool COHERENT, bool STOP>
+__device__ __forceinline__ alone_scan scan_alone(const unsigned long long* bucket, unsigned k) {
+  constexpr unsigned LINE = SLOTS < 16 ? SLOTS : 16;
+  constexpr unsigned LINES = SLOTS / LINE;
+  constexpr unsigned PER = LINE;
+  alone_scan s{SLOTS, EMPTY, 0u};
+#pragma unroll
+  for (unsigned line = 0; line < LINES; ++line) {
+    ulonglong2 v[PER / 2];
+#pragma unroll
+    for (unsigned i = 0; i < PER / 2; ++i) v[i] = load_slot_pair<COHERENT>(bucket + line * PER + 2 * i);
+#pragma unroll
+    for (unsigned i = 0; i < PER / 2; ++i) {
+      const unsigned slot = line * PER + 2 * i;
+      if (v[i].x == EMPTY) s.empty |= 1u << slot;
+      if (v[i].y == EMPTY) s.empty |= 1u << (slot + 1);
+      if (v[i].x != EMPTY && key_of(v[i].x) == k) {
+        s.hit = slot;
+        s.word = v[i].x;
+      }
+      if (v[i].y != EMPTY && key_of(v[i].y) == k) {
+        s.hit = slot + 1;
+        s.word = v[i].y;
+      }
+    }
+    if (STOP && s.hit != SLOTS) break;
+  }
+  return s;
+}
+
+// WABC by one lane alone: clears the lowest bit of `free_bits` that is still free in
+// the metadata word with a fetch-and, trying fresher masks on a lost race (at most SLOTS
+// + 1 tries). Returns the slot, or SLOTS when the bucket is full. For a lane whose key is
+// made unique by its first bucket's lock, as `claim` below.
+__device__ __forceinline__ unsigned claim_alone(unsigned long long* meta, unsigned free_bits) {
+  for (unsigned tries = 0; tries <= SLOTS && free_bits != 0; ++tries) {
+    const unsigned slot = __ffs(free_bits) - 1;
+    const unsigned long long bit = 1ull << slot;
+    const unsigned old = static_cast<unsigned>(atomicAnd(meta, ~bit));
+    if (old & static_cast<unsigned>(bit)) return slot;
+    free_bits = old & ALL_FREE & ~static_cast<unsigned>(bit);
+  }
+  return SLOTS;
+}
+
 // Slots that are claimed but not yet written (or emptied but not yet freed), given the
 // lane's word and a metadata word read before it.
 __device__ __forceinline__ unsigned pending(unsigned long long meta, unsigned long long w) {
