@@ -552,7 +552,10 @@ fn concurrent_inserts_of_one_key_store_it_once() {
         if failed == 0 {
             assert_eq!(map.len(), expected.len(), "{slots} slots: {stats:?}");
         } else {
-            assert!(map.len() <= expected.len(), "{slots} slots: {failed} failed");
+            assert!(
+                map.len() <= expected.len(),
+                "{slots} slots: {failed} failed"
+            );
         }
     }
 }

@@ -62,6 +62,9 @@ constexpr unsigned STEP_EVICT = 3;
 constexpr unsigned STEP_STASH = 4;
 // A lane's fast path (insert_alone) left the operation to its tile (see there).
 constexpr unsigned STEP_LEFTOVER = 0xffu;
+// Attempts of a lane's fast path (a lost swap, a locked or pending first bucket) before
+// it leaves the operation to its tile.
+constexpr unsigned ALONE_TRIES = 4;
 
 constexpr unsigned RETRY_CAP = 1u << 14;
 constexpr unsigned MAX_EVICTION_BOUND = 16;
@@ -362,38 +365,60 @@ struct hive_ref {
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1);
     unsigned long long* const m1 = meta + b1;
-    const unsigned long long m = mem::ld_acquire(m1);
-    const alone_scan s = scan_alone<true, false>(bucket(b1), k);
-    if (s.hit != SLOTS) {
-      if (mem::cas_relaxed(bucket(b1) + s.hit, s.word, word) != s.word) return STEP_LEFTOVER;
-      old = value_of(s.word);
-      t.steps[0] += 1;
-      return STEP_REPLACE;
+    unsigned long long m = mem::ld_acquire(m1);
+    for (unsigned attempt = 0; attempt < ALONE_TRIES; ++attempt) {
+      const alone_scan s = scan_alone<true, false>(bucket(b1), k);
+      if (s.hit != SLOTS) {
+        if (mem::cas_relaxed(bucket(b1) + s.hit, s.word, word) == s.word) {
+          old = value_of(s.word);
+          t.steps[0] += 1;
+          return STEP_REPLACE;
+        }
+        m = mem::ld_acquire(m1);
+        continue;
+      }
+      const unsigned free_bits = free_of(m);
+      if ((m & META_STASHED) != 0) return STEP_LEFTOVER;
+      if ((m & META_LOCK) != 0 || (s.empty & ~free_bits & ALL_FREE) != 0) {
+        backoff(attempt);
+        m = mem::ld_acquire(m1);
+        continue;
+      }
+      if ((m & META_SPILL) == 0 && free_bits != 0) {
+        const unsigned slot = __ffs(free_bits) - 1;
+        // A failed swap returns the fresher word (with acquire semantics): read the
+        // bucket again against it.
+        const unsigned long long seen = mem::cas_acq_rel(m1, m, (m & ~(1ull << slot)) + META_VERSION);
+        if (seen != m) {
+          m = seen;
+          continue;
+        }
+        mem::st_relaxed(bucket(b1) + slot, word);
+        t.steps[1] += 1;
+        t.len += 1;
+        return STEP_CLAIM;
+      }
+      const unsigned b2 = bucket_of(h.h2);
+      if (free_bits == 0 && b2 == b1) return STEP_LEFTOVER;
+      const unsigned long long spill = free_bits == 0 ? META_SPILL : 0ull;
+      const unsigned long long seen = mem::cas_acq_rel(m1, m, (m | META_LOCK | spill) + META_VERSION);
+      if (seen != m) {
+        m = seen;
+        continue;
+      }
+      const unsigned step = insert_alone_locked(word, k, b1, b2, m, free_bits, old);
+      mem::fence_acq_rel();
+      mem::fetch_add_relaxed(m1, META_VERSION - META_LOCK);
+      if (step == STEP_REPLACE) {
+        t.steps[0] += 1;
+      } else if (step == STEP_CLAIM || step == STEP_EVICT) {
+        t.steps[step - 1] += 1;
+        t.len += 1;
+        t.moves += step == STEP_EVICT ? 1u : 0u;
+      }
+      return step;
     }
-    const unsigned free_bits = free_of(m);
-    if ((m & (META_LOCK | META_STASHED)) != 0 || (s.empty & ~free_bits & ALL_FREE) != 0) return STEP_LEFTOVER;
-    if ((m & META_SPILL) == 0 && free_bits != 0) {
-      const unsigned slot = __ffs(free_bits) - 1;
-      if (mem::cas_acq_rel(m1, m, (m & ~(1ull << slot)) + META_VERSION) != m) return STEP_LEFTOVER;
-      mem::st_relaxed(bucket(b1) + slot, word);
-      t.steps[1] += 1;
-      t.len += 1;
-      return STEP_CLAIM;
-    }
-    const unsigned b2 = bucket_of(h.h2);
-    if (free_bits == 0 && b2 == b1) return STEP_LEFTOVER;
-    const unsigned long long spill = free_bits == 0 ? META_SPILL : 0ull;
-    if (mem::cas_acq_rel(m1, m, (m | META_LOCK | spill) + META_VERSION) != m) return STEP_LEFTOVER;
-    const unsigned step = insert_alone_locked(word, k, b1, b2, m, free_bits, old);
-    mem::fence_acq_rel();
-    mem::fetch_add_relaxed(m1, META_VERSION - META_LOCK);
-    if (step == STEP_REPLACE) {
-      t.steps[0] += 1;
-    } else if (step == STEP_CLAIM) {
-      t.steps[1] += 1;
-      t.len += 1;
-    }
-    return step;
+    return STEP_LEFTOVER;
   }
 
   // insert_alone with b1 locked by the lane from `m` (the caller unlocks).
@@ -421,9 +446,63 @@ struct hive_ref {
     mem::fence_acq_rel();
     unsigned long long* const m2 = meta + b2;
     const unsigned slot = claim_alone(m2, free_of(mem::ld_relaxed(m2)));
-    if (slot == SLOTS) return STEP_LEFTOVER;
-    mem::st_relaxed(bucket(b2) + slot, word);
-    return STEP_CLAIM;
+    if (slot < SLOTS) {
+      mem::st_relaxed(bucket(b2) + slot, word);
+      return STEP_CLAIM;
+    }
+    return evict_alone(word, b1);
+  }
+
+  // Step 3 by one lane, the direct move only (evict's first round): b1 is locked by the
+  // lane and full with SPILL set (so its keys stay, only their values may be replaced),
+  // and b2 was full. Reads b1's words and the metadata words of their other buckets at
+  // once; for a victim whose other bucket (the target) has room and no lock, locks the
+  // target from the word read, claims a slot there (WABC), swaps the new word into the
+  // victim's slot (a compare-and-swap, so a victim replaced meanwhile is not lost: the
+  // claimed slot is given back) and stores the victim in the target. As in evict, both
+  // buckets of the moved key are locked during the move, a victim moving to its second
+  // bucket has b1 as first bucket (SPILL set), and the new key lands in its first
+  // bucket. Returns STEP_EVICT, or STEP_LEFTOVER with nothing changed (then the tile's
+  // evict with random walks and the stash takes over).
+  __device__ __noinline__ unsigned evict_alone(unsigned long long word, unsigned b1) const {
+    unsigned long long w[SLOTS];
+    unsigned alt[SLOTS];
+    unsigned long long am[SLOTS];
+    const unsigned long long* const base = bucket(b1);
+#pragma unroll
+    for (unsigned i = 0; i < SLOTS; i += 2) {
+      const ulonglong2 p = load_slot_pair<true>(base + i);
+      w[i] = p.x;
+      w[i + 1] = p.y;
+    }
+#pragma unroll
+    for (unsigned i = 0; i < SLOTS; ++i) {
+      alt[i] = w[i] == EMPTY ? b1 : alternate(key_of(w[i]), b1);
+      am[i] = alt[i] == b1 ? 0ull : mem::ld_relaxed(meta + alt[i]);
+    }
+    const unsigned start = key_of(word) % SLOTS;
+    for (unsigned c = 0; c < SLOTS; ++c) {
+      const unsigned i = (start + c) % SLOTS;
+      const unsigned target = alt[i];
+      const unsigned long long mt = am[i];
+      if (target == b1 || free_of(mt) == 0 || (mt & META_LOCK) != 0) continue;
+      unsigned long long* const tm = meta + target;
+      if (mem::cas_acq_rel(tm, mt, (mt | META_LOCK) + META_VERSION) != mt) continue;
+      const unsigned slot = claim_alone(tm, free_of(mt));
+      bool swapped = false;
+      if (slot < SLOTS) {
+        swapped = mem::cas_relaxed(bucket(b1) + i, w[i], word) == w[i];
+        if (swapped) {
+          mem::st_relaxed(bucket(target) + slot, w[i]);
+        } else {
+          mem::fetch_add_relaxed(tm, (1ull << slot) + META_VERSION);
+        }
+      }
+      mem::fence_acq_rel();
+      mem::fetch_add_relaxed(tm, META_VERSION - META_LOCK);
+      if (swapped) return STEP_EVICT;
+    }
+    return STEP_LEFTOVER;
   }
 
   // The slow path of an insert, with b1 locked by the caller (who unlocks it): waits for
