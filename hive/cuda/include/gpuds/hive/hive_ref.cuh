@@ -14,7 +14,8 @@
 // second bucket b2 (setting b1's SPILL flag first), to a cuckoo eviction, or to the
 // stash (setting b1's STASHED flag). So a lookup reads b1 and its metadata word, and
 // reads b2 or the stash only when b1's flags say that something of b1 went there; a
-// miss in a bucket without flags costs one bucket read.
+// miss in a bucket without flags costs one bucket read. (The bulk lookup, find_alone,
+// reads the word only after a miss in b1.)
 //
 // Concurrency (see detail/hive_bucket.cuh for the metadata word):
 // - Inserting a new key into b1 takes no lock: the key is absent from the table when it
@@ -32,6 +33,8 @@
 //   first bucket is one of them); lookups that cannot conclude a miss while b1 is
 //   locked, or whose b1 changed while they looked, look again.
 // - Replacing and deleting are compare-and-swaps on the slot word, lock-free.
+// - The bulk kernels first run insert_alone / find_alone on every lane (one operation
+//   per lane, the same protocol; see there) and leave the rest to the tile code.
 #pragma once
 #include <gpuds/core/status.cuh>
 #include <gpuds/hive/detail/hive_bucket.cuh>
