@@ -31,30 +31,31 @@ struct set_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
+    walk_cas(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word, cas_ticket& t) -> step {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
           const unsigned targets = hits | empties;
           if (targets == 0) {
-            if (advance(slab, word)) return false;
-            if (append(allocator, slab)) return false;
+            if (advance(slab, word)) return step::again;
+            if (append(allocator, slab)) return step::again;
             if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
-            return true;
+            return step::done;
           }
-          const int dest = __ffs(targets) - 1;
-          if ((hits >> dest) & 1u) {
+          t.dest = __ffs(targets) - 1;
+          if ((hits >> t.dest) & 1u) {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
-            return true;
+            return step::done;
           }
-          bool won = false;
-          if (lane == static_cast<unsigned>(dest)) {
-            won = mem::cas_relaxed(slab + dest, EMPTY_KEY, k) == EMPTY_KEY;
+          if (lane == static_cast<unsigned>(t.dest)) {
+            t.expected = EMPTY_KEY;
+            t.seen = mem::cas_relaxed(slab + t.dest, EMPTY_KEY, k);
           }
-          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
-          if (lane == static_cast<unsigned>(src)) outcome = OP_ABSENT;
-          return true;
+          return step::issued;
+        },
+        [&](const cas_ticket& t) {
+          if (lane == static_cast<unsigned>(t.src)) outcome = OP_ABSENT;
         });
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, active && outcome == OP_ABSENT));
     count(added, added);
@@ -65,19 +66,20 @@ struct set_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
+    walk_cas(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int, unsigned k, unsigned*& slab, unsigned word, cas_ticket& t) -> step {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
-          if (hits == 0) return !advance(slab, word);
-          const int dest = __ffs(hits) - 1;
-          bool won = false;
-          if (lane == static_cast<unsigned>(dest)) {
-            won = mem::cas_relaxed(slab + dest, k, TOMBSTONE_KEY) == k;
+          if (hits == 0) return advance(slab, word) ? step::again : step::done;
+          t.dest = __ffs(hits) - 1;
+          if (lane == static_cast<unsigned>(t.dest)) {
+            t.expected = k;
+            t.seen = mem::cas_relaxed(slab + t.dest, k, TOMBSTONE_KEY);
           }
-          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;
-          if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
-          return true;
+          return step::issued;
+        },
+        [&](const cas_ticket& t) {
+          if (lane == static_cast<unsigned>(t.src)) outcome = OP_PRESENT;
         });
     const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_PRESENT));
     count(-static_cast<long long>(removed), 0);
