@@ -48,15 +48,9 @@ extern "C" __global__ void GPUDS_KERNEL(first_reserved)(const K* keys, unsigned 
   if (i < n && is_reserved_key(keys[i])) atomicMax(first, n - i);
 }
 
-// The update kernels keep two CASes and a slab read in flight per warp (detail/table.cuh):
-// held to 32 registers (full occupancy) they spill those to local memory, and a spill
-// store waits for the CAS it saves, so they get the registers of 1,024 threads per SM
-// (55 for the map's insert, no spills).
-#define UPDATE_THREADS 1024
-
 // REPLACE or INSERT (maps: `unique` picks; sets: always unique). `outcomes` and `olds`
 // may be null.
-extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, UPDATE_THREADS / ITEM_BLOCK) GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
                                                 unsigned long long n, unsigned unique,
                                                 unsigned* outcomes, V* olds,
     const unsigned long long* guard) {
@@ -104,7 +98,7 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
 }
 
 // DELETE (the least recent instance). `outcomes` and `olds` may be null.
-extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, UPDATE_THREADS / ITEM_BLOCK) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
                                                unsigned* outcomes, V* olds,
     const unsigned long long* guard) {
   if (refused(ref, guard)) return;

@@ -81,26 +81,26 @@ struct map_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk_cas(
+    walk(
         active, key, outcome,
-        [&](int, unsigned k, unsigned*& slab, unsigned word, cas_ticket& t) -> step {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
-          if (hits == 0) return advance(slab, word) ? step::again : step::done;
-          t.dest = __ffs(hits) - 1;
-          t.value = __shfl_sync(warp::FULL_MASK, neighbour, t.dest);
-          if (lane == static_cast<unsigned>(t.dest)) {
-            t.expected = pack_pair(k, neighbour);
-            t.seen = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + t.dest),
-                                      t.expected, pack_pair(TOMBSTONE_KEY, neighbour));
+          if (hits == 0) return !advance(slab, word);
+          const int dest = __ffs(hits) - 1;
+          bool won = false;
+          if (lane == static_cast<unsigned>(dest)) {
+            const unsigned long long expected = pack_pair(k, neighbour);
+            won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest), expected,
+                                   pack_pair(TOMBSTONE_KEY, neighbour)) == expected;
           }
-          return step::issued;
-        },
-        [&](const cas_ticket& t) {
-          if (lane == static_cast<unsigned>(t.src)) {
+          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // changed: re-read
+          const unsigned v = __shfl_sync(warp::FULL_MASK, neighbour, dest);
+          if (lane == static_cast<unsigned>(src)) {
             outcome = OP_PRESENT;
-            value = static_cast<V>(t.value);
+            value = static_cast<V>(v);
           }
+          return true;
         });
     const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_PRESENT));
     count(-static_cast<long long>(removed), 0);
@@ -173,36 +173,37 @@ struct map_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk_cas(
+    walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, cas_ticket& t) -> step {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits =
               unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
           const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
           const unsigned targets = hits | empties;
           if (targets == 0) {
-            if (advance(slab, word)) return step::again;
-            if (append(allocator, slab)) return step::again;
+            if (advance(slab, word)) return false;
+            if (append(allocator, slab)) return false;
             if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
-            return step::done;
+            return true;
           }
-          t.dest = __ffs(targets) - 1;
-          t.note = (hits >> t.dest) & 1u;  // replacing
-          t.value = __shfl_sync(warp::FULL_MASK, neighbour, t.dest);
+          const int dest = __ffs(targets) - 1;
+          const bool replacing = (hits >> dest) & 1u;
           const unsigned v = __shfl_sync(warp::FULL_MASK, static_cast<unsigned>(value), src);
-          if (lane == static_cast<unsigned>(t.dest)) {
-            t.expected = t.note != 0u ? pack_pair(k, neighbour) : pack_pair(EMPTY_KEY, EMPTY_VALUE);
-            t.seen = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + t.dest),
-                                      t.expected, pack_pair(k, v));
+          bool won = false;
+          if (lane == static_cast<unsigned>(dest)) {
+            const unsigned long long expected =
+                replacing ? pack_pair(k, neighbour) : pack_pair(EMPTY_KEY, EMPTY_VALUE);
+            won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest), expected,
+                                   pack_pair(k, v)) == expected;
           }
-          return step::issued;
-        },
-        [&](const cas_ticket& t) {
-          if (lane == static_cast<unsigned>(t.src)) {
-            outcome = t.note != 0u ? OP_PRESENT : (unique ? OP_ABSENT : OP_ADDED);
-            if (t.note != 0u) old = static_cast<V>(t.value);
+          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
+          const unsigned previous = __shfl_sync(warp::FULL_MASK, neighbour, dest);
+          if (lane == static_cast<unsigned>(src)) {
+            outcome = replacing ? OP_PRESENT : (unique ? OP_ABSENT : OP_ADDED);
+            if (replacing) old = static_cast<V>(previous);
           }
+          return true;
         });
     const unsigned added =
         __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_ABSENT || outcome == OP_ADDED) &

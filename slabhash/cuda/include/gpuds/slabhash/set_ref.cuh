@@ -31,31 +31,30 @@ struct set_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk_cas(
+    walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, cas_ticket& t) -> step {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
           const unsigned targets = hits | empties;
           if (targets == 0) {
-            if (advance(slab, word)) return step::again;
-            if (append(allocator, slab)) return step::again;
+            if (advance(slab, word)) return false;
+            if (append(allocator, slab)) return false;
             if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
-            return step::done;
+            return true;
           }
-          t.dest = __ffs(targets) - 1;
-          if ((hits >> t.dest) & 1u) {
+          const int dest = __ffs(targets) - 1;
+          if ((hits >> dest) & 1u) {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
-            return step::done;
+            return true;
           }
-          if (lane == static_cast<unsigned>(t.dest)) {
-            t.expected = EMPTY_KEY;
-            t.seen = mem::cas_relaxed(slab + t.dest, EMPTY_KEY, k);
+          bool won = false;
+          if (lane == static_cast<unsigned>(dest)) {
+            won = mem::cas_relaxed(slab + dest, EMPTY_KEY, k) == EMPTY_KEY;
           }
-          return step::issued;
-        },
-        [&](const cas_ticket& t) {
-          if (lane == static_cast<unsigned>(t.src)) outcome = OP_ABSENT;
+          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
+          if (lane == static_cast<unsigned>(src)) outcome = OP_ABSENT;
+          return true;
         });
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, active && outcome == OP_ABSENT));
     count(added, added);
@@ -66,20 +65,19 @@ struct set_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk_cas(
+    walk(
         active, key, outcome,
-        [&](int, unsigned k, unsigned*& slab, unsigned word, cas_ticket& t) -> step {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
-          if (hits == 0) return advance(slab, word) ? step::again : step::done;
-          t.dest = __ffs(hits) - 1;
-          if (lane == static_cast<unsigned>(t.dest)) {
-            t.expected = k;
-            t.seen = mem::cas_relaxed(slab + t.dest, k, TOMBSTONE_KEY);
+          if (hits == 0) return !advance(slab, word);
+          const int dest = __ffs(hits) - 1;
+          bool won = false;
+          if (lane == static_cast<unsigned>(dest)) {
+            won = mem::cas_relaxed(slab + dest, k, TOMBSTONE_KEY) == k;
           }
-          return step::issued;
-        },
-        [&](const cas_ticket& t) {
-          if (lane == static_cast<unsigned>(t.src)) outcome = OP_PRESENT;
+          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;
+          if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
+          return true;
         });
     const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_PRESENT));
     count(-static_cast<long long>(removed), 0);

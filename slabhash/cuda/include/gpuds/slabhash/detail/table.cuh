@@ -4,8 +4,8 @@
 //
 // The walk is the slab hash paper's work-sharing loop (§IV-A, Fig. 2): lanes with a
 // request vote, the warp takes the lowest voter's key and bucket and reads one slab per
-// round, all lanes together (pipelined, see walk_cas); the operation's body looks at the
-// slab with ballots and decides to finish, issue a CAS, re-read or move on.
+// round, all lanes together (reading the next request's base slab ahead, see walk); the operation's body looks at the slab with
+// ballots and decides to finish, re-read the same slab (a CAS lost a race) or move on.
 // Every request is bounded by `step_cap` rounds: past it, RETRY_LIMIT is reported and
 // the request fails, so a corrupted list (a cycle) cannot hang a kernel.
 #pragma once
@@ -76,77 +76,34 @@ struct table {
     return active;
   }
 
-  // What a visit of the pipelined walk says about its request.
-  enum class step { done, again, issued };
-
-  // A CAS that a request issued and that the walk has not checked yet. The operation
-  // fills it when it issues the CAS (`seen` and `expected` on the `dest` lane; `note` and
-  // `value` warp-uniform, whatever it needs to finish the request if the CAS won).
-  struct cas_ticket {
-    int src = -1;  // the request's lane; -1: no CAS in flight
-    int dest = 0;  // the lane that issued it
-    unsigned long long seen = 0, expected = 0;
-    unsigned note = 0, value = 0;
-  };
-
-  // Runs the work-sharing loop over the lanes with `active`.
-  //
-  // `visit(src, key, slab, word, ticket)` is called by all lanes with src's key, the slab
-  // it is at and this lane's word of it, and returns
-  //   step::done    src's request is finished;
-  //   step::again   read `slab` again (the visit may have moved it to the next slab, or
-  //                 to one it appended);
-  //   step::issued  the visit issued one CAS and filled `ticket`: the request is finished
-  //                 if the CAS won.
-  // `finish(ticket)` is called by all lanes when a ticket's CAS won. A request whose CAS
-  // lost runs again from its base slab later in the same loop. A request that passes the
-  // step cap (rounds, counted over its runs) reports RETRY_LIMIT and gets OP_FAILED in
-  // its lane's `outcome`.
+  // Runs the work-sharing loop over the lanes with `active`. `visit(src, key, slab, word)`
+  // is called by all lanes with src's key, the slab it is at and this lane's word of it;
+  // it returns true when src's request is finished, and may move `slab` (to the next
+  // slab, or to one it appended); returning false with `slab` unchanged re-reads it.
+  // A request that passes the step cap reports RETRY_LIMIT and gets OP_FAILED in its
+  // lane's `outcome`.
   //
   // The loop is the paper's (vote, take the lowest requester, broadcast its key), with
-  // three additions that keep more memory operations of a warp in flight:
-  // - each lane hashes its own key before the loop, all lanes at once, so a request costs
-  //   two shuffles instead of a hash (the hash's 64-bit remainders would otherwise be the
-  //   most expensive part of a round);
-  // - when the warp takes up a request it already issues the read of the next request's
-  //   base slab, so a request settled in its base slab (most of them at the paper's
-  //   utilizations) exposes little read latency of its own;
-  // - a request's CAS is checked only after the next request has issued its own, so an
-  //   updating warp has two CASes in flight instead of waiting for each (TWO_IN_FLIGHT;
-  //   with false, each CAS is checked right after its request).
-  // Reads ahead may be stale by the time they are used; that is safe because operations
-  // change a slab only through a CAS that checks what they saw, and a lost CAS runs its
-  // request again.
-  template <bool TWO_IN_FLIGHT = true, class Visit, class Finish>
-  __device__ void walk_cas(bool active, unsigned key, unsigned& outcome, Visit&& visit,
-                           Finish&& finish) const {
+  // two additions. Each lane hashes its own key before the loop, all lanes at once, so a
+  // request costs two shuffles instead of a hash (the hash's 64-bit remainders would
+  // otherwise be the most expensive part of a round). And it is software-pipelined: when
+  // the warp takes up a request it already issues the read of the next request's base
+  // slab, so each warp keeps two slab reads in flight and a request settled in its base
+  // slab (most of them at the paper's utilizations) exposes little latency of its own.
+  // A base slab read ahead may be stale by the time its request runs; operations only
+  // ever change a slab through a CAS that checks what they saw, and a lost CAS re-reads.
+  template <class Visit>
+  __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
     const unsigned lane = warp::lane_id();
     const unsigned home = active ? bucket_of(key) : 0u;
-    unsigned rounds = 0;  // this lane's request: rounds so far, over all its runs
     unsigned pending = __ballot_sync(warp::FULL_MASK, active);
-    // Checks a ticket: finishes its request if its CAS won, or queues it again.
-    auto settle = [&](cas_ticket& t) {
-      if (t.src < 0) return;
-      const bool won = __shfl_sync(
-          warp::FULL_MASK, lane == static_cast<unsigned>(t.dest) && t.seen == t.expected,
-          t.dest);
-      if (won) {
-        finish(static_cast<const cas_ticket&>(t));
-      } else {
-        pending |= 1u << t.src;
-      }
-      t.src = -1;
-    };
     if (pending == 0u) return;
     int src = __ffs(pending) - 1;
     unsigned* slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
     unsigned word = read_slab(slab);
-    // Runs the request of `src` into ticket `mine`, then settles `other`, the ticket of the
-    // request before; false when no request is left. Two tickets used in turn (rather
-    // than one copied into the other) keep the wait for a CAS's result where it is checked.
-    auto run = [&](cas_ticket& mine, cas_ticket& other) -> bool {
-      pending &= ~(1u << src);
-      int next_src = pending != 0u ? __ffs(pending) - 1 : -1;
+    for (;;) {
+      pending &= pending - 1u;
+      const int next_src = pending != 0u ? __ffs(pending) - 1 : -1;
       unsigned* next_slab = nullptr;
       unsigned next_word = 0u;
       if (next_src >= 0) {
@@ -154,54 +111,20 @@ struct table {
         next_word = read_slab(next_slab);
       }
       const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
-      unsigned steps = __shfl_sync(warp::FULL_MASK, rounds, src);
-      step s = step::again;
-      while (steps < step_cap) {
-        ++steps;
-        s = visit(src, k, slab, word, mine);
-        if (s != step::again) break;
+      for (unsigned steps = 1;; ++steps) {
+        if (visit(src, k, slab, word)) break;
+        if (steps >= step_cap) {
+          report(status::RETRY_LIMIT);
+          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+          break;
+        }
         word = read_slab(slab);
       }
-      if (s == step::issued) mine.src = src;
-      if (s == step::again) {  // out of rounds
-        report(status::RETRY_LIMIT);
-        if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
-      }
-      if (lane == static_cast<unsigned>(src)) rounds = steps;
-      settle(other);
-      if (next_src < 0) {
-        settle(mine);
-        if (pending == 0u) return false;
-        next_src = __ffs(pending) - 1;
-        next_slab = base_slab(__shfl_sync(warp::FULL_MASK, home, next_src));
-        next_word = read_slab(next_slab);
-      }
+      if (next_src < 0) return;
       src = next_src;
       slab = next_slab;
       word = next_word;
-      return true;
-    };
-    cas_ticket a, b;
-    if constexpr (TWO_IN_FLIGHT) {
-      while (run(a, b) && run(b, a)) {
-      }
-    } else {
-      while (run(a, a)) {
-      }
     }
-  }
-
-  // walk_cas for operations without CAS: `visit(src, key, slab, word)` returns true when
-  // src's request is finished, false to read `slab` again. (One ticket: with no CAS to
-  // wait for, two would only double the code.)
-  template <class Visit>
-  __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
-    walk_cas<false>(
-        active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, cas_ticket&) {
-          return visit(src, k, slab, word) ? step::done : step::again;
-        },
-        [](const cas_ticket&) {});
   }
 
   // Follows the next address of the slab whose words the lanes hold; false at the tail.
