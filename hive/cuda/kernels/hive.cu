@@ -1,11 +1,10 @@
 // HiveMap's batch kernels: thin loops over gpuds::hive::hive_ref (gpuds/hive/hive_ref.cuh).
 //
 // Each tile of HIVE_SLOTS lanes takes HIVE_SLOTS operations at a time (grid-stride):
-// lane r loads operation r of the chunk (coalesced). Bulk lookups first let every lane
-// carry out its own operation alone (hive_ref's find_alone: each lane reads its own
-// bucket with 16-byte loads, so a warp has 32 buckets in flight), and the tile
-// finishes the operations left over together. Bulk inserts do the same 32 operations
-// per warp at a time and queue what the quick path leaves (see hive_insert). Erase, the mixed
+// lane r loads operation r of the chunk (coalesced). Bulk inserts and lookups first let
+// every lane carry out its own operation alone (hive_ref's insert_alone, find_alone:
+// each lane reads its own bucket with 16-byte loads, so a warp has 32 buckets in
+// flight), and the tile finishes the operations left over together. Erase, the mixed
 // batch and stash reinsertion load the metadata word of each lane's key's first bucket
 // (one gather for the chunk) and run the chunk's operations one after the other with
 // the operands broadcast through the tile code. Lane r writes result r (coalesced).
@@ -21,10 +20,9 @@ using namespace gpuds::hive;
 // the kernel's register count (82: three blocks per SM); the bound keeps six blocks per
 // SM resident, the slow paths saving what they need around their calls.
 #define HIVE_UPDATE_BOUNDS __launch_bounds__(256, 6)
-// The insert kernel's quick loop holds a whole bucket per lane (16 words for 16 slots)
-// and fits into 64 registers: four blocks per SM. Its slow paths (run_queued) are out of
-// line and run after the loop, so their registers do not burden it.
-#define HIVE_INSERT_BOUNDS __launch_bounds__(256, 4)
+// The insert kernel's fast path holds a whole bucket per lane (16 words for 16 slots):
+// four blocks per SM leave it 64 registers.
+#define HIVE_INSERT_BOUNDS __launch_bounds__(256, 3)
 
 namespace {
 
@@ -64,109 +62,34 @@ extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned lo
   }
 }
 
-// Inserts or replaces (keys[i], values[i]), 32 operations per warp at a time (grid
-// stride; lane l takes operation l of its warp's chunk, and the keys and values of the
-// next chunk are loaded while the current one is worked on). Each lane tries its
-// operation on the quick path alone (insert_alone<true>: its own bucket read, one
-// atomic, one store). An operation that needs more (its first bucket full, flagged,
-// locked or pending, or a lost swap) is not worked on there: the lane appends it to
-// its warp's queue, a segment of `queue` (its number within the warp's operations,
-// c * 32 + l for chunk c), and goes on with its next operation, so that a slow lane
-// does not hold up the other 31 of every chunk. After its last chunk the warp runs its
-// queue, 32 operations at a time, one per lane, through the whole per-lane path
-// (insert_alone<false>: retries, the first bucket's lock, the second bucket, the
-// direct move), so that slow paths run side by side; what a lane still cannot finish
-// (random-walk evictions, the stash, STASHED buckets) goes through its tile's insert
-// one operation at a time. `queue` holds warps * ops_per_warp(n, warps) words (the host
-// allocates it with the same formula).
-constexpr unsigned WARP_OPS = warp::WARP_SIZE;
-
-namespace {
-
-// Operations a warp takes at most, a multiple of 32: the length of its queue segment.
-__device__ __forceinline__ unsigned long long ops_per_warp(unsigned long long n, unsigned long long warps) {
-  const unsigned long long stride = warps * WARP_OPS;
-  return (n + stride - 1) / stride * WARP_OPS;
-}
-
-// Runs the warp's queued operations seg[0 .. queued) (warp `w`), 32 at a time, one per
-// lane: the per-lane slow path, then the tile code for what is left; adds the counts
-// (and `lane`, the lane's counts of the quick loop) to the table's. Called by the whole warp. Out of line and called once, after the
-// quick loop, so that the loop keeps its registers.
-__device__ __noinline__ void run_queue(const hive_ref& t, const unsigned* keys, const unsigned* values,
-                                       const unsigned* seg, unsigned long long queued, unsigned long long w,
-                                       unsigned long long stride, tally lane) {
+// Inserts or replaces (keys[i], values[i]). Lane r takes operation r of its tile's
+// chunk alone first (insert_alone: its own bucket read, one atomic, one store); the
+// operations it leaves go through the tile's insert_with one after the other.
+extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
   tally counts;
-  const unsigned l = warp::lane_id();
-  for (unsigned long long from = 0; from < queued; from += WARP_OPS) {
-    const bool has = from + l < queued;
-    unsigned long long i = 0;
-    if (has) {
-      const unsigned r = seg[from + l];
-      i = w * WARP_OPS + static_cast<unsigned long long>(r / WARP_OPS) * stride + r % WARP_OPS;
-    }
-    const unsigned k = has ? keys[i] : EMPTY_KEY;
-    const unsigned v = has ? values[i] : 0u;
-    unsigned step = STEP_LEFTOVER;
-    if (has && k != EMPTY_KEY) {
-      unsigned old = 0;
-      step = t.insert_alone<false>(k, v, old, lane);
-    }
-    unsigned left = tile::ballot(has && step == STEP_LEFTOVER);
-    while (left != 0) {
-      const unsigned j = __ffs(left) - 1;
-      left &= left - 1;
-      const unsigned kj = tile::shfl(k, j), vj = tile::shfl(v, j);
-      const unsigned long long ij = tile::shfl(i, j);
-      unsigned old = 0;
-      if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
-    }
-  }
-  merge_lanes(lane, counts);
-  t.flush(counts);
-}
-
-}  // namespace
-
-extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values,
-                                                          unsigned long long n, unsigned* queue) {
-  tally lane;  // the quick path's counts
-  const unsigned l = warp::lane_id();
-  const unsigned long long w = warp::global_warp_id();
-  const unsigned long long stride = warp::warp_count() * WARP_OPS;
-  const unsigned long long per_warp = ops_per_warp(n, warp::warp_count());
-  unsigned* const seg = queue + w * per_warp;
-  unsigned long long queued = 0;  // the same on every lane of the warp
-  unsigned long long i = w * WARP_OPS + l;
-  unsigned next_key = i < n ? keys[i] : EMPTY_KEY;
-  unsigned next_value = i < n ? values[i] : 0u;
-  unsigned r = l;  // the operation's number within the warp's
-  for (unsigned long long base = i - l; base < n; base += stride, i += stride, r += WARP_OPS) {
-    const bool mine = i < n;
-    const unsigned my_key = next_key, my_value = next_value;
-    if (i + stride < n) {
-      next_key = keys[i + stride];
-      next_value = values[i + stride];
-    }
+  tally lane;
+  for_each_op(n, [&](unsigned long long base) {
+    const unsigned count = ops_in_chunk(base, n);
+    const unsigned r = tile::rank();
+    const bool mine = r < count;
+    const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
+    const unsigned my_value = mine ? values[base + r] : 0u;
     unsigned step = STEP_LEFTOVER;
     if (mine && my_key != EMPTY_KEY) {
       unsigned old = 0;
-      step = t.insert_alone<true>(my_key, my_value, old, lane);
+      step = t.insert_alone(my_key, my_value, old, lane);
     }
-    const bool defer = mine && step == STEP_LEFTOVER;
-    const unsigned deferred = __ballot_sync(warp::FULL_MASK, defer);
-    if (defer) seg[queued + __popc(deferred & ((1u << l) - 1u))] = r;
-    queued += __popc(deferred);
-  }
-  if (queued == 0) {
-    tally counts;
-    merge_lanes(lane, counts);
-    t.flush(counts);
-    return;
-  }
-  // The lanes' queue stores are read back by other lanes of the warp.
-  __syncwarp();
-  run_queue(t, keys, values, seg, queued, w, stride, lane);
+    unsigned left = tile::ballot(mine && step == STEP_LEFTOVER);
+    while (left != 0) {
+      const unsigned j = __ffs(left) - 1;
+      left &= left - 1;
+      const unsigned k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
+      unsigned old = 0;
+      if (t.insert(k, v, old, counts) == STEP_FAILED) t.record_failure(base + j);
+    }
+  });
+  merge_lanes(lane, counts);
+  t.flush(counts);
 }
 
 // Reinserts drained stash words (empty words are skipped); the pairs are already

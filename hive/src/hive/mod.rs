@@ -375,15 +375,9 @@ impl HiveMap {
         let n = keys.len() as u64;
         let kernel = &self.kernels.insert;
         let shape = self.shape(kernel, keys.len())?;
-        // Each warp queues the operations its quick path leaves in its own segment of
-        // `queue`, as long as the operations it takes (the kernel's ops_per_warp).
-        let warps = shape.grid_dim.0 as usize * (BLOCK as usize / 32);
-        let per_warp = keys.len().div_ceil(warps * 32) * 32;
-        let mut queue = self.gpu.stream().alloc_zeros::<u32>(warps * per_warp)?;
         let mut args = self.gpu.stream().launch_builder(kernel.func());
-        args.arg(&r).arg(keys).arg(values).arg(&n).arg(&mut queue);
-        // SAFETY: the kernel reads n keys and values, works inside the ref's arrays and
-        // writes each warp's queue inside its segment of `queue`.
+        args.arg(&r).arg(keys).arg(values).arg(&n);
+        // SAFETY: the kernel reads n keys and values and works inside the ref's arrays.
         unsafe { args.launch(shape) }?;
         self.finish_update()
     }

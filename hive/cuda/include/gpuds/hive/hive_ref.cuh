@@ -34,9 +34,7 @@
 //   locked, or whose b1 changed while they looked, look again.
 // - Replacing and deleting are compare-and-swaps on the slot word, lock-free.
 // - The bulk kernels first run insert_alone / find_alone on every lane (one operation
-//   per lane, the same protocol; see there) and leave the rest to the tile code. The
-//   bulk insert runs the quick form (insert_alone<true>) first and queues what it
-//   leaves, to run those operations 32 at a time later (kernels/hive.cu, hive_insert).
+//   per lane, the same protocol; see there) and leave the rest to the tile code.
 #pragma once
 #include <gpuds/core/status.cuh>
 #include <gpuds/hive/detail/hive_bucket.cuh>
@@ -364,20 +362,14 @@ struct hive_ref {
   //   returns STEP_LEFTOVER having changed nothing but perhaps set b1's SPILL flag
   //   (harmless: it only makes lookups of b1's keys read b2 too), and the tile finishes
   //   the insert with insert_with from a fresh word.
-  // QUICK: one try at the first two cases only (one bucket read, one atomic); anything
-  // else (a lost swap, a locked, pending, flagged or full first bucket) returns
-  // STEP_LEFTOVER at once, having changed nothing, so that the caller can queue the
-  // operation and run it later with the slow paths of other queued operations
-  // (hive_insert). Counts into the lane's own tally `t` (merge_lanes adds them to the
-  // tile's).
-  template <bool QUICK>
+  // Counts into the lane's own tally `t` (merge_lanes adds them to the tile's).
   __device__ __forceinline__ unsigned insert_alone(unsigned k, unsigned v, unsigned& old, tally& t) const {
     const unsigned long long word = pack(k, v);
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1);
     unsigned long long* const m1 = meta + b1;
     unsigned long long m = mem::ld_acquire(m1);
-    for (unsigned attempt = 0; attempt < (QUICK ? 1u : ALONE_TRIES); ++attempt) {
+    for (unsigned attempt = 0; attempt < ALONE_TRIES; ++attempt) {
       const alone_scan s = scan_alone<true, false>(bucket(b1), k);
       if (s.hit != SLOTS) {
         if (mem::cas_relaxed(bucket(b1) + s.hit, s.word, word) == s.word) {
@@ -385,14 +377,12 @@ struct hive_ref {
           t.steps[0] += 1;
           return STEP_REPLACE;
         }
-        if (QUICK) return STEP_LEFTOVER;
         m = mem::ld_acquire(m1);
         continue;
       }
       const unsigned free_bits = free_of(m);
       if ((m & META_STASHED) != 0) return STEP_LEFTOVER;
       if ((m & META_LOCK) != 0 || (s.empty & ~free_bits & ALL_FREE) != 0) {
-        if (QUICK) return STEP_LEFTOVER;
         backoff(attempt);
         m = mem::ld_acquire(m1);
         continue;
@@ -411,7 +401,6 @@ struct hive_ref {
         t.len += 1;
         return STEP_CLAIM;
       }
-      if (QUICK) return STEP_LEFTOVER;
       const unsigned b2 = bucket_of(h.h2);
       if (free_bits == 0 && b2 == b1) return STEP_LEFTOVER;
       const unsigned long long spill = free_bits == 0 ? META_SPILL : 0ull;
