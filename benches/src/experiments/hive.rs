@@ -14,8 +14,8 @@
 //!
 //! Every timed call is the public batch API on device inputs (reserved-key pass and the
 //! final status and length read included). Keys are fresh per repetition where the table
-//! is rebuilt per repetition. SlabHashMap is not in this run (its crate is not part of
-//! this experiment yet).
+//! is rebuilt per repetition. SlabHashMap (sized for the same keys at the slab hash
+//! paper's β 0.7) is measured once, next to the load-0.8 rows.
 
 use gpuds_core::cudarc::driver::sys::CUevent_flags;
 use gpuds_core::cudarc::driver::CudaSlice;
@@ -265,6 +265,9 @@ fn bulk(
     drop(map);
     if linear {
         rows.extend(linear_rows(bench, n, map_slots(capacity, slots), load)?);
+        if load == 0.8 {
+            rows.extend(slabhash_rows(bench, n)?);
+        }
     }
     Ok(rows)
 }
@@ -275,63 +278,108 @@ fn map_slots(capacity: usize, slots: u32) -> usize {
 
 /// LinearProbeMap on `capacity` slots holding `n` keys: insert, find hit and miss.
 fn linear_rows(bench: &mut Bench, n: usize, capacity: usize, load: f64) -> Result<Vec<Row>> {
-    let gpu = bench.gpu.clone();
-    let stream = gpu.stream().clone();
     let config = LinearConfig {
         capacity: capacity as u64,
         max_load_factor: 0.97,
         when_full: WhenFull::Fail,
         ..LinearConfig::default()
     };
-    let mut map = LinearProbeMap::<u32, u32>::with_config(&gpu, config).map_err(core_error)?;
+    let mut map =
+        LinearProbeMap::<u32, u32>::with_config(&bench.gpu, config).map_err(core_error)?;
+    let timings = baseline_timings(
+        bench,
+        n,
+        &mut map,
+        |m| m.clear().map_err(core_error),
+        |m, k, v| m.insert_many(k, v).map_err(core_error),
+        |m, k, out| m.get_many_into(k, out).map_err(core_error),
+    )?;
+    // The linear table rounds its capacity up to a power of two, so its load can be
+    // lower than HiveMap's: the rows name the load it ran at.
+    let actual = map.stats().map_err(core_error)?.load_factor;
+    Ok(baseline_rows(
+        &format!("LinearProbeMap baseline, load {actual:.2} (HiveMap's {load})"),
+        n,
+        timings,
+    ))
+}
+
+/// SlabHashMap sized for `n` keys (the slab hash paper's β 0.7, memory utilization about
+/// 0.6): insert, find hit and miss.
+fn slabhash_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let slab = |e: gpuds_slabhash::Error| match e {
+        gpuds_slabhash::Error::Core(e) => e,
+        other => Error::InvalidArgument(other.to_string()),
+    };
+    let mut map = gpuds_slabhash::SlabHashMap::<u32, u32>::new(&bench.gpu, n).map_err(slab)?;
+    let timings = baseline_timings(
+        bench,
+        n,
+        &mut map,
+        |m| m.clear().map_err(slab),
+        |m, k, v| m.insert_many(k, v).map_err(slab),
+        |m, k, out| m.get_many_into(k, out).map_err(slab),
+    )?;
+    let utilization = map.stats().map_err(slab)?.memory_utilization;
+    Ok(baseline_rows(
+        &format!("SlabHashMap baseline, memory utilization {utilization:.2}"),
+        n,
+        timings,
+    ))
+}
+
+/// Insert, find hit and find miss timings of `n` fresh keys through a baseline table's
+/// own batch calls (cleared before each insert repetition).
+fn baseline_timings<T>(
+    bench: &mut Bench,
+    n: usize,
+    table: &mut T,
+    clear: impl Fn(&mut T) -> Result<()>,
+    insert: impl Fn(&mut T, &CudaSlice<u32>, &CudaSlice<u32>) -> Result<()>,
+    find: impl Fn(&mut T, &CudaSlice<u32>, &mut CudaSlice<u32>) -> Result<()>,
+) -> Result<[Timing; 3]> {
+    let gpu = bench.gpu.clone();
+    let stream = gpu.stream().clone();
     let mut keys = stream.alloc_zeros::<u32>(n)?;
     let mut values = stream.alloc_zeros::<u32>(n)?;
     let mut seed = 0;
     let insert = bench.timer.measure(|rep| {
-        map.clear().map_err(core_error)?;
+        clear(table)?;
         seed = rep.seed();
         (keys, values) = upload(&gpu, 0, n, seed)?;
-        rep.time(|| map.insert_many(&keys, &values).map_err(core_error))
+        rep.time(|| insert(table, &keys, &values))
     })?;
     // SAFETY: every find writes all of out.
     let mut out = unsafe { stream.alloc::<u32>(n) }?;
     let hit = bench
         .timer
-        .measure(|rep| rep.time(|| map.get_many_into(&keys, &mut out).map_err(core_error)))?;
+        .measure(|rep| rep.time(|| find(table, &keys, &mut out)))?;
     let (misses, _) = upload(&gpu, n as u64, n, seed)?;
     let miss = bench
         .timer
-        .measure(|rep| rep.time(|| map.get_many_into(&misses, &mut out).map_err(core_error)))?;
-    // The linear table rounds its capacity up to a power of two, so its load can be
-    // lower than HiveMap's: the rows name the load it ran at.
-    let actual = map.stats().map_err(core_error)?.load_factor;
-    let shape = format!("LinearProbeMap baseline, load {actual:.2} (HiveMap's {load})");
-    Ok(vec![
+        .measure(|rep| rep.time(|| find(table, &misses, &mut out)))?;
+    Ok([insert, hit, miss])
+}
+
+/// The insert, find (hit) and find (miss) rows of a baseline labelled `shape`.
+fn baseline_rows(shape: &str, n: usize, [insert, hit, miss]: [Timing; 3]) -> Vec<Row> {
+    [
+        ("insert", insert, Unit::GigaKeysPerSecond),
+        ("find (hit)", hit, Unit::GigaQueriesPerSecond),
+        ("find (miss)", miss, Unit::GigaQueriesPerSecond),
+    ]
+    .into_iter()
+    .map(|(what, timing, unit)| {
         Row::new(
             NAME,
-            &format!("insert, {shape}"),
+            &format!("{what}, {shape}"),
             n as u64,
-            insert,
+            timing,
             n as f64,
-            Unit::GigaKeysPerSecond,
-        ),
-        Row::new(
-            NAME,
-            &format!("find (hit), {shape}"),
-            n as u64,
-            hit,
-            n as f64,
-            Unit::GigaQueriesPerSecond,
-        ),
-        Row::new(
-            NAME,
-            &format!("find (miss), {shape}"),
-            n as u64,
-            miss,
-            n as f64,
-            Unit::GigaQueriesPerSecond,
-        ),
-    ])
+            unit,
+        )
+    })
+    .collect()
 }
 
 /// The paper's imbalanced workload: `n` operations, insert:lookup:delete = 0.5:0.3:0.2,
