@@ -149,6 +149,19 @@ impl Rep<'_> {
     }
 }
 
+/// Milliseconds of the device work that `work` enqueues, between two CUDA events: one
+/// run, no warm-up and no L2 eviction, for work that changes its data and so cannot be
+/// repeated (a batch of a growing table, one step of a fill sweep).
+pub fn time_once(gpu: &Gpu, work: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let ctx = gpu.context();
+    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    start.record(gpu.stream())?;
+    work()?;
+    end.record(gpu.stream())?;
+    Ok(f64::from(start.elapsed_ms(&end)?))
+}
+
 /// Seeds from a fixed odd-multiplier sequence: reproducible runs, distinct repetitions.
 fn seed_of(index: usize) -> u32 {
     0x2545_f491_u32.wrapping_mul(index as u32 + 1) ^ 0x6a09_e667

@@ -17,7 +17,6 @@
 //! is rebuilt per repetition. SlabHashMap (sized for the same keys at the slab hash
 //! paper's β 0.7) is measured once, next to the load-0.8 rows.
 
-use gpuds_core::cudarc::driver::sys::CUevent_flags;
 use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::hash::murmur3_32;
 use gpuds_core::{Error, Gpu, Result};
@@ -27,7 +26,7 @@ use super::{Case, Experiment, Scale};
 use crate::bench::Bench;
 use crate::peers;
 use crate::report::{Row, Unit};
-use crate::timing::Timing;
+use crate::timing::{time_once, Timing};
 
 /// The `hive` experiment.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -585,16 +584,4 @@ fn insert_counted(
         }
         Err(e) => Err(core_error(e)),
     }
-}
-
-/// Milliseconds of the device work `work` enqueues, between two CUDA events (for work
-/// that changes the table and so cannot repeat).
-fn time_once(gpu: &Gpu, work: impl FnOnce() -> Result<()>) -> Result<f64> {
-    let ctx = gpu.context();
-    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    start.record(gpu.stream())?;
-    work()?;
-    end.record(gpu.stream())?;
-    Ok(f64::from(start.elapsed_ms(&end)?))
 }

@@ -13,7 +13,6 @@
 //! and erases, inline in finds); the status is read after each measurement and must be
 //! clear. Inputs are fresh per repetition (keys from a seeded bijection).
 
-use gpuds_core::cudarc::driver::sys::CUevent_flags;
 use gpuds_core::cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuds_core::{Error, Gpu, Program, Result};
 use gpuds_hive::probe::{GroupWidth, Probing};
@@ -23,7 +22,7 @@ use super::{Case, Experiment, Scale};
 use crate::bench::Bench;
 use crate::peers;
 use crate::report::{Row, Unit};
-use crate::timing::Timing;
+use crate::timing::{time_once, Timing};
 
 /// The `linear` experiment.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -317,15 +316,4 @@ fn fill(bench: &mut Bench) -> Result<Vec<Row>> {
         rows.push(row);
     }
     Ok(rows)
-}
-
-/// Milliseconds of the device work `work` enqueues, between two CUDA events.
-fn time_once(gpu: &Gpu, work: impl FnOnce() -> Result<()>) -> Result<f64> {
-    let ctx = gpu.context();
-    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    start.record(gpu.stream())?;
-    work()?;
-    end.record(gpu.stream())?;
-    Ok(f64::from(start.elapsed_ms(&end)?))
 }

@@ -24,7 +24,6 @@
 
 pub mod plot;
 
-use gpuds_core::cudarc::driver::sys::CUevent_flags;
 use gpuds_core::cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuds_core::{Error, Gpu, Kernel, Result};
 use gpuds_hive::LinearProbeMap;
@@ -35,7 +34,7 @@ use super::{Case, Experiment, Scale};
 use crate::bench::{Bench, Limit};
 use crate::peers;
 use crate::report::{Row, Unit};
-use crate::timing::Timing;
+use crate::timing::{time_once, Timing};
 use plot::Series;
 
 /// The `slabhash` experiment.
@@ -380,17 +379,6 @@ fn fig5(bench: &mut Bench) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Milliseconds of device work enqueued by `work`, between two events.
-fn event_ms(gpu: &Gpu, work: impl FnOnce() -> Result<()>) -> Result<f64> {
-    let ctx = gpu.context();
-    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    start.record(gpu.stream())?;
-    work()?;
-    end.record(gpu.stream())?;
-    Ok(start.elapsed_ms(&end)? as f64)
-}
-
 /// Fig. 6: batches of 32k, 64k, 128k up to 2M elements: the slab hash takes each batch
 /// as it comes (B for utilization 0.65 at the end); the static baseline is rebuilt from
 /// scratch with everything so far after each batch (a fresh table at load 0.65).
@@ -413,13 +401,13 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
                 inputs.keys.slice(start..end),
                 inputs.values.slice(start..end),
             );
-            incremental += event_ms(&gpu, || map.insert_many(&k, &v).map_err(core))?;
+            incremental += time_once(&gpu, || map.insert_many(&k, &v).map_err(core))?;
             let capacity = (end as f64 / 0.65).ceil() as u64;
             let mut table = LinearProbeMap::<u32, u32>::new(&gpu, capacity)
                 .map_err(|e| Error::InvalidArgument(format!("linear probing: {e}")))?;
             gpu.synchronize()?;
             let (k, v) = (inputs.keys.slice(..end), inputs.values.slice(..end));
-            rebuild += event_ms(&gpu, || {
+            rebuild += time_once(&gpu, || {
                 table
                     .insert_many(&k, &v)
                     .map_err(|e| Error::InvalidArgument(format!("linear probing: {e}")))
