@@ -163,6 +163,30 @@ pub(crate) fn bit(bits: &[u32], i: usize) -> bool {
     bits.get(i / 32).is_some_and(|w| w >> (i % 32) & 1 == 1)
 }
 
+/// Runs a per-key device batch (`run(keys, values, bits)`) on host keys and returns each
+/// key's value where its bit is set. Synchronizes.
+fn keyed_on_host<K: DeviceKey, V: DeviceValue>(
+    gpu: &Gpu,
+    keys: &[K],
+    run: impl FnOnce(&CudaSlice<K>, &mut CudaSlice<V>, &mut CudaSlice<u32>) -> Result<()>,
+) -> Result<Vec<Option<V>>> {
+    let n = batch_len(keys.len())? as usize;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let stream = gpu.stream();
+    let k = stream.clone_htod(keys)?;
+    let mut values = stream.alloc_zeros::<V>(n)?;
+    let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+    run(&k, &mut values, &mut found)?;
+    let (values, found) = (stream.clone_dtoh(&values)?, stream.clone_dtoh(&found)?);
+    Ok(values
+        .into_iter()
+        .enumerate()
+        .map(|(i, v)| bit(&found, i).then_some(v))
+        .collect())
+}
+
 impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// An empty tree with the default [`BTreeConfig`].
     ///
@@ -375,22 +399,9 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
     pub fn get_many(&self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        let n = batch_len(keys.len())?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let stream = self.gpu.stream();
-        let k = stream.clone_htod(keys)?;
-        let mut values = stream.alloc_zeros::<V>(n as usize)?;
-        let mut found = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
-        self.get_many_device(&k, &mut values, &mut found)?;
-        let (values, found) = (stream.clone_dtoh(&values)?, stream.clone_dtoh(&found)?);
+        let values = keyed_on_host(&self.gpu, keys, |k, v, f| self.get_many_device(k, v, f))?;
         self.check()?;
-        Ok(values
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| bit(&found, i).then_some(v))
-            .collect())
+        Ok(values)
     }
 
     /// Phased lookups on device buffers: `values[i]` and bit i of `found` (32 keys per
@@ -401,21 +412,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         values: &mut CudaSlice<V>,
         found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = self.query_len(keys.len(), values.len(), found.len())?;
-        if n == 0 {
-            return Ok(());
-        }
-        let r = self.device_ref();
-        let shape = self.grid(&self.kernels.get, n as usize)?;
-        let mut args = self.gpu.stream().launch_builder(self.kernels.get.func());
-        args.arg(&r).arg(keys).arg(&n).arg(values).arg(found);
-        // SAFETY: buffer lengths were checked by query_len.
-        unsafe { args.launch(shape) }?;
-        Ok(())
-    }
-
-    fn query_len(&self, keys: usize, out: usize, bits: usize) -> Result<u32> {
-        query_len(keys, out, bits)
+        self.launch_keyed(&self.kernels.get, keys, values, found)
     }
 
     /// Removes each key; returns the removed values. Nodes are never merged (§3.4.4).
@@ -430,22 +427,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
     pub fn remove_many(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        let n = batch_len(keys.len())?;
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let stream = self.gpu.stream().clone();
-        let k = stream.clone_htod(keys)?;
-        let mut values = stream.alloc_zeros::<V>(n as usize)?;
-        let mut found = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
-        self.remove_many_device(&k, &mut values, &mut found)?;
-        let (values, found) = (stream.clone_dtoh(&values)?, stream.clone_dtoh(&found)?);
+        let gpu = self.gpu.clone();
+        let values = keyed_on_host(&gpu, keys, |k, v, f| self.remove_many_device(k, v, f))?;
         self.check()?;
-        Ok(values
-            .into_iter()
-            .enumerate()
-            .map(|(i, v)| bit(&found, i).then_some(v))
-            .collect())
+        Ok(values)
     }
 
     /// [`GpuBTreeMap::remove_many`] on device buffers: removed values and removed bits.
@@ -456,14 +441,26 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         old_values: &mut CudaSlice<V>,
         removed: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = self.query_len(keys.len(), old_values.len(), removed.len())?;
+        self.launch_keyed(&self.kernels.remove, keys, old_values, removed)
+    }
+
+    /// Launches a per-key kernel taking (tree, keys, n, values, bits): lookups and
+    /// removals.
+    fn launch_keyed(
+        &self,
+        kernel: &Kernel,
+        keys: &CudaSlice<K>,
+        values: &mut CudaSlice<V>,
+        bits: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = query_len(keys.len(), values.len(), bits.len())?;
         if n == 0 {
             return Ok(());
         }
         let r = self.device_ref();
-        let shape = self.grid(&self.kernels.remove, n as usize)?;
-        let mut args = self.gpu.stream().launch_builder(self.kernels.remove.func());
-        args.arg(&r).arg(keys).arg(&n).arg(old_values).arg(removed);
+        let shape = self.grid(kernel, n as usize)?;
+        let mut args = self.gpu.stream().launch_builder(kernel.func());
+        args.arg(&r).arg(keys).arg(&n).arg(values).arg(bits);
         // SAFETY: buffer lengths were checked by query_len.
         unsafe { args.launch(shape) }?;
         Ok(())
@@ -508,7 +505,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         out_values: &mut CudaSlice<V>,
         found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = self.query_len(
+        let n = query_len(
             keys.len(),
             out_keys.len().min(out_values.len()),
             found.len(),
@@ -557,7 +554,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         hi: &CudaSlice<K>,
         counts: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = self.query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
+        let n = query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
         if n == 0 {
             return Ok(());
         }
@@ -586,7 +583,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         out_keys: &mut CudaSlice<K>,
         out_values: &mut CudaSlice<V>,
     ) -> Result<()> {
-        let n = self.query_len(
+        let n = query_len(
             lo.len().min(hi.len()),
             offsets.len().min(counts.len()),
             usize::MAX,
@@ -642,7 +639,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         out_values: &mut CudaSlice<V>,
         counts: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = self.query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
+        let n = query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
         let room = out_keys.len().min(out_values.len()) as u64;
         let needed = capped_len(n, cap)?;
         if room < needed {
@@ -834,7 +831,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         out_b: &mut CudaSlice<V>,
         found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = self.query_len(
+        let n = query_len(
             codes.len().min(keys.len()).min(args.len()),
             out_a.len().min(out_b.len()),
             found.len(),
