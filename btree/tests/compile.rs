@@ -1,7 +1,7 @@
 //! Every kernel module of gpuds-btree compiles with NVRTC (no GPU needed), with the
 //! kernel names the host looks up, and as a CUBIN for sm_90.
 
-use gpuds_core::{Arch, Output};
+use gpuds_core::Arch;
 
 #[test]
 fn kernel_modules_compile_for_every_target() {
@@ -10,10 +10,7 @@ fn kernel_modules_compile_for_every_target() {
     }
     for arch in gpuds_testkit::compile_targets() {
         for program in gpuds_btree::programs() {
-            let ptx = program
-                .compile(arch, Output::Ptx)
-                .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
-            assert!(String::from_utf8_lossy(&ptx.image).contains(".entry"));
+            assert!(gpuds_testkit::ptx(&program, arch).contains(".entry"));
         }
     }
 }
@@ -25,10 +22,7 @@ fn kernel_names_are_the_ones_the_host_loads() {
     }
     let ptx: String = gpuds_btree::programs()
         .iter()
-        .map(|p| {
-            let image = p.compile(Arch::new(8, 0), Output::Ptx).expect("compile");
-            String::from_utf8(image.image).expect("PTX is text")
-        })
+        .map(|p| gpuds_testkit::ptx(p, Arch::new(8, 0)))
         .collect();
     let mut expected = vec![
         "btree_init".to_string(),
@@ -61,10 +55,5 @@ fn kernel_modules_build_as_cubin() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
-    for program in gpuds_btree::programs() {
-        let cubin = program
-            .compile(Arch::new(9, 0), Output::Cubin)
-            .unwrap_or_else(|e| panic!("{}: {e}", program.name()));
-        assert_eq!(&cubin.image[..4], b"\x7fELF");
-    }
+    gpuds_testkit::assert_cubins(&gpuds_btree::programs());
 }

@@ -2,7 +2,7 @@
 //! (`benches/tests/all_kernels.rs`, every module for every target) does not make:
 //! per-type kernel names and a CUBIN build. NVRTC, no GPU.
 
-use gpuds_core::{Arch, Output};
+use gpuds_core::Arch;
 
 #[test]
 fn kernel_names_are_stamped_per_type() {
@@ -24,10 +24,7 @@ fn kernel_names_are_stamped_per_type() {
     ];
     let ptx: String = gpuds_core::primitives::programs()
         .iter()
-        .map(|p| {
-            let image = p.compile(Arch::new(8, 0), Output::Ptx).expect("compile");
-            String::from_utf8(image.image).expect("PTX is text")
-        })
+        .map(|p| gpuds_testkit::ptx(p, Arch::new(8, 0)))
         .collect();
     for name in expected {
         assert!(ptx.contains(&format!(".entry {name}(")), "no kernel {name}");
@@ -39,10 +36,5 @@ fn primitives_fit_static_shared_memory_as_cubin() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
-    for program in gpuds_core::primitives::programs() {
-        let cubin = program
-            .compile(Arch::new(9, 0), Output::Cubin)
-            .unwrap_or_else(|e| panic!("{}: {e}", program.name()));
-        assert_eq!(&cubin.image[..4], b"\x7fELF");
-    }
+    gpuds_testkit::assert_cubins(&gpuds_core::primitives::programs());
 }

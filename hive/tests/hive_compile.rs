@@ -1,7 +1,7 @@
 //! NVRTC compile checks of HiveMap's kernel module (every bucket size and hash pair)
 //! and of a user kernel that includes the device ref. Needs NVRTC, not a GPU.
 
-use gpuds_core::{Output, Program};
+use gpuds_core::Program;
 
 fn hive_programs() -> Vec<Program> {
     gpuds_hive::programs()
@@ -19,10 +19,7 @@ fn every_hive_module_compiles_for_every_target() {
     assert_eq!(programs.len(), 6, "3 bucket sizes + 3 more hash pairs");
     for arch in gpuds_testkit::compile_targets() {
         for program in &programs {
-            let ptx = program
-                .compile(arch, Output::Ptx)
-                .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
-            let text = String::from_utf8_lossy(&ptx.image);
+            let text = gpuds_testkit::ptx(program, arch);
             for kernel in [
                 "hive_insert",
                 "hive_find",
@@ -58,8 +55,6 @@ extern "C" __global__ void lookup(gpuds::hive::hive_ref t, const unsigned* keys,
         .headers(gpuds_hive::cuda_headers())
         .define("HIVE_SLOTS", 16)
         .define("HIVE_HASH", 3);
-    let ptx = program
-        .compile(gpuds_core::Arch::new(9, 0), Output::Ptx)
-        .expect("user kernel compiles");
-    assert!(String::from_utf8_lossy(&ptx.image).contains(".entry lookup"));
+    let ptx = gpuds_testkit::ptx(&program, gpuds_core::Arch::new(9, 0));
+    assert!(ptx.contains(".entry lookup"));
 }

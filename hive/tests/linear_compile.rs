@@ -1,7 +1,7 @@
 //! Compile checks of LinearProbeMap's kernel modules: every representative instantiation
 //! for every target, and the ref header compiled alone by a user kernel. NVRTC, no GPU.
 
-use gpuds_core::{Arch, Output, Program};
+use gpuds_core::{Arch, Program};
 
 #[test]
 fn every_linear_module_compiles() {
@@ -15,10 +15,7 @@ fn every_linear_module_compiles() {
     assert!(programs.len() >= 10);
     for arch in gpuds_testkit::compile_targets() {
         for program in &programs {
-            let compiled = program
-                .compile(arch, Output::Ptx)
-                .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
-            let ptx = String::from_utf8_lossy(&compiled.image);
+            let ptx = gpuds_testkit::ptx(program, arch);
             for kernel in ["insert", "find", "erase", "apply", "census", "migrate"] {
                 assert!(
                     ptx.contains(&format!(".entry linear_{kernel}_")),
@@ -39,10 +36,7 @@ fn the_packed_find_is_one_8_byte_load_per_probe() {
         .into_iter()
         .find(|p| p.name() == "linear_u32_u32_t1_lin_vt")
         .expect("the u32 width-1 module");
-    let compiled = program
-        .compile(Arch::new(9, 0), Output::Ptx)
-        .expect("compile");
-    let ptx = String::from_utf8_lossy(&compiled.image);
+    let ptx = gpuds_testkit::ptx(&program, Arch::new(9, 0));
     let find = ptx
         .split(".entry ")
         .find(|k| k.starts_with("linear_find_"))
@@ -81,8 +75,6 @@ fn a_user_kernel_includes_the_ref() {
     "#;
     let program = Program::new("user_linear", source).headers(gpuds_hive::cuda_headers());
     for arch in gpuds_testkit::compile_targets() {
-        program
-            .compile(arch, Output::Ptx)
-            .unwrap_or_else(|e| panic!("{arch}: {e}"));
+        gpuds_testkit::ptx(&program, arch);
     }
 }

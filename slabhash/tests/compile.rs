@@ -1,13 +1,7 @@
 //! NVRTC compile checks of gpuds-slabhash's kernels and device headers (no GPU needed).
 
-use gpuds_core::{Arch, Output, Program};
-
-fn ptx(program: &Program, arch: Arch) -> String {
-    let image = program
-        .compile(arch, Output::Ptx)
-        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
-    String::from_utf8(image.image).expect("PTX is text")
-}
+use gpuds_core::{Arch, Program};
+use gpuds_testkit::ptx;
 
 #[test]
 fn every_module_has_its_kernels_for_every_target() {
@@ -62,12 +56,7 @@ fn modules_build_as_cubin() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
-    for program in gpuds_slabhash::programs() {
-        let cubin = program
-            .compile(Arch::new(9, 0), Output::Cubin)
-            .unwrap_or_else(|e| panic!("{}: {e}", program.name()));
-        assert_eq!(&cubin.image[..4], b"\x7fELF");
-    }
+    gpuds_testkit::assert_cubins(&gpuds_slabhash::programs());
 }
 
 /// The search kernel's loop reads each slab with one 32-bit load per lane and nothing

@@ -8,7 +8,7 @@
 
 use std::sync::OnceLock;
 
-use gpuds_core::{Arch, Gpu};
+use gpuds_core::{Arch, Gpu, Output, Program};
 
 fn required(var: &str) -> bool {
     std::env::var(var).is_ok_and(|v| v == "1" || v.eq_ignore_ascii_case("true"))
@@ -80,4 +80,44 @@ pub fn compile_targets() -> Vec<Arch> {
         "this NVRTC cannot target sm_80 and sm_90: {supported:?}"
     );
     archs
+}
+
+/// The PTX of `program` for `arch`; panics naming the program and the target when NVRTC
+/// refuses it. Call only after [`nvrtc`] returned `true`.
+///
+/// ```no_run
+/// if gpuds_testkit::nvrtc() {
+///     let program = gpuds_core::Program::new("k", "extern \"C\" __global__ void k() {}");
+///     let text = gpuds_testkit::ptx(&program, gpuds_core::Arch::new(9, 0));
+///     assert!(text.contains(".entry k("));
+/// }
+/// ```
+pub fn ptx(program: &Program, arch: Arch) -> String {
+    let image = program
+        .compile(arch, Output::Ptx)
+        .unwrap_or_else(|e| panic!("{} for {arch}: {e}", program.name()));
+    String::from_utf8(image.image).expect("PTX is text")
+}
+
+/// Compiles every program to a CUBIN for sm_90 (which also runs the assembler, with its
+/// register and shared-memory limits) and checks that each is an ELF image; panics naming
+/// the program that fails. Call only after [`nvrtc`] returned `true`.
+///
+/// ```no_run
+/// if gpuds_testkit::nvrtc() {
+///     gpuds_testkit::assert_cubins(&gpuds_core::programs());
+/// }
+/// ```
+pub fn assert_cubins(programs: &[Program]) {
+    for program in programs {
+        let cubin = program
+            .compile(Arch::new(9, 0), Output::Cubin)
+            .unwrap_or_else(|e| panic!("{}: {e}", program.name()));
+        assert_eq!(
+            &cubin.image[..4],
+            b"\x7fELF",
+            "{} is no ELF image",
+            program.name()
+        );
+    }
 }

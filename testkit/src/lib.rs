@@ -19,5 +19,5 @@ mod op;
 pub mod strategy;
 pub mod workload;
 
-pub use harness::{compile_targets, gpu, nvrtc};
+pub use harness::{assert_cubins, compile_targets, gpu, nvrtc, ptx};
 pub use op::{Op, OrderedOp};
