@@ -257,10 +257,22 @@ fn targets(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-fn save_chart(name: &str, title: &str, x: &str, y: &str, series: &[Series], log_y: bool) -> String {
-    match plot::save(name, &plot::line_chart(title, x, y, series, log_y)) {
+/// Saves a figure's chart and says where (or why not) in the note of its last row.
+fn save_chart(
+    rows: &mut [Row],
+    name: &str,
+    title: &str,
+    x: &str,
+    y: &str,
+    series: &[Series],
+    log_y: bool,
+) {
+    let plot = match plot::save(name, &plot::line_chart(title, x, y, series, log_y)) {
         Ok(path) => format!("plot {}", path.display()),
         Err(why) => format!("plot not written: {why}"),
+    };
+    if let Some(last) = rows.last_mut() {
+        last.note = format!("{}; {plot}", last.note);
     }
 }
 
@@ -314,7 +326,8 @@ fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
             rows.push(row);
         }
     }
-    let plot = save_chart(
+    save_chart(
+        &mut rows,
         "slabhash-fig4",
         "Fig. 4: 2^22 elements",
         "memory utilization",
@@ -322,9 +335,6 @@ fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
         &series,
         false,
     );
-    if let Some(last) = rows.last_mut() {
-        last.note = format!("{}; {plot}", last.note);
-    }
     Ok(rows)
 }
 
@@ -365,7 +375,8 @@ fn fig5(bench: &mut Bench) -> Result<Vec<Row>> {
             rows.push(row);
         }
     }
-    let plot = save_chart(
+    save_chart(
+        &mut rows,
         "slabhash-fig5",
         "Fig. 5: utilization 0.6",
         "log2 elements",
@@ -373,9 +384,6 @@ fn fig5(bench: &mut Bench) -> Result<Vec<Row>> {
         &series,
         false,
     );
-    if let Some(last) = rows.last_mut() {
-        last.note = format!("{}; {plot}", last.note);
-    }
     Ok(rows)
 }
 
@@ -448,7 +456,8 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
             points: reb_points,
         });
     }
-    let plot = save_chart(
+    save_chart(
+        &mut rows,
         "slabhash-fig6",
         "Fig. 6: incremental vs rebuild",
         "elements",
@@ -456,9 +465,6 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
         &series,
         true,
     );
-    if let Some(last) = rows.last_mut() {
-        last.note = format!("{}; {plot}", last.note);
-    }
     Ok(rows)
 }
 
@@ -538,7 +544,8 @@ fn fig7(bench: &mut Bench) -> Result<Vec<Row>> {
             points,
         });
     }
-    let plot = save_chart(
+    save_chart(
+        &mut rows,
         "slabhash-fig7",
         "Fig. 7: concurrent mixes",
         "initial memory utilization",
@@ -546,9 +553,6 @@ fn fig7(bench: &mut Bench) -> Result<Vec<Row>> {
         &series,
         false,
     );
-    if let Some(last) = rows.last_mut() {
-        last.note = format!("{}; {plot}", last.note);
-    }
     Ok(rows)
 }
 
