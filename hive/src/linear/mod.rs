@@ -59,6 +59,9 @@ use kernels::{Kernels, Variant};
 
 /// Threads per block of the operation kernels.
 const BLOCK: u32 = 256;
+/// Threads per block of the erase kernel, launched with one tile per key (see
+/// `erase_shape`).
+const ERASE_BLOCK: u32 = 1024;
 /// Control words: [first reserved key (index << 1 | key is the erased sentinel), first
 /// reserved value index, status].
 const CONTROL_CLEAR: [u64; 3] = [u64::MAX, u64::MAX, 0];
@@ -517,7 +520,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&table).arg(&guard).arg(&k).arg(&count);
         // SAFETY: the arguments match linear_erase's signature.
-        unsafe { args.launch(self.shape(&kernel, n)?) }?;
+        unsafe { args.launch(self.erase_shape(n)?) }?;
         Ok(())
     }
 
@@ -944,6 +947,18 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     fn shape(&self, kernel: &Kernel, ops: usize) -> Result<LaunchConfig> {
         let threads = ops.saturating_mul(self.config.group_width.get() as usize);
         Ok(self.gpu.grid_for(kernel, threads, BLOCK)?)
+    }
+
+    /// The erase kernel gets one tile per key in blocks of 1,024 threads rather than a
+    /// resident grid that loops (its grid-stride loop then runs once per tile): on an
+    /// H100, erasing half of the keys of a table of 2^25 slots ran 10 to 12 % faster at
+    /// loads 0.5 and 0.8 (the guide's results). Inserts and lookups keep the resident grid.
+    fn erase_shape(&self, ops: usize) -> Result<LaunchConfig> {
+        let threads = ops.saturating_mul(self.config.group_width.get() as usize);
+        Ok(gpuds_core::launch::one_thread_per_item(
+            threads,
+            ERASE_BLOCK,
+        )?)
     }
 }
 
