@@ -34,6 +34,25 @@ pub const EXPERIMENT: Experiment = Experiment {
     plan,
 };
 
+/// `btree-range`: only the 2^24 rows the range targets speak about (lookup with 8-lane
+/// tiles for reference, one-pass ranges of 8 and 32 with 8- and 16-lane tiles): a part of
+/// `btree`, which measures the same rows among many others.
+pub const RANGE: Experiment = Experiment {
+    name: "btree-range",
+    about: "GpuBTreeMap: lookup and one-pass ranges of 8 and 32 at 2^24 keys (a part of `btree`)",
+    plan: range_plan,
+};
+
+fn range_plan(scale: Scale) -> Vec<Case> {
+    match scale {
+        // `quick` already runs the `btree` quick plan.
+        Scale::Quick => Vec::new(),
+        Scale::Full => vec![Case::new("lookup and ranges, 2^24 keys", |b| {
+            range_targets(b, 1 << 24)
+        })],
+    }
+}
+
 const NAME: &str = "btree";
 type Tree = GpuBTreeMap<u32, u32>;
 
@@ -220,25 +239,8 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let mut out2 = stream.alloc_zeros::<u32>(n)?;
     let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
     for tile in [8, 16, 32] {
-        let mut t = tree(bench, n, tile)?;
-        t.insert_many_device(&keys, &keys).map_err(ce)?;
-        t.check().map_err(ce)?;
-        let timing = bench.timer.measure(|rep| {
-            rep.time(|| t.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
-        })?;
-        let ok = count_bits(bench, &bits)? == n as u64;
-        rows.push(
-            Row::new(
-                NAME,
-                &format!("lookup, tile {tile}"),
-                n as u64,
-                timing,
-                n as f64,
-                Unit::GigaQueriesPerSecond,
-            )
-            .with_baseline(peer(bench, "find"))
-            .with_note(checked(ok, "every key present")),
-        );
+        let t = inserted_tree(bench, &keys, tile)?;
+        rows.push(lookup_row(bench, &t, &keys, &mut out, &mut bits, tile)?);
         if tile == 32 {
             continue;
         }
@@ -267,36 +269,9 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
             let counts = stream.clone_htod(&vec![len as u32; q])?;
             let offsets: Vec<u32> = (0..q as u32).map(|i| i * len as u32).collect();
             let offsets = stream.clone_htod(&offsets)?;
+            rows.push(capped_row(bench, &t, &lo, &hi, len, tile)?);
             let mut rk = stream.alloc_zeros::<u32>(q * len)?;
             let mut rv = stream.alloc_zeros::<u32>(q * len)?;
-            let mut found = stream.alloc_zeros::<u32>(q)?;
-            // The one-pass form with a capacity of `len` per query (no count pass).
-            let timing = bench.timer.measure(|rep| {
-                rep.time(|| {
-                    t.range_collect_capped_device(
-                        &lo, &hi, len as u32, &mut rk, &mut rv, &mut found,
-                    )
-                    .map_err(ce)
-                })
-            })?;
-            let got = stream.clone_dtoh(&rk)?;
-            let ok = got.chunks(len).all(|c| c.windows(2).all(|w| w[0] < w[1]))
-                && stream
-                    .clone_dtoh(&found)?
-                    .iter()
-                    .all(|&c| c as usize == len);
-            rows.push(
-                Row::new(
-                    NAME,
-                    &format!("range, {len} per query (one pass, capacity {len}), tile {tile}"),
-                    q as u64,
-                    timing,
-                    q as f64,
-                    Unit::GigaQueriesPerSecond,
-                )
-                .with_baseline(peer(bench, if len == 8 { "range 8" } else { "range 32" }))
-                .with_note(checked(ok, "n/4 queries, pairs and counts written")),
-            );
             if tile == 8 {
                 // The collect pass of the two-pass form (offsets and counts given).
                 let timing = bench.timer.measure(|rep| {
@@ -364,6 +339,103 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                     .with_note(checked(ok, "binary search")),
                 );
             }
+        }
+    }
+    Ok(rows)
+}
+
+/// A tree for queries with `tile`-lane query tiles, holding `keys` (as values too), built
+/// by insertion and checked.
+fn inserted_tree(bench: &Bench, keys: &CudaSlice<u32>, tile: u32) -> Result<Tree> {
+    let mut t = tree(bench, keys.len(), tile)?;
+    t.insert_many_device(keys, keys).map_err(ce)?;
+    t.check().map_err(ce)?;
+    Ok(t)
+}
+
+/// Looking up every key of the tree: one row, checked (every key found).
+fn lookup_row(
+    bench: &mut Bench,
+    t: &Tree,
+    keys: &CudaSlice<u32>,
+    out: &mut CudaSlice<u32>,
+    bits: &mut CudaSlice<u32>,
+    tile: u32,
+) -> Result<Row> {
+    let n = keys.len();
+    let timing = bench
+        .timer
+        .measure(|rep| rep.time(|| t.get_many_device(keys, out, bits).map_err(ce)))?;
+    let ok = count_bits(bench, bits)? == n as u64;
+    Ok(Row::new(
+        NAME,
+        &format!("lookup, tile {tile}"),
+        n as u64,
+        timing,
+        n as f64,
+        Unit::GigaQueriesPerSecond,
+    )
+    .with_baseline(peer(bench, "find"))
+    .with_note(checked(ok, "every key present")))
+}
+
+/// The one-pass range form with a capacity of `len` per query (no count pass): one row,
+/// checked (every query found exactly `len` pairs and wrote them in increasing order).
+fn capped_row(
+    bench: &mut Bench,
+    t: &Tree,
+    lo: &CudaSlice<u32>,
+    hi: &CudaSlice<u32>,
+    len: usize,
+    tile: u32,
+) -> Result<Row> {
+    let stream = bench.gpu.stream().clone();
+    let q = lo.len();
+    let mut rk = stream.alloc_zeros::<u32>(q * len)?;
+    let mut rv = stream.alloc_zeros::<u32>(q * len)?;
+    let mut found = stream.alloc_zeros::<u32>(q)?;
+    let timing = bench.timer.measure(|rep| {
+        rep.time(|| {
+            t.range_collect_capped_device(lo, hi, len as u32, &mut rk, &mut rv, &mut found)
+                .map_err(ce)
+        })
+    })?;
+    let got = stream.clone_dtoh(&rk)?;
+    let ok = got.chunks(len).all(|c| c.windows(2).all(|w| w[0] < w[1]))
+        && stream
+            .clone_dtoh(&found)?
+            .iter()
+            .all(|&c| c as usize == len);
+    Ok(Row::new(
+        NAME,
+        &format!("range, {len} per query (one pass, capacity {len}), tile {tile}"),
+        q as u64,
+        timing,
+        q as f64,
+        Unit::GigaQueriesPerSecond,
+    )
+    .with_baseline(peer(bench, if len == 8 { "range 8" } else { "range 32" }))
+    .with_note(checked(ok, "n/4 queries, pairs and counts written")))
+}
+
+/// Lookup (tile 8) and the one-pass ranges of 8 and 32 (tiles 8 and 16) on a tree of n
+/// keys built by insertion: the rows of `queries` that the range targets speak about.
+fn range_targets(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let keys = bench.random_words(n, 3)?;
+    let sorted = sorted_host(bench, &keys)?;
+    let stream = bench.gpu.stream().clone();
+    let mut rows = Vec::new();
+    let mut out = stream.alloc_zeros::<u32>(n)?;
+    let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+    for tile in [8, 16] {
+        let t = inserted_tree(bench, &keys, tile)?;
+        if tile == 8 {
+            rows.push(lookup_row(bench, &t, &keys, &mut out, &mut bits, tile)?);
+        }
+        for len in [8usize, 32] {
+            let (lo, hi) = exact_ranges(&sorted, n / 4, len);
+            let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
+            rows.push(capped_row(bench, &t, &lo, &hi, len, tile)?);
         }
     }
     Ok(rows)

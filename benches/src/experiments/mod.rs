@@ -73,6 +73,7 @@ pub fn registry() -> Vec<Experiment> {
         hive::TARGETS,
         alloc::EXPERIMENT,
         btree::EXPERIMENT,
+        btree::RANGE,
         slabhash::EXPERIMENT,
     ]
 }

@@ -12,52 +12,59 @@ using gpuds::btree::detail::for_each_chunk;
 using gpuds::btree::detail::tile_work_share;
 using tile = gpuds::warp::tile<QUERY_TILE>;
 constexpr unsigned TILE = QUERY_TILE;
-// Full occupancy (2048 threads per SM: at most 32 registers) for these latency-bound walks;
-// BTREE_BLOCK is the host's block size.
+// Full occupancy (2048 threads per SM: at most 32 registers); BTREE_BLOCK is the host's
+// block size. The query kernels are bound by instruction issue (H100, 2^24 keys, ranges of
+// 8 with 8-lane tiles: 77 % of scheduler cycles issue), so each body is compiled for both
+// pool layouts (with_layout, tree_ref.cuh) and the light one computes node pointers
+// without the branch on the layout.
 #define QUERY_BOUNDS __launch_bounds__(BTREE_BLOCK, 2048 / BTREE_BLOCK)
 
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_get)(tree_ref t, const unsigned* keys, unsigned n,
                                                     unsigned* values, unsigned* found_bits) {
-  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
-    const unsigned mine = active ? keys[i] : 0u;
-    unsigned value = 0;
-    bool found = false;
-    tile_work_share<TILE>(active, [&](unsigned src) {
-      unsigned v = 0;
-      const bool hit = t.lookup<TILE, cached>(tile::shfl(mine, src), v);
-      if (tile::rank() == src) {
-        found = hit;
-        value = v;
-      }
+  with_layout(t, [&](const auto& tr) {
+    for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+      const unsigned mine = active ? keys[i] : 0u;
+      unsigned value = 0;
+      bool found = false;
+      tile_work_share<TILE>(active, [&](unsigned src) {
+        unsigned v = 0;
+        const bool hit = detail::lookup<TILE, cached>(tr, tile::shfl(mine, src), v);
+        if (tile::rank() == src) {
+          found = hit;
+          value = v;
+        }
+      });
+      if (active) values[i] = value;
+      const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, found);
+      if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
     });
-    if (active) values[i] = value;
-    const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, found);
-    if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
   });
 }
 
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_successor)(tree_ref t, const unsigned* keys, unsigned n,
                                                           unsigned* out_keys, unsigned* out_values,
                                                           unsigned* found_bits) {
-  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
-    const unsigned mine = active ? keys[i] : 0u;
-    unsigned key = 0, value = 0;
-    bool found = false;
-    tile_work_share<TILE>(active, [&](unsigned src) {
-      unsigned k = 0, v = 0;
-      const bool hit = t.successor<TILE, cached>(tile::shfl(mine, src), k, v);
-      if (tile::rank() == src) {
-        found = hit;
-        key = k;
-        value = v;
+  with_layout(t, [&](const auto& tr) {
+    for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+      const unsigned mine = active ? keys[i] : 0u;
+      unsigned key = 0, value = 0;
+      bool found = false;
+      tile_work_share<TILE>(active, [&](unsigned src) {
+        unsigned k = 0, v = 0;
+        const bool hit = detail::successor<TILE, cached>(tr, tile::shfl(mine, src), k, v);
+        if (tile::rank() == src) {
+          found = hit;
+          key = k;
+          value = v;
+        }
+      });
+      if (active) {
+        out_keys[i] = key;
+        out_values[i] = value;
       }
+      const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, found);
+      if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
     });
-    if (active) {
-      out_keys[i] = key;
-      out_values[i] = value;
-    }
-    const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, found);
-    if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
   });
 }
 
@@ -65,14 +72,17 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_successor)(tree_ref t
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_count)(tree_ref t, const unsigned* lo,
                                                             const unsigned* hi, unsigned n,
                                                             unsigned* counts) {
-  for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
-    const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
-    unsigned count = 0;
-    tile_work_share<TILE>(active, [&](unsigned src) {
-      const unsigned c = t.range_count<TILE, cached>(tile::shfl(my_lo, src), tile::shfl(my_hi, src));
-      if (tile::rank() == src) count = c;
+  with_layout(t, [&](const auto& tr) {
+    for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
+      const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+      unsigned count = 0;
+      tile_work_share<TILE>(active, [&](unsigned src) {
+        const unsigned c = detail::range<TILE, cached, false>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src),
+                                                          nullptr, nullptr, 0);
+        if (tile::rank() == src) count = c;
+      });
+      if (active) counts[i] = count;
     });
-    if (active) counts[i] = count;
   });
 }
 
@@ -84,13 +94,15 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_r
                                                               const unsigned* counts,
                                                               unsigned* out_keys,
                                                               unsigned* out_values) {
-  for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
-    const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
-    const unsigned my_off = active ? offsets[i] : 0u, my_cap = active ? counts[i] : 0u;
-    tile_work_share<TILE>(active, [&](unsigned src) {
-      const unsigned off = tile::shfl(my_off, src);
-      t.range_collect<TILE, cached>(tile::shfl(my_lo, src), tile::shfl(my_hi, src), out_keys + off,
-                                    out_values + off, tile::shfl(my_cap, src));
+  with_layout(t, [&](const auto& tr) {
+    for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
+      const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+      const unsigned my_off = active ? offsets[i] : 0u, my_cap = active ? counts[i] : 0u;
+      tile_work_share<TILE>(active, [&](unsigned src) {
+        const unsigned off = tile::shfl(my_off, src);
+        detail::range<TILE, cached, true>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src), out_keys + off,
+                                      out_values + off, tile::shfl(my_cap, src));
+      });
     });
   });
 }
@@ -101,18 +113,20 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_r
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect_capped)(
     tree_ref t, const unsigned* lo, const unsigned* hi, unsigned n, unsigned cap, unsigned* out_keys,
     unsigned* out_values, unsigned* counts) {
-  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
-    const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
-    const unsigned tile_base = gpuds::warp::lane_id() - tile::rank();
-    unsigned count = 0;
-    tile_work_share<TILE>(active, [&](unsigned src) {
-      // The host checked n * cap <= 2^32 - 1.
-      const unsigned off = (static_cast<unsigned>(chunk) * 32u + tile_base + src) * cap;
-      const unsigned c = t.range_collect<TILE, cached>(tile::shfl(my_lo, src), tile::shfl(my_hi, src),
-                                                       out_keys + off, out_values + off, cap);
-      if (tile::rank() == src) count = c;
+  with_layout(t, [&](const auto& tr) {
+    for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+      const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+      const unsigned tile_base = gpuds::warp::lane_id() - tile::rank();
+      unsigned count = 0;
+      tile_work_share<TILE>(active, [&](unsigned src) {
+        // The host checked n * cap <= 2^32 - 1.
+        const unsigned off = (static_cast<unsigned>(chunk) * 32u + tile_base + src) * cap;
+        const unsigned c = detail::range<TILE, cached, true>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src),
+                                                         out_keys + off, out_values + off, cap);
+        if (tile::rank() == src) count = c;
+      });
+      if (active) counts[i] = count;
     });
-    if (active) counts[i] = count;
   });
 }
 

@@ -71,6 +71,30 @@ struct tree_ref {
                                    value_type v) const;
 };
 
+// The same tree when its node pool has the light layout (alloc.base set: one linear range
+// of units): words() is base + address * 128 without the branch on the layout, which the
+// compiler otherwise predicates both ways at every node visit (16 instructions instead of
+// 3 per visit; the phased query kernels are bound by instruction issue). Kernels choose
+// once per launch with `with_layout`.
+struct light_tree_ref : tree_ref {
+  __device__ __forceinline__ unsigned long long* words(node_addr a) const {
+    return reinterpret_cast<unsigned long long*>(
+        alloc.base + (static_cast<unsigned long long>(a) << alloc.unit_shift));
+  }
+};
+
+// Calls f(tree) with t as a light_tree_ref when its pool has the light layout, else as
+// the tree_ref itself (a uniform branch per launch; f is compiled for both).
+template <class F>
+__device__ __forceinline__ void with_layout(const tree_ref& t, F&& f) {
+  if (t.alloc.base != nullptr) {
+    const light_tree_ref light{t};
+    f(light);
+  } else {
+    f(t);
+  }
+}
+
 }  // namespace btree
 }  // namespace gpuds
 

@@ -1,6 +1,10 @@
 // gpuds/btree/detail/read.cuh: read-mode traversal and the queries (Awad 2022, §3.4.3,
 // §3.4.5, §3.4.6, Algorithm 3.3).
 //
+// Every function here takes the tree as `Tree`: a tree_ref, or a light_tree_ref when the
+// node pool is one linear range (see tree_ref.cuh), whose node pointers need no branch on
+// the pool's layout.
+//
 // Readers never latch (§3.3.3): a tile descends by pivots and, whenever the key is at or
 // past a node's high key, follows the side link to the right sibling (§3.3.2), which is
 // how it stays correct while a split has moved pairs right but not yet told the parent.
@@ -15,8 +19,8 @@ namespace detail {
 // k, moving right past high keys. At each internal node, after choosing child i (its
 // address is then in `addr`), `visit(n, i)` may end the descent early by returning true.
 // True when it ended at a leaf (read as `n`) or by `visit`.
-template <unsigned TILE, class Mode, class Visit>
-__device__ __forceinline__ bool descend(const tree_ref& t, key_type k, node_addr& addr,
+template <unsigned TILE, class Mode, class Tree, class Visit>
+__device__ __forceinline__ bool descend(const Tree& t, key_type k, node_addr& addr,
                                         node_view<TILE>& n, Visit&& visit) {
   addr = t.root;
   for (unsigned step = 0; step < t.max_steps; ++step) {
@@ -40,8 +44,8 @@ __device__ __forceinline__ bool descend(const tree_ref& t, key_type k, node_addr
 }
 
 // Descends from the root to the leaf whose range holds k; `n` is that leaf as read.
-template <unsigned TILE, class Mode>
-__device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_view<TILE>& n) {
+template <unsigned TILE, class Mode, class Tree>
+__device__ bool find_leaf(const Tree& t, key_type k, node_addr& addr, node_view<TILE>& n) {
   return descend<TILE, Mode>(t, k, addr, n, [](const node_view<TILE>&, unsigned) { return false; });
 }
 
@@ -50,15 +54,15 @@ __device__ bool find_leaf(const tree_ref& t, key_type k, node_addr& addr, node_v
 // loaded when a level-1 node names it (only a root that is a leaf is read, for its level,
 // which never changes while a tree has one node). The caller moves right after latching
 // when the leaf was split meanwhile.
-template <unsigned TILE, class Mode>
-__device__ bool find_leaf_address(const tree_ref& t, key_type k, node_addr& addr) {
+template <unsigned TILE, class Mode, class Tree>
+__device__ bool find_leaf_address(const Tree& t, key_type k, node_addr& addr) {
   node_view<TILE> n;
   return descend<TILE, Mode>(t, k, addr, n,
                              [](const node_view<TILE>& p, unsigned) { return p.level() == 1; });
 }
 
-template <unsigned TILE, class Mode>
-__device__ bool lookup(const tree_ref& t, key_type k, value_type& value) {
+template <unsigned TILE, class Mode, class Tree>
+__device__ bool lookup(const Tree& t, key_type k, value_type& value) {
   node_addr addr;
   node_view<TILE> n;
   if (!find_leaf<TILE, Mode>(t, k, addr, n)) return false;
@@ -70,8 +74,8 @@ __device__ bool lookup(const tree_ref& t, key_type k, value_type& value) {
 
 // The first pair with key > k: in k's leaf, else in the first non-empty leaf to its right
 // (deletions leave empty leaves, since nodes are never merged).
-template <unsigned TILE, class Mode>
-__device__ bool successor(const tree_ref& t, key_type k, key_type& key, value_type& value) {
+template <unsigned TILE, class Mode, class Tree>
+__device__ bool successor(const Tree& t, key_type k, key_type& key, value_type& value) {
   node_addr addr;
   node_view<TILE> n;
   if (!find_leaf<TILE, Mode>(t, k, addr, n)) return false;
@@ -98,8 +102,8 @@ __device__ bool successor(const tree_ref& t, key_type k, key_type& key, value_ty
 // cost more than it saves (H200, 2^24 keys): 8-lane phased queries (ranges of 32: 1.93 ->
 // 2.00 G/s, of 8: unchanged) and coherent ones (mixed batches); with 16-lane tiles the
 // phased range count of 8 fell from 2.40 to 2.19 G/s with it, so wider phased tiles skip it.
-template <unsigned TILE, class Mode>
-__device__ bool find_leaf_for_range(const tree_ref& t, key_type lo, key_type hi, node_addr& addr,
+template <unsigned TILE, class Mode, class Tree>
+__device__ bool find_leaf_for_range(const Tree& t, key_type lo, key_type hi, node_addr& addr,
                                     node_view<TILE>& n) {
   using view = node_view<TILE>;
   constexpr bool PREFETCH = TILE == 8 || !Mode::stable;
@@ -120,8 +124,8 @@ __device__ bool find_leaf_for_range(const tree_ref& t, key_type lo, key_type hi,
 // Counts (and with COLLECT writes, at most `cap`) the pairs with lo <= key <= hi,
 // walking the leaf level by side links from lo's leaf until a high key passes hi. The next
 // leaf's loads are issued before the current leaf is scanned.
-template <unsigned TILE, class Mode, bool COLLECT>
-__device__ unsigned range(const tree_ref& t, key_type lo, key_type hi, key_type* keys,
+template <unsigned TILE, class Mode, bool COLLECT, class Tree>
+__device__ unsigned range(const Tree& t, key_type lo, key_type hi, key_type* keys,
                           value_type* values, unsigned cap) {
   if (lo > hi) return 0;
   node_addr addr;
