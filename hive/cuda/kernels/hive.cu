@@ -62,12 +62,367 @@ extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned lo
   }
 }
 
+// ---------------------------------------------------------------------------------
+// The bulk insert as a per-lane state machine (buckets of 8 or 16 slots).
+//
+// A lane's insert is a short chain of dependent memory round trips: read the first
+// bucket b1 and its metadata word, then one compare-and-swap (replace or claim), then a
+// store; an insert whose b1 is full or SPILL-flagged takes b1's lock and claims in b1 or
+// b2 (lock, claim, store, unlock). When every lane of a warp runs its insert to the end
+// before the warp takes new keys, the warp waits for its slowest lane, and at high loads
+// nearly every warp holds one lane on the lock path. Here each lane advances its own
+// insert by one step per iteration instead: an iteration first consumes what the lane's
+// previous step loaded (every lane, whatever its phase), then issues the lane's next
+// memory operations, so an iteration costs about one round trip and a lane on the lock
+// path holds up no one; a lane whose insert is done takes its next key (loaded ahead).
+//
+// The uniqueness argument of the claim (see insert_alone) needs b1's contents as of the
+// word `m` it swaps from. Here the word and the bucket are read at once (relaxed), not
+// the word first: in a kernel that only inserts, a slot once written is never emptied
+// and changes its key only by an eviction into it, which needs b1 full (and then SPILL,
+// or full for good) or b1's lock; so with `m` unlocked, unflagged and not full, every slot
+// that holds a word in the read held a key other than k at the time of `m` too, and a
+// slot claimed in `m` but read empty is pending (read again). So k was absent from b1
+// at `m`, and the swap from `m` succeeds only if b1 did not change since. An insert that
+// must lock b1 (full or SPILL-flagged) reads b1 again, and b2 where SPILL says so, after
+// a fence that follows the read of `m`, so it sees every key that an eviction or a spill
+// placed there under b1's lock before `m`; the lock taken from `m` covers the rest.
+//
+// What a lane cannot finish in a few steps (b1 STASHED, both buckets full, b1 and b2 the
+// same full bucket, eight retries) is parked in the warp's queue in shared memory; when
+// 32 are parked, the warp stops taking keys, lets its lanes finish (so no lane of the
+// warp holds a lock), and runs the parked inserts one per lane through insert_alone and
+// the tile code (evictions, random walks, the stash).
+namespace bulk {
+
+constexpr unsigned WARPS = 256 / 32;  // warps per block (BLOCK = 256)
+constexpr unsigned PARK = 64;         // parked inserts per warp (at most 31 + 32 at once)
+constexpr unsigned TRIES = 8;         // reads of b1 before an insert is parked
+
+// Phases: what the lane's last issued step was.
+constexpr unsigned IDLE = 0;        // no key
+constexpr unsigned READ = 1;        // b1 and its word loaded
+constexpr unsigned CLAIM = 2;       // swap of b1's word issued (claim slot `slot`)
+constexpr unsigned REPLACE = 3;     // swap of the matching slot word issued (`hit_word`)
+constexpr unsigned LOCK = 4;        // lock swap of b1's word issued, b2's word (and b2) loaded
+constexpr unsigned CLAIM1 = 5;      // WABC in b1 under the lock
+constexpr unsigned CLAIM2 = 6;      // WABC in b2 under the lock
+constexpr unsigned UNLOCK = 7;      // the pair was stored under the lock: unlock
+constexpr unsigned LOCK_B2 = 8;     // under b1's lock, b2 loaded (k may have spilled there)
+
+// What to issue this iteration: loads (into mread and w), a store of the lane's pair at
+// slot `slot`, and one atomic (into r).
+constexpr unsigned L_META1 = 1;    // b1's word
+constexpr unsigned L_META2 = 2;    // b2's word
+constexpr unsigned L_BUCKET1 = 4;  // b1's slots
+constexpr unsigned L_BUCKET2 = 8;  // b2's slots
+constexpr unsigned L_STORE1 = 16;  // store in b1
+constexpr unsigned L_STORE2 = 32;  // store in b2
+constexpr unsigned L_NEXT = 64;    // the lane's next key
+constexpr unsigned A_NONE = 0;
+constexpr unsigned A_CLAIM = 1;  // CAS of b1's word from m: slot bit cleared, version advanced
+constexpr unsigned A_LOCK = 2;   // CAS of b1's word from m: locked (and SPILL when full)
+constexpr unsigned A_REPL1 = 3;  // CAS of b1's slot from hit_word to the lane's pair
+constexpr unsigned A_REPL2 = 4;  // the same in b2
+constexpr unsigned A_AND1 = 5;   // WABC: clear the slot's bit in b1's word
+constexpr unsigned A_AND2 = 6;   // the same in b2
+
+struct parked_ops {
+  unsigned k[WARPS][PARK];
+  unsigned v[WARPS][PARK];
+  unsigned long long i[WARPS][PARK];
+};
+
+// Runs the parked inserts (one per lane with `has`) as the per-lane fast path, and what
+// that leaves through the tile code. Called by all lanes of the warp, none holding a lock.
+__device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k, unsigned v, unsigned long long index,
+                                        tally& lane, tally& counts) {
+  unsigned step = STEP_LEFTOVER;
+  unsigned old = 0;
+  if (has) step = t.insert_alone(k, v, old, lane);
+  unsigned left = tile::ballot(has && step == STEP_LEFTOVER);
+  while (left != 0) {
+    const unsigned j = __ffs(left) - 1;
+    left &= left - 1;
+    const unsigned kj = tile::shfl(k, j), vj = tile::shfl(v, j);
+    const unsigned long long ij = tile::shfl(index, j);
+    if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
+  }
+}
+
+__device__ __forceinline__ void unlock(unsigned long long* m1) {
+  mem::fence_acq_rel();
+  mem::fetch_add_relaxed(m1, META_VERSION - META_LOCK);
+}
+
+__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
+                             tally& lane, tally& counts) {
+  unsigned claims = 0, replaces = 0;  // the lane's inserts done here (step 2 and step 1)
+  __shared__ parked_ops park;
+  const unsigned wid = threadIdx.x / 32;
+  const unsigned lid = threadIdx.x % 32;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  // The lane's keys are index, index + stride, ...; the next one is loaded ahead.
+  unsigned long long next = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  unsigned nk = EMPTY_KEY, nv = 0;
+  if (next < n) {
+    nk = keys[next];
+    nv = values[next];
+  }
+  unsigned parked = 0;  // the warp's parked inserts (the same on every lane)
+  // Rounds of the state machine, each until 32 inserts are parked and every lane is idle
+  // (then they run, outside the loop, so that the call saves few registers) or until the
+  // keys run out.
+  for (;;) {
+    unsigned long long index = 0;
+    unsigned k = EMPTY_KEY, v = 0, b1 = 0, b2 = 0;
+    unsigned phase = IDLE, tries = 0, slot = 0;
+    bool spill_before = false, locked = false;
+    unsigned long long m = 0, mread = 0, r = 0, hit_word = 0;
+    unsigned long long w[SLOTS];
+#pragma unroll
+    for (unsigned i = 0; i < SLOTS; ++i) w[i] = EMPTY;
+    for (;;) {
+      // --- Convergence point: leave to run the parked inserts, or stop. -------------
+      const bool busy = phase != IDLE;
+      if (parked >= 32 && !__any_sync(warp::FULL_MASK, busy)) break;
+      const bool more = next < n;
+      if (!__any_sync(warp::FULL_MASK, busy || more)) break;
+
+      // --- Consume the last step's results; decide the next step. -------------------
+      unsigned loads = 0, atomic = A_NONE;
+      bool park_it = false;
+      unsigned long long* const m1 = t.meta + b1;
+      // Read b1 and its word again, or park the insert after TRIES reads.
+      auto retry = [&]() {
+        if (++tries >= TRIES) {
+          park_it = true;
+        } else {
+          phase = READ;
+          loads |= L_META1 | L_BUCKET1;
+        }
+      };
+
+      if (phase == IDLE) {
+        if (more && parked < 32) {
+          index = next;
+          k = nk;
+          v = nv;
+          next += stride;
+          loads |= L_NEXT;
+          if (k != EMPTY_KEY) {
+            const hash_pair h = hashes(k);
+            b1 = t.bucket_of(h.h1);
+            b2 = t.bucket_of(h.h2);
+            tries = 0;
+            phase = READ;
+            loads |= L_META1 | L_BUCKET1;
+          }
+        }
+      } else if (phase == READ) {
+        m = mread;
+        unsigned hit = SLOTS, empty = 0;
+#pragma unroll
+        for (unsigned i = 0; i < SLOTS; ++i) {
+          if (w[i] == EMPTY) {
+            empty |= 1u << i;
+          } else if (key_of(w[i]) == k) {
+            hit = i;
+            hit_word = w[i];
+          }
+        }
+        const unsigned free_bits = free_of(m);
+        if (hit != SLOTS) {
+          phase = REPLACE;
+          slot = hit;
+          atomic = A_REPL1;
+        } else if ((m & META_STASHED) != 0 || (free_bits == 0 && b2 == b1)) {
+          park_it = true;
+        } else if ((m & META_LOCK) != 0 || (empty & ~free_bits & ALL_FREE) != 0) {
+          retry();
+        } else if ((m & META_SPILL) == 0 && free_bits != 0) {
+          phase = CLAIM;
+          slot = __ffs(free_bits) - 1;
+          atomic = A_CLAIM;
+        } else {
+          // b1 full or SPILL-flagged: lock it from `m` (SPILL set in the same swap when
+          // full). An eviction may have moved a key into a full b1 after the read above,
+          // so b1 is read again, after `m` (the fence), with b2's word; b2 itself next.
+          spill_before = (m & META_SPILL) != 0 && b2 != b1;
+          mem::fence_acq_rel();
+          phase = LOCK;
+          atomic = A_LOCK;
+          loads |= L_META2 | L_BUCKET1;
+        }
+      } else if (phase == CLAIM) {
+        if (r == m) {
+          loads |= L_STORE1;
+          claims += 1;
+          phase = IDLE;
+        } else {
+          retry();
+        }
+      } else if (phase == REPLACE) {
+        if (locked) unlock(m1);
+        locked = false;
+        if (r == hit_word) {
+          replaces += 1;
+          phase = IDLE;
+        } else {
+          retry();
+        }
+      } else if (phase == LOCK || phase == LOCK_B2) {
+        if (phase == LOCK && r != m) {
+          retry();
+        } else {
+          // b1 is locked: w holds b1 (LOCK) or b2 (LOCK_B2), read after `m`.
+          locked = true;
+          unsigned hit = SLOTS;
+#pragma unroll
+          for (unsigned i = 0; i < SLOTS; ++i) {
+            if (w[i] != EMPTY && key_of(w[i]) == k) {
+              hit = i;
+              hit_word = w[i];
+            }
+          }
+          const unsigned free1 = free_of(m), free2 = free_of(mread);
+          if (hit != SLOTS) {
+            atomic = phase == LOCK ? A_REPL1 : A_REPL2;
+            phase = REPLACE;
+            slot = hit;
+          } else if (phase == LOCK && spill_before) {
+            phase = LOCK_B2;
+            loads |= L_BUCKET2;
+          } else if (free1 != 0) {
+            phase = CLAIM1;
+            slot = __ffs(free1) - 1;
+            atomic = A_AND1;
+          } else if (free2 != 0) {
+            phase = CLAIM2;
+            slot = __ffs(free2) - 1;
+            atomic = A_AND2;
+          } else {
+            unlock(m1);
+            locked = false;
+            park_it = true;
+          }
+        }
+      } else if (phase == CLAIM1 || phase == CLAIM2) {
+        const unsigned old = static_cast<unsigned>(r);
+        const unsigned bit = 1u << slot;
+        bool second = phase == CLAIM2;
+        if ((old & bit) != 0) {
+          loads |= second ? L_STORE2 : L_STORE1;
+          phase = UNLOCK;
+        } else {
+          unsigned fresh = old & ALL_FREE & ~bit;
+          if (fresh == 0 && !second) {
+            // b1 filled up under the lock: SPILL before anything lands in b2.
+            meta_or(m1, META_SPILL);
+            mem::fence_acq_rel();
+            second = true;
+            fresh = free_of(mread);
+          }
+          if (fresh != 0 && ++tries < TRIES + 2 * SLOTS) {
+            phase = second ? CLAIM2 : CLAIM1;
+            slot = __ffs(fresh) - 1;
+            atomic = second ? A_AND2 : A_AND1;
+          } else {
+            unlock(m1);
+            locked = false;
+            park_it = true;
+          }
+        }
+      } else {  // UNLOCK: the pair was stored under b1's lock
+        unlock(m1);
+        claims += 1;
+        locked = false;
+        phase = IDLE;
+      }
+
+      // --- Issue: loads first, then the store, then the atomic (acquire). ------------
+      if (loads & L_NEXT) {
+        nk = EMPTY_KEY;
+        if (next < n) {
+          nk = keys[next];
+          nv = values[next];
+        }
+      }
+      if (loads & (L_META1 | L_META2)) mread = mem::ld_relaxed(t.meta + ((loads & L_META2) ? b2 : b1));
+      if (loads & (L_BUCKET1 | L_BUCKET2)) {
+        const unsigned long long* const base = t.bucket((loads & L_BUCKET2) ? b2 : b1);
+#pragma unroll
+        for (unsigned i = 0; i < SLOTS; i += 2) {
+          const ulonglong2 p = load_slot_pair<true>(base + i);
+          w[i] = p.x;
+          w[i + 1] = p.y;
+        }
+      }
+      if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));
+      if (atomic == A_AND1 || atomic == A_AND2) {
+        r = atomicAnd(t.meta + (atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
+      } else if (atomic != A_NONE) {
+        unsigned long long* p = m1;
+        unsigned long long expected = m, desired;
+        if (atomic == A_CLAIM) {
+          desired = (m & ~(1ull << slot)) + META_VERSION;
+        } else if (atomic == A_LOCK) {
+          desired = (m | META_LOCK | (free_of(m) == 0 ? META_SPILL : 0ull)) + META_VERSION;
+        } else {
+          p = t.bucket(atomic == A_REPL2 ? b2 : b1) + slot;
+          expected = hit_word;
+          desired = pack(k, v);
+        }
+        r = mem::cas_acquire(p, expected, desired);
+      }
+
+      // --- Park what cannot finish here (convergent). --------------------------------
+      const unsigned parking = __ballot_sync(warp::FULL_MASK, park_it);
+      if (park_it) {
+        const unsigned at = parked + __popc(parking & ((1u << lid) - 1u));
+        park.k[wid][at] = k;
+        park.v[wid][at] = v;
+        park.i[wid][at] = index;
+        phase = IDLE;
+      }
+      parked += __popc(parking);
+    }
+    if (parked < 32) break;
+    __syncwarp();
+    const unsigned at = parked - 32 + lid;
+    run_parked(t, true, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
+    parked -= 32;
+    __syncwarp();
+  }
+  // The rest of the parked inserts, up to 32 at a time.
+  __syncwarp();
+  while (parked > 0) {
+    const unsigned count = parked < 32 ? parked : 32;
+    const bool has = lid < count;
+    const unsigned at = parked - count + (has ? lid : 0);
+    run_parked(t, has, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
+    parked -= count;
+    __syncwarp();
+  }
+  lane.steps[0] += replaces;
+  lane.steps[1] += claims;
+  lane.len += static_cast<int>(claims);
+}
+
+}  // namespace bulk
+
 // Inserts or replaces (keys[i], values[i]). Lane r takes operation r of its tile's
 // chunk alone first (insert_alone: its own bucket read, one atomic, one store); the
 // operations it leaves go through the tile's insert_with one after the other.
 extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
   tally counts;
   tally lane;
+  if (SLOTS <= 16) {
+    bulk::insert_lanes(t, keys, values, n, lane, counts);
+    merge_lanes(lane, counts);
+    t.flush(counts);
+    return;
+  }
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
