@@ -54,21 +54,26 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
                                                 unsigned long long n, unsigned unique,
                                                 unsigned* outcomes, V* olds,
     const unsigned long long* guard) {
-  if (refused(ref, guard)) return;
+  // The request is loaded before the guard is read, so that the two loads overlap.
   const unsigned long long i = item_index();
   const bool active = i < n;
   const K key = active ? keys[i] : K(0);
-  alloc::warp_allocator allocator = ref.make_allocator();
+#if !SLAB_SET
+  const V value = active ? values[i] : V(0);
+#endif
+  if (refused(ref, guard)) return;
+  detail::on_demand_allocator allocator;
 #if SLAB_SET
   (void)values;
   (void)unique;
   (void)olds;
   const unsigned outcome = ref.insert(allocator, active, key);
 #else
-  const V value = active ? values[i] : V(0);
   V old = V(0);
   const unsigned outcome = unique ? ref.replace(allocator, active, key, value, old)
                                   : ref.insert(allocator, active, key, value);
+#endif
+#if !SLAB_SET
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;
@@ -101,10 +106,10 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
 extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
                                                unsigned* outcomes, V* olds,
     const unsigned long long* guard) {
-  if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const K key = active ? keys[i] : K(0);
+  if (refused(ref, guard)) return;
 #if SLAB_SET
   (void)olds;
   const unsigned outcome = ref.erase(active, key);

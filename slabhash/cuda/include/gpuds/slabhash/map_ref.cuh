@@ -13,6 +13,7 @@
 //   insert    INSERT: duplicates allowed, appended after the key's other instances
 //   upsert    replace or insert, as the table was configured
 //   erase     DELETE: the least recent instance; OP_PRESENT with its value, or OP_ABSENT
+//             (unique keys: one exchange of the pair for a tombstone; duplicates: a CAS)
 //   erase_all DELETEALL: every instance; returns how many
 //   find      SEARCH: the least recent instance; OP_PRESENT with its value, or OP_ABSENT
 //   find_all  SEARCHALL: every value, written to the lane's own buffer; returns how many
@@ -39,19 +40,22 @@ struct map_ref : detail::table {
   // value on lane i + 1.
   __device__ slab_iterator bucket(unsigned b) const { return iterate(b, KEY_LANES); }
 
-  __device__ unsigned replace(alloc::warp_allocator& allocator, bool active, K key, V value,
-                              V& old) const {
+  // Inserting operations take the warp's allocator (make_allocator()) or, for a kernel
+  // whose warps rarely allocate, an on_demand_allocator{} (an allocator is then made at
+  // each allocation).
+  template <class Allocator>
+  __device__ unsigned replace(Allocator& allocator, bool active, K key, V value, V& old) const {
     return store(allocator, active, key, value, old, true);
   }
 
-  __device__ unsigned insert(alloc::warp_allocator& allocator, bool active, K key,
-                             V value) const {
+  template <class Allocator>
+  __device__ unsigned insert(Allocator& allocator, bool active, K key, V value) const {
     V ignored;
     return store(allocator, active, key, value, ignored, false);
   }
 
-  __device__ unsigned upsert(alloc::warp_allocator& allocator, bool active, K key, V value,
-                             V& old) const {
+  template <class Allocator>
+  __device__ unsigned upsert(Allocator& allocator, bool active, K key, V value, V& old) const {
     return store(allocator, active, key, value, old, unique_keys != 0);
   }
 
@@ -81,27 +85,51 @@ struct map_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
-        active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
-          const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
-          const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
-          if (hits == 0) return !advance(slab, word);
-          const int dest = __ffs(hits) - 1;
-          bool won = false;
-          if (lane == static_cast<unsigned>(dest)) {
-            const unsigned long long expected = pack_pair(k, neighbour);
-            won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest), expected,
-                                   pack_pair(TOMBSTONE_KEY, neighbour)) == expected;
-          }
-          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // changed: re-read
-          const unsigned v = __shfl_sync(warp::FULL_MASK, neighbour, dest);
-          if (lane == static_cast<unsigned>(src)) {
-            outcome = OP_PRESENT;
-            value = static_cast<V>(v);
-          }
-          return true;
-        });
+    if (unique_keys != 0) {
+      // Unique keys: the request's lane exchanges the pair it found for a tombstone and
+      // the walk goes straight on to the next request; the exchange's result (read after
+      // the walk) says whether this request removed the key. A slot seen holding k holds
+      // k (perhaps with a newer value) or a tombstone until FLUSH, so the exchange either
+      // removes k with the value it had at that moment, or finds the tombstone of a
+      // concurrent DELETE of the same key, which removed the only instance: k is absent.
+      unsigned long long seen = pack_pair(EMPTY_KEY, EMPTY_VALUE);
+      walk(active, key, outcome,
+           [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+             const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
+             if (hits == 0) return !advance(slab, word);
+             const int dest = __ffs(hits) - 1;
+             if (lane == static_cast<unsigned>(src)) {
+               seen = exch_pair_relaxed(slab + dest, pack_pair(TOMBSTONE_KEY, EMPTY_VALUE));
+             }
+             return true;
+           });
+      if (active && outcome != OP_FAILED &&
+          static_cast<unsigned>(seen) == static_cast<unsigned>(key)) {
+        outcome = OP_PRESENT;
+        value = static_cast<V>(static_cast<unsigned>(seen >> 32));
+      }
+    } else {
+      // Duplicates: a lost race must look further (a later instance), so each CAS is
+      // checked before the walk moves on.
+      walk(active, key, outcome,
+           [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+             const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
+             if (hits == 0) return !advance(slab, word);
+             const int dest = __ffs(hits) - 1;
+             const unsigned v = __shfl_sync(warp::FULL_MASK, word, dest + 1);
+             bool won = false;
+             if (lane == static_cast<unsigned>(src)) {
+               const unsigned long long expected = pack_pair(k, v);
+               won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest),
+                                      expected, pack_pair(TOMBSTONE_KEY, v)) == expected;
+               if (won) {
+                 outcome = OP_PRESENT;
+                 value = static_cast<V>(v);
+               }
+             }
+             return __ballot_sync(warp::FULL_MASK, won) != 0u;  // lost a race: re-read
+           });
+    }
     const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_PRESENT));
     count(-static_cast<long long>(removed), 0);
     return outcome;
@@ -167,44 +195,72 @@ struct map_ref : detail::table {
  private:
   // REPLACE (unique) or INSERT (duplicates): the first slot holding the key (REPLACE
   // only) or the first empty slot, whichever comes first in list order; with neither,
-  // the next slab, appended when the list ends.
-  __device__ unsigned store(alloc::warp_allocator& allocator, bool active, K key, V value,
-                            V& old, bool unique) const {
+  // the next slab, appended when the list ends. The request's own lane makes the CAS
+  // (it holds the key and value).
+  template <class Allocator>
+  __device__ unsigned store(Allocator& allocator, bool active, K key, V value, V& old,
+                            bool unique) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
-        active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
-          const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
-          const unsigned hits =
-              unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
-          const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
-          const unsigned targets = hits | empties;
-          if (targets == 0) {
-            if (advance(slab, word)) return false;
-            if (append(allocator, slab)) return false;
-            if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
-            return true;
-          }
-          const int dest = __ffs(targets) - 1;
-          const bool replacing = (hits >> dest) & 1u;
-          const unsigned v = __shfl_sync(warp::FULL_MASK, static_cast<unsigned>(value), src);
-          bool won = false;
-          if (lane == static_cast<unsigned>(dest)) {
-            const unsigned long long expected =
-                replacing ? pack_pair(k, neighbour) : pack_pair(EMPTY_KEY, EMPTY_VALUE);
-            won = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest), expected,
-                                   pack_pair(k, v)) == expected;
-          }
-          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
-          const unsigned previous = __shfl_sync(warp::FULL_MASK, neighbour, dest);
-          if (lane == static_cast<unsigned>(src)) {
-            outcome = replacing ? OP_PRESENT : (unique ? OP_ABSENT : OP_ADDED);
-            if (replacing) old = static_cast<V>(previous);
-          }
-          return true;
-        });
+    // The walk does not wait for a request's CAS: it goes on to the next request, and
+    // each lane checks its own CAS after the walk; requests whose CAS lost run again
+    // (another pass over the lanes that lost), bounded by step_cap passes. A lane keeps
+    // what it needs to check its CAS: the value word it expected (EMPTY_VALUE for a
+    // claim, the old value for a replacement; the key part is its own key or EMPTY_KEY)
+    // and the pair the CAS returned. Later requests of the warp may read slabs before an
+    // earlier CAS lands (the walk reads ahead anyway); that is safe because a CAS only
+    // succeeds on exactly the pair its request saw: a claim of a slot still empty is at
+    // the list's first empty slot with no earlier instance of the key (empty slots are
+    // a suffix and claimed slots never change key), and a lost one changes nothing.
+    unsigned expected_value = EMPTY_VALUE;
+    bool replacing = false;
+    unsigned long long seen = 0;
+    bool pending = active;
+    for (unsigned pass = 1;; ++pass) {
+      walk(pending, key, outcome,
+           [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+             const unsigned hits =
+                 unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
+             const unsigned empties =
+                 __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
+             const unsigned targets = hits | empties;
+             if (targets == 0) {
+               if (move_on(allocator, slab, word)) return false;
+               if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;  // pool exhausted
+               return true;
+             }
+             const int dest = __ffs(targets) - 1;
+             const bool replace_here = (hits >> dest) & 1u;
+             unsigned ev = EMPTY_VALUE;
+             if (replace_here) ev = __shfl_sync(warp::FULL_MASK, word, dest + 1);
+             if (lane == static_cast<unsigned>(src)) {
+               expected_value = ev;
+               replacing = replace_here;
+               seen = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest),
+                                       pack_pair(replace_here ? k : EMPTY_KEY, ev),
+                                       pack_pair(k, static_cast<unsigned>(value)));
+             }
+             return true;
+           });
+      // A pending request that did not fail issued its CAS.
+      bool lost = false;
+      if (pending && outcome != OP_FAILED) {
+        if (seen == pack_pair(replacing ? static_cast<unsigned>(key) : EMPTY_KEY, expected_value)) {
+          outcome = replacing ? OP_PRESENT : (unique ? OP_ABSENT : OP_ADDED);
+          if (replacing) old = static_cast<V>(expected_value);
+        } else {
+          lost = true;
+        }
+      }
+      if (!__any_sync(warp::FULL_MASK, lost)) break;
+      if (pass >= step_cap) {
+        report(status::RETRY_LIMIT);
+        if (lost) outcome = OP_FAILED;
+        break;
+      }
+      pending = lost;
+    }
     const unsigned added =
         __popc(__ballot_sync(warp::FULL_MASK, outcome == OP_ABSENT || outcome == OP_ADDED) &
                __ballot_sync(warp::FULL_MASK, active));

@@ -27,7 +27,10 @@ struct set_ref : detail::table {
   // An iterator over bucket `b`'s slabs (see slab_iterator).
   __device__ slab_iterator bucket(unsigned b) const { return iterate(b, KEY_LANES); }
 
-  __device__ unsigned insert(alloc::warp_allocator& allocator, bool active, K key) const {
+  // `allocator`: the warp's (make_allocator()) or a detail::on_demand_allocator, as for
+  // map_ref.
+  template <class Allocator>
+  __device__ unsigned insert(Allocator& allocator, bool active, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
@@ -38,9 +41,8 @@ struct set_ref : detail::table {
           const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
           const unsigned targets = hits | empties;
           if (targets == 0) {
-            if (advance(slab, word)) return false;
-            if (append(allocator, slab)) return false;
-            if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+            if (move_on(allocator, slab, word)) return false;
+            if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;  // pool exhausted
             return true;
           }
           const int dest = __ffs(targets) - 1;

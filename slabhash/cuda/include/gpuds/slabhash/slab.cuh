@@ -16,8 +16,10 @@
 //   all ones (empty pairs, NULL next) before it is published (a release CAS on the
 //   tail's next word);
 // - a claim, replacement or deletion is one relaxed CAS of the whole slot (a map's
-//   key-value pair as one 64-bit word): the slot is all it publishes, so it needs no
-//   ordering with other memory, and relaxed atomics skip the fences an acq_rel one costs.
+//   key-value pair as one 64-bit word), or for a map with unique keys a deletion is one
+//   relaxed exchange of the pair for a tombstone: the slot is all it publishes, so it
+//   needs no ordering with other memory, and relaxed atomics skip the fences an acq_rel
+//   one costs.
 #pragma once
 #include <gpuds/alloc/slab_alloc.cuh>
 #include <gpuds/core/memory.cuh>
@@ -57,6 +59,16 @@ __device__ __forceinline__ bool is_reserved_key(unsigned k) {
 
 __device__ __forceinline__ unsigned long long pack_pair(unsigned key, unsigned value) {
   return (static_cast<unsigned long long>(value) << 32) | key;
+}
+
+// Relaxed 64-bit exchange of a slot (gpuds/core/memory.cuh has no 64-bit exchange): like
+// the CASes, a deletion publishes nothing but the slot itself.
+__device__ __forceinline__ unsigned long long exch_pair_relaxed(unsigned* slot,
+                                                              unsigned long long pair) {
+  unsigned long long old;
+  asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;"
+               : "=l"(old) : "l"(slot), "l"(pair) : "memory");
+  return old;
 }
 
 // One lane's word of a slab. Relaxed loads at GPU scope are served from L2, the point of

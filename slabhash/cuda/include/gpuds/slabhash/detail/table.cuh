@@ -22,6 +22,12 @@ namespace detail {
 constexpr unsigned COUNTER_STRIPES = 32;
 constexpr unsigned COUNTER_STRIPE_WORDS = 16;
 
+// What an inserting operation may take instead of a warp_allocator: a tag that makes a
+// warp_allocator at each allocation. Most warps of a batch at the paper's utilizations
+// never allocate, so they skip the allocator's set-up (two hashes, a remainder and a
+// bitmap read) and keep no allocator state in registers while they walk.
+struct on_demand_allocator {};
+
 struct table {
   unsigned* buckets;                // num_buckets base slabs, 32 words each
   unsigned long long* counters;     // COUNTER_STRIPES lines: [0] live keys, [1] claimed slots
@@ -91,7 +97,9 @@ struct table {
   // slab, so each warp keeps two slab reads in flight and a request settled in its base
   // slab (most of them at the paper's utilizations) exposes little latency of its own.
   // A base slab read ahead may be stale by the time its request runs; operations only
-  // ever change a slab through a CAS that checks what they saw, and a lost CAS re-reads.
+  // ever change a slab through a CAS that checks what they saw (a lost CAS re-reads or
+  // runs its request again), or, deleting a unique key, through an exchange whose result
+  // says what it replaced.
   template <class Visit>
   __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
     const unsigned lane = warp::lane_id();
@@ -135,11 +143,29 @@ struct table {
     return true;
   }
 
+  // For an inserting request with no slot in this slab: moves `slab` to the next slab of
+  // the list, appending one at its end. False when the pool is exhausted.
+  template <class Allocator>
+  __device__ bool move_on(Allocator& allocator, unsigned*& slab, unsigned word) const {
+    return advance(slab, word) || append(allocator, slab);
+  }
+
+  // One slab from the warp's allocator, or from one made for this allocation only when
+  // the operation was given an on_demand_allocator.
+  __device__ unsigned take_slab(alloc::warp_allocator& allocator) const {
+    return allocator.allocate();
+  }
+  __device__ unsigned take_slab(on_demand_allocator&) const {
+    alloc::warp_allocator allocator(alloc);
+    return allocator.allocate();
+  }
+
   // Appends a fresh slab after `tail` (whose next address was seen NULL) or, if another
   // warp got there first, moves to that warp's slab. False when the pool is exhausted.
-  __device__ bool append(alloc::warp_allocator& allocator, unsigned*& tail) const {
+  template <class Allocator>
+  __device__ bool append(Allocator& allocator, unsigned*& tail) const {
     const unsigned lane = warp::lane_id();
-    const unsigned fresh = allocator.allocate();
+    const unsigned fresh = take_slab(allocator);
     if (fresh == NULL_SLAB) {
       report(status::POOL_EXHAUSTED);
       return false;
