@@ -52,6 +52,38 @@ struct stash_ref {
     return false;
   }
 
+  // find, SCAN * SLOTS words at a time: each lane loads SCAN words before the tile
+  // ballots over them, so that a long stash (reservations that were never given back stay
+  // as empty words until the next drain) costs few dependent round trips. The bulk
+  // lookup uses it for keys of STASHED buckets: one such tile scanning a stash of some
+  // thousand words one line at a time made the whole kernel wait for it.
+  static constexpr unsigned SCAN = 2;
+  template <bool COHERENT>
+  __device__ __forceinline__ bool find_wide(unsigned k, match& m) const {
+    const unsigned n = used();
+    for (unsigned base = 0; base < n; base += SCAN * SLOTS) {
+      unsigned long long w[SCAN];
+#pragma unroll
+      for (unsigned j = 0; j < SCAN; ++j) {
+        const unsigned i = base + j * SLOTS + tile::rank();
+        w[j] = EMPTY;
+        if (i < n) w[j] = COHERENT ? mem::ld_relaxed(words + i) : words[i];
+      }
+#pragma unroll
+      for (unsigned j = 0; j < SCAN; ++j) {
+        const unsigned hits = tile::ballot(key_of(w[j]) == k);
+        if (hits != 0) {
+          const unsigned lane = __ffs(hits) - 1;
+          m.slot = base + j * SLOTS + lane;
+          m.at = words + m.slot;
+          m.word = tile::shfl(w[j], lane);
+          return true;
+        }
+      }
+    }
+    return false;
+  }
+
   // Rank 0 reserves a slot; returns its index, or `capacity` when the stash is full.
   __device__ __forceinline__ unsigned reserve() const {
     unsigned index = 0;
