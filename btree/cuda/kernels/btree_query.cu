@@ -12,17 +12,34 @@ using gpuds::btree::detail::for_each_chunk;
 using gpuds::btree::detail::tile_work_share;
 using tile = gpuds::warp::tile<QUERY_TILE>;
 constexpr unsigned TILE = QUERY_TILE;
+// The query kernels are bound by instruction issue (H100, 2^24 keys, ranges of 8 with
+// 8-lane tiles: 77 % of scheduler cycles issue), so each body is compiled for both pool
+// layouts (with_layout, tree_ref.cuh) and the light one computes node pointers without the
+// branch on the layout. Range queries with 8- and 16-lane tiles run every tile of a warp in
+// step (detail::range_lockstep: whole-warp ballots and shuffles, no convergence checks;
+// H100 ranges of 8 with 8 lanes 2.88 -> 5.10 G queries/s); 32-lane tiles, or
+// BTREE_LOCKSTEP=0, take the per-tile walk (detail::range).
+#ifndef BTREE_LOCKSTEP
+#define BTREE_LOCKSTEP 1
+#endif
+constexpr bool LOCKSTEP = BTREE_LOCKSTEP != 0 && TILE < 32;
+using gpuds::btree::detail::warp_work_share;
+__device__ __forceinline__ unsigned tile_base() { return gpuds::warp::lane_id() & ~(TILE - 1); }
+__device__ __forceinline__ unsigned warp_shfl(unsigned v, unsigned from) {
+  return __shfl_sync(gpuds::warp::FULL_MASK, v, static_cast<int>(from));
+}
 // Full occupancy (2048 threads per SM: at most 32 registers); BTREE_BLOCK is the host's
-// block size. The query kernels are bound by instruction issue (H100, 2^24 keys, ranges of
-// 8 with 8-lane tiles: 77 % of scheduler cycles issue), so each body is compiled for both
-// pool layouts (with_layout, tree_ref.cuh) and the light one computes node pointers
-// without the branch on the layout.
-#define QUERY_BOUNDS __launch_bounds__(BTREE_BLOCK, 2048 / BTREE_BLOCK)
+// block size. (Six blocks of 256, at most 40 registers, measured for the lockstep ranges:
+// not faster but for ranges of 32 with 8 lanes, see the guide.)
+#ifndef QUERY_MIN_BLOCKS
+#define QUERY_MIN_BLOCKS (2048 / BTREE_BLOCK)
+#endif
+#define QUERY_BOUNDS __launch_bounds__(BTREE_BLOCK, QUERY_MIN_BLOCKS)
 
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_get)(tree_ref t, const unsigned* keys, unsigned n,
                                                     unsigned* values, unsigned* found_bits) {
   with_layout(t, [&](const auto& tr) {
-    for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+    for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
       const unsigned mine = active ? keys[i] : 0u;
       unsigned value = 0;
       bool found = false;
@@ -45,7 +62,7 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_successor)(tree_ref t
                                                           unsigned* out_keys, unsigned* out_values,
                                                           unsigned* found_bits) {
   with_layout(t, [&](const auto& tr) {
-    for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+    for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
       const unsigned mine = active ? keys[i] : 0u;
       unsigned key = 0, value = 0;
       bool found = false;
@@ -73,14 +90,23 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_count)(tree_ref
                                                             const unsigned* hi, unsigned n,
                                                             unsigned* counts) {
   with_layout(t, [&](const auto& tr) {
-    for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
+    for_each_chunk(n, [&](unsigned, unsigned i, bool active) {
       const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
       unsigned count = 0;
-      tile_work_share<TILE>(active, [&](unsigned src) {
-        const unsigned c = detail::range<TILE, cached, false>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src),
-                                                          nullptr, nullptr, 0);
-        if (tile::rank() == src) count = c;
-      });
+      if constexpr (LOCKSTEP) {
+        warp_work_share<TILE>(active, [&](bool live, unsigned src) {
+          const unsigned from = tile_base() + src;
+          const unsigned c = detail::range_lockstep<TILE, false>(tr, live, warp_shfl(my_lo, from), warp_shfl(my_hi, from),
+                                                                 nullptr, nullptr, 0, 0);
+          if (live && tile::rank() == src) count = c;
+        });
+      } else {
+        tile_work_share<TILE>(active, [&](unsigned src) {
+          const unsigned c = detail::range<TILE, cached, false>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src),
+                                                            nullptr, nullptr, 0);
+          if (tile::rank() == src) count = c;
+        });
+      }
       if (active) counts[i] = count;
     });
   });
@@ -95,14 +121,23 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_r
                                                               unsigned* out_keys,
                                                               unsigned* out_values) {
   with_layout(t, [&](const auto& tr) {
-    for_each_chunk(n, [&](unsigned long long, unsigned long long i, bool active) {
+    for_each_chunk(n, [&](unsigned, unsigned i, bool active) {
       const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
       const unsigned my_off = active ? offsets[i] : 0u, my_cap = active ? counts[i] : 0u;
-      tile_work_share<TILE>(active, [&](unsigned src) {
-        const unsigned off = tile::shfl(my_off, src);
-        detail::range<TILE, cached, true>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src), out_keys + off,
-                                      out_values + off, tile::shfl(my_cap, src));
-      });
+      if constexpr (LOCKSTEP) {
+        warp_work_share<TILE>(active, [&](bool live, unsigned src) {
+          const unsigned from = tile_base() + src;
+          const unsigned off = warp_shfl(my_off, from);
+          detail::range_lockstep<TILE, true>(tr, live, warp_shfl(my_lo, from), warp_shfl(my_hi, from), out_keys,
+                                             out_values, off, warp_shfl(my_cap, from));
+        });
+      } else {
+        tile_work_share<TILE>(active, [&](unsigned src) {
+          const unsigned off = tile::shfl(my_off, src);
+          detail::range<TILE, cached, true>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src), out_keys + off,
+                                        out_values + off, tile::shfl(my_cap, src));
+        });
+      }
     });
   });
 }
@@ -114,17 +149,28 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect_capped)
     tree_ref t, const unsigned* lo, const unsigned* hi, unsigned n, unsigned cap, unsigned* out_keys,
     unsigned* out_values, unsigned* counts) {
   with_layout(t, [&](const auto& tr) {
-    for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+    for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
       const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
       const unsigned tile_base = gpuds::warp::lane_id() - tile::rank();
       unsigned count = 0;
-      tile_work_share<TILE>(active, [&](unsigned src) {
-        // The host checked n * cap <= 2^32 - 1.
-        const unsigned off = (static_cast<unsigned>(chunk) * 32u + tile_base + src) * cap;
-        const unsigned c = detail::range<TILE, cached, true>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src),
-                                                         out_keys + off, out_values + off, cap);
-        if (tile::rank() == src) count = c;
-      });
+      if constexpr (LOCKSTEP) {
+        warp_work_share<TILE>(active, [&](bool live, unsigned src) {
+          const unsigned from = tile_base + src;
+          // The host checked n * cap <= 2^32 - 1.
+          const unsigned off = (static_cast<unsigned>(chunk) * 32u + from) * cap;
+          const unsigned c = detail::range_lockstep<TILE, true>(tr, live, warp_shfl(my_lo, from), warp_shfl(my_hi, from),
+                                                                out_keys, out_values, off, cap);
+          if (live && tile::rank() == src) count = c;
+        });
+      } else {
+        tile_work_share<TILE>(active, [&](unsigned src) {
+          // The host checked n * cap <= 2^32 - 1.
+          const unsigned off = (static_cast<unsigned>(chunk) * 32u + tile_base + src) * cap;
+          const unsigned c = detail::range<TILE, cached, true>(tr, tile::shfl(my_lo, src), tile::shfl(my_hi, src),
+                                                           out_keys + off, out_values + off, cap);
+          if (tile::rank() == src) count = c;
+        });
+      }
       if (active) counts[i] = count;
     });
   });
@@ -137,7 +183,7 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_remove)(tree_ref t, c
   constexpr unsigned RTILE = TILE < 16 ? 16 : TILE;
   using rtile = gpuds::warp::tile<RTILE>;
   unsigned long long removed = 0;
-  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+  for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const unsigned mine = active ? keys[i] : 0u;
     unsigned value = 0;
     bool done = false;

@@ -44,7 +44,7 @@ extern "C" __global__ void btree_insert(tree_ref t, const unsigned* keys, const 
                                         unsigned n, unsigned* replaced_bits) {
   warp_allocator allocator(t.alloc);
   unsigned long long added = 0;
-  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+  for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const unsigned my_key = active ? keys[i] : 0u, my_value = active ? values[i] : 0u;
     insert_outcome outcome = INSERT_FAILED;
     tile_work_share<32>(active, [&](unsigned src) {
@@ -72,7 +72,7 @@ extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK) bt
                                        unsigned* out_b, unsigned* found_bits) {
   warp_allocator allocator(t.alloc);
   long long delta = 0;
-  for_each_chunk(n, [&](unsigned long long chunk, unsigned long long i, bool active) {
+  for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const unsigned my_op = active ? ops[i] : 0u, my_key = active ? keys[i] : 0u,
                    my_arg = active ? args[i] : 0u;
     unsigned a = 0, b = 0;

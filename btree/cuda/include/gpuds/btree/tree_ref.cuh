@@ -79,7 +79,7 @@ struct tree_ref {
 struct light_tree_ref : tree_ref {
   __device__ __forceinline__ unsigned long long* words(node_addr a) const {
     return reinterpret_cast<unsigned long long*>(
-        alloc.base + (static_cast<unsigned long long>(a) << alloc.unit_shift));
+        alloc.base + static_cast<unsigned long long>(a) * NODE_BYTES);  // the pool's units are nodes
   }
 };
 

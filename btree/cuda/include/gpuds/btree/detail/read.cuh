@@ -102,6 +102,7 @@ __device__ bool successor(const Tree& t, key_type k, key_type& key, value_type& 
 // cost more than it saves (H200, 2^24 keys): 8-lane phased queries (ranges of 32: 1.93 ->
 // 2.00 G/s, of 8: unchanged) and coherent ones (mixed batches); with 16-lane tiles the
 // phased range count of 8 fell from 2.40 to 2.19 G/s with it, so wider phased tiles skip it.
+// The phased range kernels with 8 and 16 lanes now take range_lockstep (below), without it.
 template <unsigned TILE, class Mode, class Tree>
 __device__ bool find_leaf_for_range(const Tree& t, key_type lo, key_type hi, node_addr& addr,
                                     node_view<TILE>& n) {
@@ -157,6 +158,111 @@ __device__ unsigned range(const Tree& t, key_type lo, key_type hi, key_type* key
     n.template unpack<Mode>(next);
   }
   t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  return found;
+}
+
+// `range` for phased queries (cached loads) with 8- or 16-lane tiles, every tile of the
+// warp in step: all 32 lanes call it the same number of times (warp_work_share), each tile
+// with its own query, and `live` false on a tile without one. The descent and then the walk
+// along the leaves are loops whose passes visit one node per tile, ending when every tile
+// of the warp is through, so their ballots and shuffles are uniform across the warp: they
+// take the full-warp mask, and each tile picks its bits out of the warp's ballot, without
+// the convergence checks that a tile-masked ballot or shuffle in tile-divergent code costs
+// at every node. A tile that is through waits for the others of its warp (the tiles of a
+// warp are issued together anyway).
+// The lanes of the warp below the calling one.
+__device__ __forceinline__ unsigned lanes_below() {
+  unsigned m;
+  asm("mov.u32 %0, %%lanemask_lt;" : "=r"(m));
+  return m;
+}
+
+template <unsigned TILE, bool COLLECT, class Tree>
+__device__ __forceinline__ unsigned range_lockstep(const Tree& t, bool live, key_type lo, key_type hi,
+                                                   key_type* keys, value_type* values, unsigned first,
+                                                   unsigned cap) {
+  static_assert(TILE == 8 || TILE == 16, "lockstep queries take 8- or 16-lane tiles");
+  using view = node_view<TILE>;
+  constexpr unsigned PER = view::PER_LANE;
+  constexpr unsigned FULL = gpuds::warp::FULL_MASK;
+  const unsigned lane = gpuds::warp::lane_id();
+  const unsigned rank = lane & (TILE - 1);
+  // This tile's bits of a warp's ballot.
+  const unsigned tile_mask = ((1u << TILE) - 1u) << (lane & ~(TILE - 1));
+  // Reads node a: this lane's pairs (rank, rank + TILE) and the metadata and link.
+  view n;
+  const auto load = [&](node_addr a) {
+    const unsigned long long* w = t.words(a);
+#pragma unroll
+    for (unsigned s = 0; s < PER; ++s) {
+      const unsigned long long pair = mem::ld_nc(w + rank + s * TILE);
+      n.key[s] = static_cast<unsigned>(pair);
+      n.val[s] = static_cast<unsigned>(pair >> 32);
+    }
+    const uint4 tail = __ldg(reinterpret_cast<const uint4*>(w + META_PAIR));
+    n.meta = tail.y;
+    n.high = tail.z;
+    n.link = tail.w;
+  };
+  // The descent: every tile, with or without a query, goes down to a leaf (a tile without
+  // one descends for whatever lo it was handed), so the loop ends when every node just
+  // read is a leaf. A tile at a leaf stays there; one whose node has no pivot <= lo (only
+  // in a corrupted tree) stays too and runs into the step bound (RETRY_LIMIT).
+  node_addr addr = t.root;
+  unsigned step = 0;
+  for (; step < t.max_steps; ++step) {
+    load(addr);
+    const bool leaf = n.is_leaf();
+    if (__all_sync(FULL, leaf)) break;
+    const unsigned count = n.count();
+    // below[s]: this tile's pairs of slot s whose pivot is <= lo. Pivots are sorted, so
+    // the child is pair below[0] + below[1] - 1, in slot 1 when any of slot 1's is below.
+    unsigned below[PER];
+#pragma unroll
+    for (unsigned s = 0; s < PER; ++s) {
+      below[s] = __popc(__ballot_sync(FULL, rank + s * TILE < count && n.key[s] <= lo) & tile_mask);
+    }
+    const unsigned offer = (PER == 2 && below[PER - 1] != 0) ? n.val[PER - 1] : n.val[0];
+    const unsigned i = below[0] + below[PER - 1] * (PER - 1) - 1;  // PER 1: below[0] - 1
+    const node_addr child = __shfl_sync(FULL, offer, static_cast<int>(i), TILE);
+    if (!leaf && below[0] != 0) addr = n.beyond(lo) ? n.link : child;
+  }
+  const bool stuck = step == t.max_steps;
+  if (stuck && live) t.template report<TILE>(gpuds::status::RETRY_LIMIT);
+  // The walk: n is lo's leaf, or a leaf left of it (a split moved pairs right and the
+  // descent ran out of steps: the scan finds nothing there and the walk moves right, since
+  // hi >= lo >= high).
+  bool done = !live || lo > hi || stuck;
+  unsigned found = 0;
+  for (; step < t.max_steps; ++step) {
+    const unsigned count = n.count();
+    unsigned bits[PER];
+#pragma unroll
+    for (unsigned s = 0; s < PER; ++s) {
+      bits[s] = __ballot_sync(FULL, rank + s * TILE < count && n.key[s] >= lo && n.key[s] <= hi) & tile_mask;
+    }
+    if (!done) {
+      if (COLLECT) {
+        // Pairs of slot 0 come before those of slot 1; the lanes that hold a pair in
+        // [lo, hi] write it, at its rank among them.
+        const unsigned lower = lanes_below();
+#pragma unroll
+        for (unsigned s = 0; s < PER; ++s) {
+          const unsigned at = found + (s == 1 ? __popc(bits[0]) : 0u) + __popc(bits[s] & lower);
+          if (((bits[s] >> lane) & 1u) != 0 && at < cap) {
+            keys[first + at] = n.key[s];
+            values[first + at] = n.val[s];
+          }
+        }
+      }
+      found += __popc(bits[0]) + (PER == 2 ? __popc(bits[PER - 1]) : 0u);
+    }
+    const bool more = !done && n.link != null_node && hi >= n.high;
+    done = !more;
+    if (__all_sync(FULL, done)) return found;
+    if (more) load(n.link);
+  }
+  if (!done) t.template report<TILE>(gpuds::status::RETRY_LIMIT);
   return found;
 }
 

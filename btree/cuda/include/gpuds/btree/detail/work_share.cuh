@@ -23,13 +23,31 @@ __device__ __forceinline__ void tile_work_share(bool active, Step&& step) {
   }
 }
 
+// The same loop with a trip count that is uniform across the warp, for steps that use
+// whole-warp intrinsics (the lockstep range query below): every lane of the warp calls
+// step(live, src) as many times as the busiest tile of its warp has requests; `live` is
+// false (and src 0) on a tile that has none left.
+template <unsigned TILE, class Step>
+__device__ __forceinline__ void warp_work_share(bool active, Step&& step) {
+  const unsigned all = __ballot_sync(gpuds::warp::FULL_MASK, active);
+  unsigned queue = TILE == 32 ? all : (all >> (gpuds::warp::lane_id() & ~(TILE - 1))) & ((1u << TILE) - 1u);
+  while (__any_sync(gpuds::warp::FULL_MASK, queue != 0)) {
+    const bool live = queue != 0;
+    step(live, live ? static_cast<unsigned>(__ffs(queue) - 1) : 0u);
+    queue &= queue - 1;
+  }
+}
+
 // Grid-stride loop over chunks of 32 requests, one chunk per warp at a time (a warp-
 // uniform loop, so whole-warp operations may run inside): body(chunk, index, active).
+// In 32 bits: chunks < ceil(n / 32) <= 2^27 and fewer than 2^27 warps, so neither the
+// chunk nor the index (< 2^32) overflows.
 template <class Body>
 __device__ __forceinline__ void for_each_chunk(unsigned n, Body&& body) {
-  const unsigned long long warps = gpuds::warp::warp_count();
-  for (unsigned long long chunk = gpuds::warp::global_warp_id(); chunk * 32 < n; chunk += warps) {
-    const unsigned long long i = chunk * 32 + gpuds::warp::lane_id();
+  const unsigned warps = static_cast<unsigned>(gpuds::warp::warp_count());
+  const unsigned chunks = n / 32 + (n % 32 != 0);
+  for (unsigned chunk = static_cast<unsigned>(gpuds::warp::global_warp_id()); chunk < chunks; chunk += warps) {
+    const unsigned i = chunk * 32 + gpuds::warp::lane_id();
     body(chunk, i, i < n);
   }
 }
