@@ -24,9 +24,10 @@ pub struct BTreeConfig {
     pub bulk_fill: u32,
     /// Lanes per phased query (8, 16 or 32): a warp answers 32 / `query_tile` queries at
     /// a time. Deletions use at least 16 lanes; insertions and mixed batches whole warps.
-    /// The default, 8, was the fastest for every phased query on an H200 with 2^24 keys:
-    /// lookups 3.26, 2.64 and 1.88 G/s with tiles of 8, 16 and 32; ranges of 8 pairs 2.77
-    /// and 2.04 G queries/s, of 32 pairs 2.00 and 1.62 with tiles of 8 and 16.
+    /// The default, 8, is the fastest for lookups and short ranges (H200, 2^24 keys:
+    /// lookups 3.26, 2.64 and 1.88 G/s with tiles of 8, 16 and 32; H100: ranges of 8 pairs
+    /// 5.10 and 3.90 G queries/s with tiles of 8 and 16); for ranges of 32 pairs 16 lanes
+    /// are faster (H100: 2.04 against 1.60 G queries/s with 8).
     pub query_tile: u32,
     /// Most node visits and restarts one operation may make before it gives up and
     /// reports `RETRY_LIMIT` (bounds every loop, so that a bug cannot hang the GPU).

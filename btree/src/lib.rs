@@ -28,7 +28,9 @@
 //!   serialises its lanes' requests (ballot, find first set, shuffle) and does each with
 //!   all its lanes. Phased queries use tiles of 8, 16 or 32 lanes
 //!   ([`BTreeConfig::query_tile`]; `gpuds-bench btree` measures all three): a tile of 8
-//!   holds two pairs per lane and a warp works on four queries at a time. Deletions use
+//!   holds two pairs per lane and a warp works on four queries at a time. Range queries
+//!   with 8 or 16 lanes run all the tiles of a warp in step, so that their ballots and
+//!   shuffles take the whole warp (`detail/read.cuh`, `range_lockstep`). Deletions use
 //!   at least 16 lanes and insertions whole warps (the slab allocator hands out units per
 //!   warp), because a reachable node is changed by one store instruction of 16 lanes.
 //! - **B-link side links** (§3.3.2): every node holds its right sibling and that
