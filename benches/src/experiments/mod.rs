@@ -75,6 +75,7 @@ pub fn registry() -> Vec<Experiment> {
         btree::EXPERIMENT,
         btree::RANGE,
         slabhash::EXPERIMENT,
+        slabhash::TARGETS,
     ]
 }
 

@@ -44,6 +44,13 @@ pub const EXPERIMENT: Experiment = Experiment {
     plan,
 };
 
+/// `slabhash-targets`: the 2^24 target rows only.
+pub const TARGETS: Experiment = Experiment {
+    name: "slabhash-targets",
+    about: "SlabHashMap: the 2^24 target rows only (a part of `slabhash`)",
+    plan: targets_plan,
+};
+
 const NAME: &str = "slabhash";
 
 fn plan(scale: Scale) -> Vec<Case> {
@@ -57,6 +64,14 @@ fn plan(scale: Scale) -> Vec<Case> {
             Case::new("Fig. 7: concurrent mixes", fig7),
             Case::new("FLUSH", flush),
         ],
+    }
+}
+
+fn targets_plan(scale: Scale) -> Vec<Case> {
+    match scale {
+        // `quick` already runs the `slabhash` quick plan, which is these rows.
+        Scale::Quick => Vec::new(),
+        Scale::Full => vec![Case::new("2^24 keys, beta 0.7", |b| targets(b, 1 << 24))],
     }
 }
 
