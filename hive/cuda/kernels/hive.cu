@@ -472,7 +472,7 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const un
 // No writer runs during this kernel (HiveMap::get_many takes &self). Lane r looks up
 // operation r of its tile's chunk alone (find_alone: its own bucket reads, the metadata
 // word only after a miss in the first bucket); keys whose first bucket says STASHED are
-// then looked for in the stash by the whole tile, one after the other (find_wide: four
+// then looked for in the stash by the whole tile, one after the other (find<false, 2>: two
 // loads in flight per lane; the bounds keep the kernel at 32 registers).
 extern "C" __global__ void __launch_bounds__(256, 8) hive_find(hive_ref t, const unsigned* keys, unsigned long long n, unsigned* values,
                                      unsigned char* found, unsigned absent) {
@@ -490,7 +490,7 @@ extern "C" __global__ void __launch_bounds__(256, 8) hive_find(hive_ref t, const
       const unsigned j = __ffs(left) - 1;
       left &= left - 1;
       match mt;
-      if (t.stash_of().template find_wide<false>(tile::shfl(my_key, j), mt) && r == j) {
+      if (t.stash_of().template find<false, 2>(tile::shfl(my_key, j), mt) && r == j) {
         my_hit = true;
         my_value = value_of(mt.word);
       }

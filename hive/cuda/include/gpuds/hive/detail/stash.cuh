@@ -32,34 +32,13 @@ struct stash_ref {
     return tile::shfl(n, 0);
   }
 
-  // WCME over the stash, SLOTS words at a time.
-  template <bool COHERENT>
+  // WCME over the stash, SCAN * SLOTS words at a time: each lane loads SCAN words before
+  // the tile ballots over them. The bulk lookup scans with SCAN 2, so that a long stash
+  // (reservations that were never given back stay as empty words until the next drain)
+  // costs fewer dependent round trips: one tile scanning a stash of some thousand words
+  // one line at a time made the whole lookup kernel wait for it.
+  template <bool COHERENT, unsigned SCAN = 1>
   __device__ __forceinline__ bool find(unsigned k, match& m) const {
-    const unsigned n = used();
-    for (unsigned base = 0; base < n; base += SLOTS) {
-      const unsigned i = base + tile::rank();
-      unsigned long long w = EMPTY;
-      if (i < n) w = COHERENT ? mem::ld_relaxed(words + i) : words[i];
-      const unsigned hits = tile::ballot(key_of(w) == k);
-      if (hits != 0) {
-        const unsigned lane = __ffs(hits) - 1;
-        m.slot = base + lane;
-        m.at = words + m.slot;
-        m.word = tile::shfl(w, lane);
-        return true;
-      }
-    }
-    return false;
-  }
-
-  // find, SCAN * SLOTS words at a time: each lane loads SCAN words before the tile
-  // ballots over them, so that a long stash (reservations that were never given back stay
-  // as empty words until the next drain) costs few dependent round trips. The bulk
-  // lookup uses it for keys of STASHED buckets: one such tile scanning a stash of some
-  // thousand words one line at a time made the whole kernel wait for it.
-  static constexpr unsigned SCAN = 2;
-  template <bool COHERENT>
-  __device__ __forceinline__ bool find_wide(unsigned k, match& m) const {
     const unsigned n = used();
     for (unsigned base = 0; base < n; base += SCAN * SLOTS) {
       unsigned long long w[SCAN];
