@@ -62,6 +62,24 @@ extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned lo
   }
 }
 
+// Inserts one operation per lane with `has` (operation `index` of the batch): each lane
+// first alone (insert_alone), then the tile inserts what the lanes left, one after the
+// other. A lane whose key is the reserved one leaves it to the tile, which reports it.
+__device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned k, unsigned v,
+                                           unsigned long long index, tally& lane, tally& counts) {
+  unsigned step = STEP_LEFTOVER;
+  unsigned old = 0;
+  if (has && k != EMPTY_KEY) step = t.insert_alone(k, v, old, lane);
+  unsigned left = tile::ballot(has && step == STEP_LEFTOVER);
+  while (left != 0) {
+    const unsigned j = __ffs(left) - 1;
+    left &= left - 1;
+    const unsigned kj = tile::shfl(k, j), vj = tile::shfl(v, j);
+    const unsigned long long ij = tile::shfl(index, j);
+    if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
+  }
+}
+
 // ---------------------------------------------------------------------------------
 // The bulk insert as a per-lane state machine (buckets of 8 or 16 slots).
 //
@@ -134,20 +152,11 @@ struct parked_ops {
 };
 
 // Runs the parked inserts (one per lane with `has`) as the per-lane fast path, and what
-// that leaves through the tile code. Called by all lanes of the warp, none holding a lock.
+// that leaves through the tile code (insert_ops). Called by all lanes of the warp, none
+// holding a lock; out of line, so that the state machine's loop saves few registers.
 __device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k, unsigned v, unsigned long long index,
                                         tally& lane, tally& counts) {
-  unsigned step = STEP_LEFTOVER;
-  unsigned old = 0;
-  if (has) step = t.insert_alone(k, v, old, lane);
-  unsigned left = tile::ballot(has && step == STEP_LEFTOVER);
-  while (left != 0) {
-    const unsigned j = __ffs(left) - 1;
-    left &= left - 1;
-    const unsigned kj = tile::shfl(k, j), vj = tile::shfl(v, j);
-    const unsigned long long ij = tile::shfl(index, j);
-    if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
-  }
+  insert_ops(t, has, k, v, index, lane, counts);
 }
 
 __device__ __forceinline__ void unlock(unsigned long long* m1) {
@@ -429,19 +438,7 @@ extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert(hive_ref t, const unsi
     const bool mine = r < count;
     const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
     const unsigned my_value = mine ? values[base + r] : 0u;
-    unsigned step = STEP_LEFTOVER;
-    if (mine && my_key != EMPTY_KEY) {
-      unsigned old = 0;
-      step = t.insert_alone(my_key, my_value, old, lane);
-    }
-    unsigned left = tile::ballot(mine && step == STEP_LEFTOVER);
-    while (left != 0) {
-      const unsigned j = __ffs(left) - 1;
-      left &= left - 1;
-      const unsigned k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
-      unsigned old = 0;
-      if (t.insert(k, v, old, counts) == STEP_FAILED) t.record_failure(base + j);
-    }
+    insert_ops(t, mine, my_key, my_value, base + r, lane, counts);
   });
   merge_lanes(lane, counts);
   t.flush(counts);
