@@ -159,11 +159,6 @@ __device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k,
   insert_ops(t, has, k, v, index, lane, counts);
 }
 
-__device__ __forceinline__ void unlock(unsigned long long* m1) {
-  mem::fence_acq_rel();
-  mem::fetch_add_relaxed(m1, META_VERSION - META_LOCK);
-}
-
 __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
                              tally& lane, tally& counts) {
   unsigned claims = 0, replaces = 0;  // the lane's inserts done here (step 2 and step 1)
@@ -272,7 +267,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           retry();
         }
       } else if (phase == REPLACE) {
-        if (locked) unlock(m1);
+        if (locked) unlock_word(m1);
         locked = false;
         if (r == hit_word) {
           replaces += 1;
@@ -311,7 +306,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             slot = __ffs(free2) - 1;
             atomic = A_AND2;
           } else {
-            unlock(m1);
+            unlock_word(m1);
             locked = false;
             park_it = true;
           }
@@ -337,13 +332,13 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             slot = __ffs(fresh) - 1;
             atomic = second ? A_AND2 : A_AND1;
           } else {
-            unlock(m1);
+            unlock_word(m1);
             locked = false;
             park_it = true;
           }
         }
       } else {  // UNLOCK: the pair was stored under b1's lock
-        unlock(m1);
+        unlock_word(m1);
         claims += 1;
         locked = false;
         phase = IDLE;

@@ -410,8 +410,7 @@ struct hive_ref {
         continue;
       }
       const unsigned step = insert_alone_locked(word, k, b1, b2, m, free_bits, old);
-      mem::fence_acq_rel();
-      mem::fetch_add_relaxed(m1, META_VERSION - META_LOCK);
+      unlock_word(m1);
       if (step == STEP_REPLACE) {
         t.steps[0] += 1;
       } else if (step == STEP_CLAIM || step == STEP_EVICT) {
@@ -501,8 +500,7 @@ struct hive_ref {
           mem::fetch_add_relaxed(tm, (1ull << slot) + META_VERSION);
         }
       }
-      mem::fence_acq_rel();
-      mem::fetch_add_relaxed(tm, META_VERSION - META_LOCK);
+      unlock_word(tm);
       if (swapped) return STEP_EVICT;
     }
     return STEP_LEFTOVER;

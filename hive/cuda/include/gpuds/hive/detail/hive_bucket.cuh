@@ -190,6 +190,13 @@ __device__ __forceinline__ unsigned long long meta_or(unsigned long long* p, uns
   return atomicOr(p, v);
 }
 
+// Releases a bucket's lock held by the calling lane: its earlier writes become visible
+// first, then the word drops LOCK and advances its version.
+__device__ __forceinline__ void unlock_word(unsigned long long* word) {
+  mem::fence_acq_rel();
+  mem::fetch_add_relaxed(word, META_VERSION - META_LOCK);
+}
+
 // A bucket's metadata word. Every member is called by the whole tile; rank 0 does the
 // memory operation and the result is broadcast.
 struct bucket_meta {
@@ -240,10 +247,7 @@ struct bucket_meta {
 
   // Releases the lock (the tile's earlier writes become visible first).
   __device__ __forceinline__ void unlock() const {
-    if (tile::rank() == 0) {
-      mem::fence_acq_rel();
-      mem::fetch_add_relaxed(word, META_VERSION - META_LOCK);
-    }
+    if (tile::rank() == 0) unlock_word(word);
     __syncwarp(tile::mask());
   }
 
