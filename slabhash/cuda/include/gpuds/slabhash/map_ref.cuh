@@ -9,7 +9,8 @@
 // per operation call and warp.
 //
 // Operations (the paper's §III-B, plus the dissertation's §5.4 replace result):
-//   replace   REPLACE: unique keys; OP_ABSENT (added) or OP_PRESENT (old value out)
+//   replace   REPLACE: unique keys; OP_ABSENT (added) or OP_PRESENT (old value out;
+//             `old` is meaningful only then)
 //   insert    INSERT: duplicates allowed, appended after the key's other instances
 //   upsert    replace or insert, as the table was configured
 //   erase     DELETE: the least recent instance; OP_PRESENT with its value, or OP_ABSENT
@@ -193,6 +194,9 @@ struct map_ref : detail::table {
   }
 
  private:
+  // An inserting request's outcome while it waits for a slab at the end of its list.
+  static constexpr unsigned NEEDS_SLAB = 4;
+
   // REPLACE (unique) or INSERT (duplicates): the first slot holding the key (REPLACE
   // only) or the first empty slot, whichever comes first in list order; with neither,
   // the next slab, appended when the list ends. The request's own lane makes the CAS
@@ -206,15 +210,17 @@ struct map_ref : detail::table {
     // The walk does not wait for a request's CAS: it goes on to the next request, and
     // each lane checks its own CAS after the walk; requests whose CAS lost run again
     // (another pass over the lanes that lost), bounded by step_cap passes. A lane keeps
-    // what it needs to check its CAS: the value word it expected (EMPTY_VALUE for a
-    // claim, the old value for a replacement; the key part is its own key or EMPTY_KEY)
-    // and the pair the CAS returned. Later requests of the warp may read slabs before an
-    // earlier CAS lands (the walk reads ahead anyway); that is safe because a CAS only
-    // succeeds on exactly the pair its request saw: a claim of a slot still empty is at
-    // the list's first empty slot with no earlier instance of the key (empty slots are
-    // a suffix and claimed slots never change key), and a lost one changes nothing.
-    unsigned expected_value = EMPTY_VALUE;
-    bool replacing = false;
+    // what it needs to check its CAS in registers it has anyway: `outcome` says whether
+    // it replaces (OP_PRESENT) or claims, `old` holds the value a replacement expects,
+    // and `seen` the pair the CAS returned. Later requests of the warp may read slabs
+    // before an earlier CAS lands (the walk reads ahead anyway); that is safe because a
+    // CAS only succeeds on exactly the pair its request saw: a claim of a slot still
+    // empty is at the list's first empty slot with no earlier instance of the key (empty
+    // slots are a suffix and claimed slots never change key), and a lost one changes
+    // nothing.
+    // A request that reaches the end of its list stops there; the slab is appended
+    // after the walk, where the allocator's registers are not live together with the
+    // walk's, and the request runs again.
     unsigned long long seen = 0;
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
@@ -226,31 +232,49 @@ struct map_ref : detail::table {
                  __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
              const unsigned targets = hits | empties;
              if (targets == 0) {
-               if (move_on(allocator, slab, word)) return false;
-               if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;  // pool exhausted
+               if (advance(slab, word)) return false;
+               // The list ends here: the request stops and keeps its tail in `seen`; a
+               // slab is appended after the walk and the request runs again.
+               if (lane == static_cast<unsigned>(src)) {
+                 outcome = NEEDS_SLAB;
+                 seen = reinterpret_cast<unsigned long long>(slab);
+               }
                return true;
              }
              const int dest = __ffs(targets) - 1;
              const bool replace_here = (hits >> dest) & 1u;
              unsigned ev = EMPTY_VALUE;
              if (replace_here) ev = __shfl_sync(warp::FULL_MASK, word, dest + 1);
-             if (lane == static_cast<unsigned>(src)) {
-               expected_value = ev;
-               replacing = replace_here;
-               seen = mem::cas_relaxed(reinterpret_cast<unsigned long long*>(slab + dest),
-                                       pack_pair(replace_here ? k : EMPTY_KEY, ev),
-                                       pack_pair(k, static_cast<unsigned>(value)));
-             }
+             // Selects rather than a branch, so that the CAS stays one predicated
+             // instruction whose result lands in `seen` without a move.
+             const bool mine = lane == static_cast<unsigned>(src);
+             outcome = mine ? (replace_here ? OP_PRESENT : (unique ? OP_ABSENT : OP_ADDED))
+                            : outcome;
+             old = mine && replace_here ? static_cast<V>(ev) : old;
+             if (mine) seen = pack_pair(replace_here ? k : EMPTY_KEY, ev);
+             cas_pair_relaxed_if(mine, slab + dest, pack_pair(k, static_cast<unsigned>(value)),
+                                 seen);
              return true;
            });
-      // A pending request that did not fail issued its CAS.
+      // A pending request that did not fail either issued its CAS, which lost when the
+      // pair it returned is not the one the request saw, or stopped at the end of its
+      // list: the warp appends a slab there (or finds one another warp appended) for
+      // each such request, one at a time, and the request runs again.
       bool lost = false;
-      if (pending && outcome != OP_FAILED) {
-        if (seen == pack_pair(replacing ? static_cast<unsigned>(key) : EMPTY_KEY, expected_value)) {
-          outcome = replacing ? OP_PRESENT : (unique ? OP_ABSENT : OP_ADDED);
-          if (replacing) old = static_cast<V>(expected_value);
-        } else {
-          lost = true;
+      if (pending && outcome == NEEDS_SLAB) {
+        lost = true;
+      } else if (pending && outcome != OP_FAILED) {
+        const bool replacing = outcome == OP_PRESENT;
+        lost = seen != (replacing ? pack_pair(static_cast<unsigned>(key), static_cast<unsigned>(old))
+                                  : pack_pair(EMPTY_KEY, EMPTY_VALUE));
+      }
+      for (unsigned ends = __ballot_sync(warp::FULL_MASK, pending && outcome == NEEDS_SLAB);
+           ends != 0u; ends &= ends - 1u) {
+        const int src = __ffs(ends) - 1;
+        unsigned* tail = reinterpret_cast<unsigned*>(__shfl_sync(warp::FULL_MASK, seen, src));
+        if (!append(allocator, tail) && lane == static_cast<unsigned>(src)) {
+          outcome = OP_FAILED;  // pool exhausted
+          lost = false;
         }
       }
       if (!__any_sync(warp::FULL_MASK, lost)) break;

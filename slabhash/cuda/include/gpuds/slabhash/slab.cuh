@@ -57,8 +57,12 @@ __device__ __forceinline__ bool is_reserved_key(unsigned k) {
   return k == EMPTY_KEY || k == TOMBSTONE_KEY;
 }
 
+// One mov of two 32-bit registers: a shift and an or would let the compiler keep the
+// value shifted into a 64-bit register pair (one register more in the update loops).
 __device__ __forceinline__ unsigned long long pack_pair(unsigned key, unsigned value) {
-  return (static_cast<unsigned long long>(value) << 32) | key;
+  unsigned long long pair;
+  asm("mov.b64 %0, {%1, %2};" : "=l"(pair) : "r"(key), "r"(value));
+  return pair;
 }
 
 // Relaxed 64-bit exchange of a slot (gpuds/core/memory.cuh has no 64-bit exchange): like
@@ -69,6 +73,22 @@ __device__ __forceinline__ unsigned long long exch_pair_relaxed(unsigned* slot,
   asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;"
                : "=l"(old) : "l"(slot), "l"(pair) : "memory");
   return old;
+}
+
+// Relaxed 64-bit CAS of a slot, made only where `mine` holds: `pair` holds the expected
+// pair before and what the CAS found after (unchanged where `mine` is false). One
+// predicated instruction whose compare operand and destination are `pair`'s registers:
+// a CAS in a branch writing another variable leaves its result to be moved into that
+// variable's registers, and that move waits for the CAS.
+__device__ __forceinline__ void cas_pair_relaxed_if(bool mine, unsigned* slot,
+                                                    unsigned long long desired,
+                                                    unsigned long long& pair) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+      "@p atom.relaxed.gpu.global.cas.b64 %0, [%2], %0, %3;\n\t}"
+      : "+l"(pair)
+      : "r"(static_cast<unsigned>(mine)), "l"(slot), "l"(desired)
+      : "memory");
 }
 
 // One lane's word of a slab. Relaxed loads at GPU scope are served from L2, the point of

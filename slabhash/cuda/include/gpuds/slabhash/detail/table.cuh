@@ -112,11 +112,13 @@ struct table {
     for (;;) {
       pending &= pending - 1u;
       const int next_src = pending != 0u ? __ffs(pending) - 1 : -1;
-      unsigned* next_slab = nullptr;
+      // The next request's bucket, not its slab address, is kept across the visit (one
+      // register instead of two).
+      unsigned next_bucket = 0u;
       unsigned next_word = 0u;
       if (next_src >= 0) {
-        next_slab = base_slab(__shfl_sync(warp::FULL_MASK, home, next_src));
-        next_word = read_slab(next_slab);
+        next_bucket = __shfl_sync(warp::FULL_MASK, home, next_src);
+        next_word = read_slab(base_slab(next_bucket));
       }
       const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
       for (unsigned steps = 1;; ++steps) {
@@ -130,7 +132,7 @@ struct table {
       }
       if (next_src < 0) return;
       src = next_src;
-      slab = next_slab;
+      slab = base_slab(next_bucket);
       word = next_word;
     }
   }
