@@ -12,6 +12,11 @@
 use cudarc::driver::PushKernelArg;
 
 use super::device::{Counters, CTRL_FAILED, CTRL_STASH_TAIL, EMPTY};
+
+/// A stash tail (words reserved since the last drain) past which an update batch ends
+/// with a drain: a lookup whose first bucket is flagged scans the whole tail, 64 words
+/// per round, so a few thousand words cost more than the drain of the pairs behind them.
+pub(super) const STASH_TAIL_LIMIT: u64 = 1024;
 use super::HiveMap;
 use crate::error::{Error, Result};
 
@@ -192,8 +197,10 @@ impl HiveMap {
 
     /// After an update batch: expand above the upper threshold (which drains the stash),
     /// contract below the lower one, and drain a stash that is half used (reinsertion
-    /// compacts it and makes room). A stash below that is left as it is: only operations
-    /// whose first bucket has its STASHED flag look at it.
+    /// compacts it and makes room) or whose tail has passed [`STASH_TAIL_LIMIT`] words
+    /// (reservations that were never filled stay as empty words that every lookup of a
+    /// flagged bucket scans). A shorter stash is left as it is: only operations whose
+    /// first bucket has its STASHED flag look at it.
     pub(super) fn after_update(&mut self) -> Result<()> {
         if self.config.auto_resize {
             let s = self.config.slots_per_bucket as usize;
@@ -215,7 +222,9 @@ impl HiveMap {
                 }
             }
         }
-        if self.stash_tail > 0 && self.stash_tail as usize * 2 >= self.stash.len() {
+        if self.stash_tail > STASH_TAIL_LIMIT
+            || (self.stash_tail > 0 && self.stash_tail as usize * 2 >= self.stash.len())
+        {
             self.drain_stash()?;
         }
         Ok(())
