@@ -355,11 +355,26 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       if (loads & (L_META1 | L_META2)) mread = mem::ld_relaxed(t.meta + ((loads & L_META2) ? b2 : b1));
       if (loads & (L_BUCKET1 | L_BUCKET2)) {
         const unsigned long long* const base = t.bucket((loads & L_BUCKET2) ? b2 : b1);
+        // A key's first read of b1 is a plain load, through L1: the lane's eight 16-byte
+        // loads then fetch each sector of the line from L2 once instead of twice. L1 may
+        // hold an older copy of the line; that is safe (a slot that held a word then
+        // holds one now, and one read empty but claimed in `m` is taken for pending),
+        // but a stale line would fail again the same way, so every later read (a retry,
+        // b1 and b2 under the lock) bypasses L1.
+        if (phase == READ && tries == 0) {
 #pragma unroll
-        for (unsigned i = 0; i < SLOTS; i += 2) {
-          const ulonglong2 p = load_slot_pair<true>(base + i);
-          w[i] = p.x;
-          w[i + 1] = p.y;
+          for (unsigned i = 0; i < SLOTS; i += 2) {
+            const ulonglong2 p = load_slot_pair<false>(base + i);
+            w[i] = p.x;
+            w[i + 1] = p.y;
+          }
+        } else {
+#pragma unroll
+          for (unsigned i = 0; i < SLOTS; i += 2) {
+            const ulonglong2 p = load_slot_pair<true>(base + i);
+            w[i] = p.x;
+            w[i + 1] = p.y;
+          }
         }
       }
       if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));
