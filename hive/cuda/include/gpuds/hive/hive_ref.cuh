@@ -167,10 +167,14 @@ struct hive_ref {
     return true;
   }
 
-  // Lookup with writers in flight: a miss is concluded only from an unlocked first
-  // bucket whose word did not change while the lookup looked. `m` is that word as the
-  // caller read it (with acquire semantics) before.
-  __device__ bool find_concurrent(unsigned k, unsigned long long m, unsigned& value) const {
+  // Looks for k with writers in flight and hands each place it is found at to `found`,
+  // which returns whether the operation is done there (true is returned) or must look
+  // again. A miss (false) is concluded only from an unlocked first bucket whose word did
+  // not change while the lookup looked; `m` is that word as the caller read it (with
+  // acquire semantics) before. Every look after the first backs off and reads the word
+  // again; after RETRY_CAP looks the status says RETRY_LIMIT and false is returned.
+  template <typename Found>
+  __device__ __forceinline__ bool locate_concurrent(unsigned k, unsigned long long m, Found&& found) const {
     if (k == EMPTY_KEY) return false;
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
@@ -182,13 +186,21 @@ struct hive_ref {
       }
       match mt;
       if (wcme<true>(bucket(b1), k, mt) || locate_beyond<true>(k, b1, b2, m, mt)) {
-        value = value_of(mt.word);
-        return true;
+        if (found(mt)) return true;
+        continue;
       }
       if ((m & META_LOCK) == 0 && meta1.unchanged(m)) return false;
     }
     status::report(status, status::RETRY_LIMIT);
     return false;
+  }
+
+  // Lookup with writers in flight (see locate_concurrent).
+  __device__ bool find_concurrent(unsigned k, unsigned long long m, unsigned& value) const {
+    return locate_concurrent(k, m, [&](const match& mt) {
+      value = value_of(mt.word);
+      return true;
+    });
   }
 
   // Lookup (§IV-B). CONCURRENT: writers may run in the same kernel (mixed batches).
@@ -223,23 +235,10 @@ struct hive_ref {
   }
 
   // Delete (§IV-B): the lookup, then one compare-and-swap to the empty word by rank 0,
-  // which then frees the slot's bit. `m` as for find_concurrent. Returns whether k was
+  // which then frees the slot's bit. `m` as for locate_concurrent. Returns whether k was
   // present (and its value).
   __device__ bool erase_with(unsigned k, unsigned long long m, unsigned& value, tally& t) const {
-    if (k == EMPTY_KEY) return false;
-    const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
-    const bucket_meta meta1 = meta_of(b1);
-    for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      if (attempt > 0) {
-        backoff(attempt - 1);
-        m = meta1.observe();
-      }
-      match mt;
-      if (!wcme<true>(bucket(b1), k, mt) && !locate_beyond<true>(k, b1, b2, m, mt)) {
-        if ((m & META_LOCK) == 0 && meta1.unchanged(m)) return false;
-        continue;
-      }
+    return locate_concurrent(k, m, [&](const match& mt) {
       unsigned done = 0;
       if (tile::rank() == 0 && mem::cas_relaxed(mt.at, mt.word, EMPTY) == mt.word) {
         done = 1;
@@ -249,14 +248,11 @@ struct hive_ref {
           mem::fetch_add_relaxed(meta + index / SLOTS, (1ull << (index % SLOTS)) + META_VERSION);
         }
       }
-      if (tile::shfl(done, 0)) {
-        value = value_of(mt.word);
-        t.len -= 1;
-        return true;
-      }
-    }
-    status::report(status, status::RETRY_LIMIT);
-    return false;
+      if (!tile::shfl(done, 0)) return false;
+      value = value_of(mt.word);
+      t.len -= 1;
+      return true;
+    });
   }
 
   __device__ bool erase(unsigned k, unsigned& value, tally& t) const {
