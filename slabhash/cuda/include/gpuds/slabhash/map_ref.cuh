@@ -33,10 +33,6 @@ struct map_ref : detail::table {
   static constexpr unsigned KEY_LANES = MAP_KEY_LANES;
   static constexpr unsigned SLOTS = 15;
 
-  __device__ alloc::warp_allocator make_allocator() const {
-    return alloc::warp_allocator(alloc);
-  }
-
   // An iterator over bucket `b`'s slabs (see slab_iterator); a live key on lane i has its
   // value on lane i + 1.
   __device__ slab_iterator bucket(unsigned b) const { return iterate(b, KEY_LANES); }

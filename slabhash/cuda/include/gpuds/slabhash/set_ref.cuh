@@ -20,10 +20,6 @@ struct set_ref : detail::table {
   static constexpr unsigned KEY_LANES = SET_KEY_LANES;
   static constexpr unsigned SLOTS = 30;
 
-  __device__ alloc::warp_allocator make_allocator() const {
-    return alloc::warp_allocator(alloc);
-  }
-
   // An iterator over bucket `b`'s slabs (see slab_iterator).
   __device__ slab_iterator bucket(unsigned b) const { return iterate(b, KEY_LANES); }
 
@@ -50,11 +46,7 @@ struct set_ref : detail::table {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
             return true;
           }
-          bool won = false;
-          if (lane == static_cast<unsigned>(dest)) {
-            won = mem::cas_relaxed(slab + dest, EMPTY_KEY, k) == EMPTY_KEY;
-          }
-          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;  // lost a race: re-read
+          if (!elected_cas(slab, lane, dest, EMPTY_KEY, k)) return false;  // lost a race: re-read
           if (lane == static_cast<unsigned>(src)) outcome = OP_ABSENT;
           return true;
         });
@@ -73,11 +65,7 @@ struct set_ref : detail::table {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits == 0) return !advance(slab, word);
           const int dest = __ffs(hits) - 1;
-          bool won = false;
-          if (lane == static_cast<unsigned>(dest)) {
-            won = mem::cas_relaxed(slab + dest, k, TOMBSTONE_KEY) == k;
-          }
-          if (!__shfl_sync(warp::FULL_MASK, won, dest)) return false;
+          if (!elected_cas(slab, lane, dest, k, TOMBSTONE_KEY)) return false;
           if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
           return true;
         });

@@ -46,6 +46,22 @@ struct table {
     return alloc.pointer_as<unsigned>(address);
   }
 
+  // The warp's allocator for inserting operations (once per warp per kernel).
+  __device__ alloc::warp_allocator make_allocator() const {
+    return alloc::warp_allocator(alloc);
+  }
+
+  // Lane `dest` swaps word `dest` of `slab` from `expected` to `desired`; every lane
+  // (`lane`: its own id) learns whether the swap won.
+  __device__ __forceinline__ static bool elected_cas(unsigned* slab, unsigned lane, int dest, unsigned expected,
+                                                     unsigned desired) {
+    bool won = false;
+    if (lane == static_cast<unsigned>(dest)) {
+      won = mem::cas_relaxed(slab + dest, expected, desired) == expected;
+    }
+    return __shfl_sync(warp::FULL_MASK, won, dest);
+  }
+
   __device__ slab_iterator iterate(unsigned bucket, unsigned key_lanes) const {
     slab_iterator it;
     it.alloc = alloc;
