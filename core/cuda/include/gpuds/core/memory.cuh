@@ -88,6 +88,18 @@ __device__ __forceinline__ unsigned long long cas_relaxed(unsigned long long* p,
   return old;
 }
 
+// Relaxed exchange: returns what was there.
+__device__ __forceinline__ unsigned exch_relaxed(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.relaxed.gpu.global.exch.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned long long exch_relaxed(unsigned long long* p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+
 // Exchange with release semantics: drops a latch and returns what was there.
 __device__ __forceinline__ unsigned exch_release(unsigned* p, unsigned v) {
   unsigned old;

@@ -65,14 +65,11 @@ __device__ __forceinline__ unsigned long long pack_pair(unsigned key, unsigned v
   return pair;
 }
 
-// Relaxed 64-bit exchange of a slot (gpuds/core/memory.cuh has no 64-bit exchange): like
-// the CASes, a deletion publishes nothing but the slot itself.
+// Relaxed 64-bit exchange of a slot: like the CASes, a deletion publishes nothing but
+// the slot itself.
 __device__ __forceinline__ unsigned long long exch_pair_relaxed(unsigned* slot,
                                                               unsigned long long pair) {
-  unsigned long long old;
-  asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;"
-               : "=l"(old) : "l"(slot), "l"(pair) : "memory");
-  return old;
+  return mem::exch_relaxed(reinterpret_cast<unsigned long long*>(slot), pair);
 }
 
 // Relaxed 64-bit CAS of a slot, made only where `mine` holds: `pair` holds the expected

@@ -17,23 +17,6 @@ namespace gpuds {
 namespace hive {
 namespace detail {
 
-template <class T>
-__device__ __forceinline__ T exch_relaxed(T* p, T v);
-
-template <>
-__device__ __forceinline__ unsigned exch_relaxed(unsigned* p, unsigned v) {
-  unsigned old;
-  asm volatile("atom.relaxed.gpu.global.exch.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
-
-template <>
-__device__ __forceinline__ unsigned long long exch_relaxed(unsigned long long* p, unsigned long long v) {
-  unsigned long long old;
-  asm volatile("atom.relaxed.gpu.global.exch.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
-  return old;
-}
-
 // Weak (plain) global loads: for probes whose decisions are confirmed by a
 // compare-and-swap or hold in any state the slot had since the batch began (slots only
 // move forward: empty to key, or key to erased in batches without inserts).
@@ -123,7 +106,7 @@ struct slot_ops {
       const K old = mem::cas_relaxed(&s->key, expected, k);
       if (old == expected) {
         if (OBSERVE) {
-          *before = exch_relaxed(&s->value, v);
+          *before = mem::exch_relaxed(&s->value, v);
         } else {
           mem::st_relaxed(&s->value, v);
         }
@@ -137,10 +120,10 @@ struct slot_ops {
   template <bool OBSERVE>
   __device__ __forceinline__ static V put(slot_t* s, K k, V v) {
     if constexpr (PACKED) {
-      if (OBSERVE) return static_cast<V>(exch_relaxed(word(s), pack(k, v)) >> 32);
+      if (OBSERVE) return static_cast<V>(mem::exch_relaxed(word(s), pack(k, v)) >> 32);
       mem::st_relaxed(word(s), pack(k, v));
     } else {
-      if (OBSERVE) return exch_relaxed(&s->value, v);
+      if (OBSERVE) return mem::exch_relaxed(&s->value, v);
       mem::st_relaxed(&s->value, v);
     }
     return EMPTY_VALUE;
@@ -155,7 +138,7 @@ struct slot_ops {
       return old == pack(k, v) ? v : EMPTY_VALUE;
     } else {
       if (mem::cas_relaxed(&s->key, k, ERASED_KEY) != k) return EMPTY_VALUE;
-      return exch_relaxed(&s->value, EMPTY_VALUE);
+      return mem::exch_relaxed(&s->value, EMPTY_VALUE);
     }
   }
 
