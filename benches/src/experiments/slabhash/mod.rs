@@ -295,20 +295,7 @@ fn save_chart(
 fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
     let n = 1usize << 22;
     let mut rows = Vec::new();
-    let mut series = [
-        Series {
-            name: "build".into(),
-            points: vec![],
-        },
-        Series {
-            name: "search all".into(),
-            points: vec![],
-        },
-        Series {
-            name: "search none".into(),
-            points: vec![],
-        },
-    ];
+    let mut series = ["build", "search all", "search none"].map(Series::new);
     for beta in [0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.1, 1.5, 2.0, 3.0] {
         let buckets = gpuds_slabhash::buckets_for(n, 15, beta);
         let gpu = bench.gpu.clone();
@@ -356,20 +343,7 @@ fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
 /// Fig. 5: β = 0.7 (utilization near 0.6), n from 2^18 to 2^24.
 fn fig5(bench: &mut Bench) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    let mut series = [
-        Series {
-            name: "build".into(),
-            points: vec![],
-        },
-        Series {
-            name: "search all".into(),
-            points: vec![],
-        },
-        Series {
-            name: "search none".into(),
-            points: vec![],
-        },
-    ];
+    let mut series = ["build", "search all", "search none"].map(Series::new);
     for log in 18..=24 {
         let n = 1usize << log;
         let gpu = bench.gpu.clone();

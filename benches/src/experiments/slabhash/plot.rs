@@ -13,6 +13,16 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
+impl Series {
+    /// A line with no points yet.
+    pub fn new(name: impl Into<String>) -> Self {
+        Series {
+            name: name.into(),
+            points: Vec::new(),
+        }
+    }
+}
+
 const W: f64 = 640.0;
 const H: f64 = 400.0;
 const LEFT: f64 = 70.0;
