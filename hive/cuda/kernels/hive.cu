@@ -362,19 +362,9 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         // but a stale line would fail again the same way, so every later read (a retry,
         // b1 and b2 under the lock) bypasses L1.
         if (phase == READ && tries == 0) {
-#pragma unroll
-          for (unsigned i = 0; i < SLOTS; i += 2) {
-            const ulonglong2 p = load_slot_pair<false>(base + i);
-            w[i] = p.x;
-            w[i + 1] = p.y;
-          }
+          load_bucket<false>(base, w);
         } else {
-#pragma unroll
-          for (unsigned i = 0; i < SLOTS; i += 2) {
-            const ulonglong2 p = load_slot_pair<true>(base + i);
-            w[i] = p.x;
-            w[i + 1] = p.y;
-          }
+          load_bucket<true>(base, w);
         }
       }
       if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));

@@ -466,13 +466,7 @@ struct hive_ref {
     unsigned long long w[SLOTS];
     unsigned alt[SLOTS];
     unsigned long long am[SLOTS];
-    const unsigned long long* const base = bucket(b1);
-#pragma unroll
-    for (unsigned i = 0; i < SLOTS; i += 2) {
-      const ulonglong2 p = load_slot_pair<true>(base + i);
-      w[i] = p.x;
-      w[i + 1] = p.y;
-    }
+    load_bucket<true>(bucket(b1), w);
 #pragma unroll
     for (unsigned i = 0; i < SLOTS; ++i) {
       alt[i] = w[i] == EMPTY ? b1 : alternate(key_of(w[i]), b1);

@@ -112,6 +112,17 @@ __device__ __forceinline__ ulonglong2 load_slot_pair(const unsigned long long* p
   return *reinterpret_cast<const ulonglong2*>(p);
 }
 
+// One lane loads a whole bucket's words into w (load_slot_pair, all issued together).
+template <bool COHERENT>
+__device__ __forceinline__ void load_bucket(const unsigned long long* bucket, unsigned long long (&w)[SLOTS]) {
+#pragma unroll
+  for (unsigned i = 0; i < SLOTS; i += 2) {
+    const ulonglong2 p = load_slot_pair<COHERENT>(bucket + i);
+    w[i] = p.x;
+    w[i + 1] = p.y;
+  }
+}
+
 // What one lane saw in a bucket: the slot holding its key (SLOTS if none) and the word
 // there, and the slots that held the empty word.
 struct alone_scan {
