@@ -136,7 +136,6 @@ constexpr unsigned L_BUCKET1 = 4;  // b1's slots
 constexpr unsigned L_BUCKET2 = 8;  // b2's slots
 constexpr unsigned L_STORE1 = 16;  // store in b1
 constexpr unsigned L_STORE2 = 32;  // store in b2
-constexpr unsigned L_NEXT = 64;    // the lane's next key
 constexpr unsigned A_NONE = 0;
 constexpr unsigned A_CLAIM = 1;  // CAS of b1's word from m: slot bit cleared, version advanced
 constexpr unsigned A_LOCK = 2;   // CAS of b1's word from m: locked (and SPILL when full)
@@ -144,6 +143,8 @@ constexpr unsigned A_REPL1 = 3;  // CAS of b1's slot from hit_word to the lane's
 constexpr unsigned A_REPL2 = 4;  // the same in b2
 constexpr unsigned A_AND1 = 5;   // WABC: clear the slot's bit in b1's word
 constexpr unsigned A_AND2 = 6;   // the same in b2
+
+constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 
 struct parked_ops {
   unsigned k[WARPS][PARK];
@@ -163,15 +164,23 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
                              tally& lane, tally& counts) {
   unsigned claims = 0, replaces = 0;  // the lane's inserts done here (step 2 and step 1)
   __shared__ parked_ops park;
+  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING];
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
-  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
-  // The lane's keys are index, index + stride, ...; the next one is loaded ahead.
-  unsigned long long next = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  unsigned nk = EMPTY_KEY, nv = 0;
-  if (next < n) {
-    nk = keys[next];
-    nv = values[next];
+  // The warp's operations come in chunks of 32 (chunk c starts at (gw + c * nw) * 32),
+  // each loaded coalesced one chunk ahead (pk, pv) and staged in the warp's ring in
+  // shared memory, from which idle lanes take them in order. All counters are the same
+  // on every lane: `fetched` chunks were staged, `taken` operations taken.
+  const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const unsigned nw = gridDim.x * blockDim.x / 32;
+  auto chunk_base = [&](unsigned c) {
+    return (static_cast<unsigned long long>(c) * nw + gw) * 32;
+  };
+  unsigned fetched = 0, taken = 0;
+  unsigned pk = EMPTY_KEY, pv = 0;
+  if (chunk_base(0) + lid < n) {
+    pk = keys[chunk_base(0) + lid];
+    pv = values[chunk_base(0) + lid];
   }
   unsigned parked = 0;  // the warp's parked inserts (the same on every lane)
   // Rounds of the state machine, each until 32 inserts are parked and every lane is idle
@@ -190,8 +199,27 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       // --- Convergence point: leave to run the parked inserts, or stop. -------------
       const bool busy = phase != IDLE;
       if (parked >= 32 && !__any_sync(warp::FULL_MASK, busy)) break;
-      const bool more = next < n;
-      if (!__any_sync(warp::FULL_MASK, busy || more)) break;
+      // Stage the chunk in flight when the ring has room for it, and load the next.
+      if (fetched * 32 - taken <= RING - 32 && chunk_base(fetched) < n) {
+        ring_k[wid][(fetched * 32 + lid) % RING] = pk;
+        ring_v[wid][(fetched * 32 + lid) % RING] = pv;
+        fetched += 1;
+        const unsigned long long at = chunk_base(fetched) + lid;
+        pk = EMPTY_KEY;
+        if (at < n) {
+          pk = keys[at];
+          pv = values[at];
+        }
+        __syncwarp();
+      }
+      const bool more = taken < fetched * 32;
+      if (!__any_sync(warp::FULL_MASK, busy) && !more) break;
+      const unsigned want = __ballot_sync(warp::FULL_MASK, !busy && parked < 32);
+      const unsigned staged = fetched * 32 - taken;
+      const unsigned rank = __popc(want & ((1u << lid) - 1u));
+      const bool take = !busy && parked < 32 && rank < staged;
+      const unsigned p = taken + rank;
+      taken += __popc(want) < staged ? __popc(want) : staged;
 
       // --- Consume the last step's results; decide the next step. -------------------
       unsigned loads = 0, atomic = A_NONE;
@@ -208,13 +236,11 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       };
 
       if (phase == IDLE) {
-        if (more && parked < 32) {
-          index = next;
-          k = nk;
-          v = nv;
-          next += stride;
-          loads |= L_NEXT;
-          if (k != EMPTY_KEY) {
+        if (take) {
+          index = chunk_base(p / 32) + p % 32;
+          k = ring_k[wid][p % RING];
+          v = ring_v[wid][p % RING];
+          if (k != EMPTY_KEY && index < n) {
             const hash_pair h = hashes(k);
             b1 = t.bucket_of(h.h1);
             b2 = t.bucket_of(h.h2);
@@ -345,13 +371,6 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       }
 
       // --- Issue: loads first, then the store, then the atomic (acquire). ------------
-      if (loads & L_NEXT) {
-        nk = EMPTY_KEY;
-        if (next < n) {
-          nk = keys[next];
-          nv = values[next];
-        }
-      }
       if (loads & (L_META1 | L_META2)) mread = mem::ld_relaxed(t.meta + ((loads & L_META2) ? b2 : b1));
       if (loads & (L_BUCKET1 | L_BUCKET2)) {
         const unsigned long long* const base = t.bucket((loads & L_BUCKET2) ? b2 : b1);
