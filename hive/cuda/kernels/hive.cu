@@ -122,11 +122,12 @@ constexpr unsigned IDLE = 0;        // no key
 constexpr unsigned READ = 1;        // b1 and its word loaded
 constexpr unsigned CLAIM = 2;       // swap of b1's word issued (claim slot `slot`)
 constexpr unsigned REPLACE = 3;     // swap of the matching slot word issued (`hit_word`)
-constexpr unsigned LOCK = 4;        // lock swap of b1's word issued, b2's word (and b2) loaded
+constexpr unsigned LOCK = 4;        // lock swap of b1's word issued
 constexpr unsigned CLAIM1 = 5;      // WABC in b1 under the lock
 constexpr unsigned CLAIM2 = 6;      // WABC in b2 under the lock
-constexpr unsigned UNLOCK = 7;      // the pair was stored under the lock: unlock
+constexpr unsigned UNLOCK = 7;      // the pair's swap into its claimed slot issued: unlock
 constexpr unsigned LOCK_B2 = 8;     // under b1's lock, b2 loaded (k may have spilled there)
+constexpr unsigned LOCKED = 9;      // under b1's lock, b1 and b2's word loaded
 
 // What to issue this iteration: loads (into mread and w), a store of the lane's pair at
 // slot `slot`, and one atomic (into r).
@@ -135,7 +136,6 @@ constexpr unsigned L_META2 = 2;    // b2's word
 constexpr unsigned L_BUCKET1 = 4;  // b1's slots
 constexpr unsigned L_BUCKET2 = 8;  // b2's slots
 constexpr unsigned L_STORE1 = 16;  // store in b1
-constexpr unsigned L_STORE2 = 32;  // store in b2
 constexpr unsigned A_NONE = 0;
 constexpr unsigned A_CLAIM = 1;  // CAS of b1's word from m: slot bit cleared, version advanced
 constexpr unsigned A_LOCK = 2;   // CAS of b1's word from m: locked (and SPILL when full)
@@ -143,6 +143,8 @@ constexpr unsigned A_REPL1 = 3;  // CAS of b1's slot from hit_word to the lane's
 constexpr unsigned A_REPL2 = 4;  // the same in b2
 constexpr unsigned A_AND1 = 5;   // WABC: clear the slot's bit in b1's word
 constexpr unsigned A_AND2 = 6;   // the same in b2
+constexpr unsigned A_PUT1 = 7;   // under the lock: swap the lane's pair into b1's claimed (empty) slot
+constexpr unsigned A_PUT2 = 8;   // the same in b2
 
 constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 
@@ -277,12 +279,11 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         } else {
           // b1 full or SPILL-flagged: lock it from `m` (SPILL set in the same swap when
           // full). An eviction may have moved a key into a full b1 after the read above,
-          // so b1 is read again, after `m` (the fence), with b2's word; b2 itself next.
+          // so once the lock is taken (an acquire), b1 is read again with b2's word; b2
+          // itself next.
           spill_before = (m & META_SPILL) != 0 && b2 != b1;
-          mem::fence_acq_rel();
           phase = LOCK;
           atomic = A_LOCK;
-          loads |= L_META2 | L_BUCKET1;
         }
       } else if (phase == CLAIM) {
         if (r == m) {
@@ -293,7 +294,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           retry();
         }
       } else if (phase == REPLACE) {
-        if (locked) unlock_word(m1);
+        if (locked) unlock_after_atomics(m1);
         locked = false;
         if (r == hit_word) {
           replaces += 1;
@@ -301,12 +302,17 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         } else {
           retry();
         }
-      } else if (phase == LOCK || phase == LOCK_B2) {
-        if (phase == LOCK && r != m) {
+      } else if (phase == LOCK) {
+        if (r != m) {
           retry();
         } else {
-          // b1 is locked: w holds b1 (LOCK) or b2 (LOCK_B2), read after `m`.
           locked = true;
+          phase = LOCKED;
+          loads |= L_META2 | L_BUCKET1;
+        }
+      } else if (phase == LOCKED || phase == LOCK_B2) {
+        {
+          // b1 is locked: w holds b1 (LOCKED) or b2 (LOCK_B2), read under the lock.
           unsigned hit = SLOTS;
 #pragma unroll
           for (unsigned i = 0; i < SLOTS; ++i) {
@@ -317,10 +323,10 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           }
           const unsigned free1 = free_of(m), free2 = free_of(mread);
           if (hit != SLOTS) {
-            atomic = phase == LOCK ? A_REPL1 : A_REPL2;
+            atomic = phase == LOCKED ? A_REPL1 : A_REPL2;
             phase = REPLACE;
             slot = hit;
-          } else if (phase == LOCK && spill_before) {
+          } else if (phase == LOCKED && spill_before) {
             phase = LOCK_B2;
             loads |= L_BUCKET2;
           } else if (free1 != 0) {
@@ -332,7 +338,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             slot = __ffs(free2) - 1;
             atomic = A_AND2;
           } else {
-            unlock_word(m1);
+            unlock_after_atomics(m1);
             locked = false;
             park_it = true;
           }
@@ -342,7 +348,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         const unsigned bit = 1u << slot;
         bool second = phase == CLAIM2;
         if ((old & bit) != 0) {
-          loads |= second ? L_STORE2 : L_STORE1;
+          atomic = second ? A_PUT2 : A_PUT1;
           phase = UNLOCK;
         } else {
           unsigned fresh = old & ALL_FREE & ~bit;
@@ -358,16 +364,22 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             slot = __ffs(fresh) - 1;
             atomic = second ? A_AND2 : A_AND1;
           } else {
-            unlock_word(m1);
+            unlock_after_atomics(m1);
             locked = false;
             park_it = true;
           }
         }
-      } else {  // UNLOCK: the pair was stored under b1's lock
-        unlock_word(m1);
-        claims += 1;
+      } else {  // UNLOCK: the pair's swap into the claimed slot returned
+        unlock_after_atomics(m1);
         locked = false;
-        phase = IDLE;
+        if (r == EMPTY) {
+          claims += 1;
+          phase = IDLE;
+        } else {
+          // Not reached: a slot claimed under the lock is empty until its claimer
+          // writes it. Were it not, the pair went nowhere: start the insert again.
+          retry();
+        }
       }
 
       // --- Issue: loads first, then the store, then the atomic (acquire). ------------
@@ -386,7 +398,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           load_bucket<true>(base, w);
         }
       }
-      if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));
+      if (loads & L_STORE1) mem::st_relaxed(t.bucket(b1) + slot, pack(k, v));
       if (atomic == A_AND1 || atomic == A_AND2) {
         r = atomicAnd(t.meta + (atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
       } else if (atomic != A_NONE) {
@@ -396,6 +408,10 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           desired = (m & ~(1ull << slot)) + META_VERSION;
         } else if (atomic == A_LOCK) {
           desired = (m | META_LOCK | (free_of(m) == 0 ? META_SPILL : 0ull)) + META_VERSION;
+        } else if (atomic == A_PUT1 || atomic == A_PUT2) {
+          p = t.bucket(atomic == A_PUT2 ? b2 : b1) + slot;
+          expected = EMPTY;
+          desired = pack(k, v);
         } else {
           p = t.bucket(atomic == A_REPL2 ? b2 : b1) + slot;
           expected = hit_word;

@@ -208,6 +208,15 @@ __device__ __forceinline__ void unlock_word(unsigned long long* word) {
   mem::fetch_add_relaxed(word, META_VERSION - META_LOCK);
 }
 
+// Releases a bucket's lock whose holder wrote under it only with atomics whose results
+// it has waited for (acquire swaps): each was performed at L2, where every later reader
+// at gpu scope reads, before this atomic is issued, so no fence has to drain the lane's
+// (and its warp's) other memory operations first. A holder with a plain store under the
+// lock releases with unlock_word.
+__device__ __forceinline__ void unlock_after_atomics(unsigned long long* word) {
+  mem::fetch_add_relaxed(word, META_VERSION - META_LOCK);
+}
+
 // A bucket's metadata word. Every member is called by the whole tile; rank 0 does the
 // memory operation and the result is broadcast.
 struct bucket_meta {
