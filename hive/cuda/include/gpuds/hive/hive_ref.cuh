@@ -387,7 +387,7 @@ struct hive_ref {
         const unsigned slot = __ffs(free_bits) - 1;
         // A failed swap returns the fresher word (with acquire semantics): read the
         // bucket again against it.
-        const unsigned long long seen = mem::cas_acq_rel(m1, m, (m & ~(1ull << slot)) + META_VERSION);
+        const unsigned long long seen = mem::cas_acquire(m1, m, (m & ~(1ull << slot)) + META_VERSION);
         if (seen != m) {
           m = seen;
           continue;
@@ -400,13 +400,13 @@ struct hive_ref {
       const unsigned b2 = bucket_of(h.h2);
       if (free_bits == 0 && b2 == b1) return STEP_LEFTOVER;
       const unsigned long long spill = free_bits == 0 ? META_SPILL : 0ull;
-      const unsigned long long seen = mem::cas_acq_rel(m1, m, (m | META_LOCK | spill) + META_VERSION);
+      const unsigned long long seen = mem::cas_acquire(m1, m, (m | META_LOCK | spill) + META_VERSION);
       if (seen != m) {
         m = seen;
         continue;
       }
       const unsigned step = insert_alone_locked(word, k, b1, b2, m, free_bits, old);
-      unlock_word(m1);
+      unlock_after_atomics(m1);
       if (step == STEP_REPLACE) {
         t.steps[0] += 1;
       } else if (step == STEP_CLAIM || step == STEP_EVICT) {
@@ -434,18 +434,21 @@ struct hive_ref {
     if (free_bits != 0) {
       const unsigned slot = claim_alone(meta + b1, free_bits);
       if (slot < SLOTS) {
-        mem::st_relaxed(bucket(b1) + slot, word);
+        put_alone(bucket(b1) + slot, word);
         return STEP_CLAIM;
       }
       if (b2 == b1) return STEP_LEFTOVER;
-      if ((m & META_SPILL) == 0) meta_or(meta + b1, META_SPILL);
+      if ((m & META_SPILL) == 0) {
+        // SPILL is set in b1's word: make it visible before the key can be seen in b2.
+        meta_or(meta + b1, META_SPILL);
+        mem::fence_acq_rel();
+      }
     }
-    // SPILL is set in b1's word: make it visible before the key can be seen in b2.
-    mem::fence_acq_rel();
+    // (Otherwise the lock's swap set SPILL, or it was set before; that swap returned.)
     unsigned long long* const m2 = meta + b2;
     const unsigned slot = claim_alone(m2, free_of(mem::ld_relaxed(m2)));
     if (slot < SLOTS) {
-      mem::st_relaxed(bucket(b2) + slot, word);
+      put_alone(bucket(b2) + slot, word);
       return STEP_CLAIM;
     }
     return evict_alone(word, b1);
@@ -479,18 +482,18 @@ struct hive_ref {
       const unsigned long long mt = am[i];
       if (target == b1 || free_of(mt) == 0 || (mt & META_LOCK) != 0) continue;
       unsigned long long* const tm = meta + target;
-      if (mem::cas_acq_rel(tm, mt, (mt | META_LOCK) + META_VERSION) != mt) continue;
+      if (mem::cas_acquire(tm, mt, (mt | META_LOCK) + META_VERSION) != mt) continue;
       const unsigned slot = claim_alone(tm, free_of(mt));
       bool swapped = false;
       if (slot < SLOTS) {
         swapped = mem::cas_relaxed(bucket(b1) + i, w[i], word) == w[i];
         if (swapped) {
-          mem::st_relaxed(bucket(target) + slot, w[i]);
+          put_alone(bucket(target) + slot, w[i]);
         } else {
           mem::fetch_add_relaxed(tm, (1ull << slot) + META_VERSION);
         }
       }
-      unlock_word(tm);
+      unlock_after_atomics(tm);
       if (swapped) return STEP_EVICT;
     }
     return STEP_LEFTOVER;

@@ -217,6 +217,13 @@ __device__ __forceinline__ void unlock_after_atomics(unsigned long long* word) {
   mem::fetch_add_relaxed(word, META_VERSION - META_LOCK);
 }
 
+// Writes a lane's pair into the slot it claimed (empty until then) with an acquire
+// compare-and-swap instead of a store: the lane waits for it, so its later atomics (the
+// unlock, see unlock_after_atomics) are issued after the pair was written at L2.
+__device__ __forceinline__ void put_alone(unsigned long long* slot, unsigned long long word) {
+  mem::cas_acquire(slot, EMPTY, word);
+}
+
 // A bucket's metadata word. Every member is called by the whole tile; rank 0 does the
 // memory operation and the result is broadcast.
 struct bucket_meta {
