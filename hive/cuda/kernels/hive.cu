@@ -92,7 +92,8 @@ __device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned
 // insert by one step per iteration instead: an iteration first consumes what the lane's
 // previous step loaded (every lane, whatever its phase), then issues the lane's next
 // memory operations, so an iteration costs about one round trip and a lane on the lock
-// path holds up no one; a lane whose insert is done takes its next key (loaded ahead).
+// path holds up no one; a lane whose insert is done takes its next key from the warp's
+// ring of staged keys (each chunk of 32 loaded coalesced, one chunk ahead).
 //
 // The uniqueness argument of the claim (see insert_alone) needs b1's contents as of the
 // word `m` it swaps from. Here the word and the bucket are read at once (relaxed), not
@@ -102,9 +103,15 @@ __device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned
 // that holds a word in the read held a key other than k at the time of `m` too, and a
 // slot claimed in `m` but read empty is pending (read again). So k was absent from b1
 // at `m`, and the swap from `m` succeeds only if b1 did not change since. An insert that
-// must lock b1 (full or SPILL-flagged) reads b1 again, and b2 where SPILL says so, after
-// a fence that follows the read of `m`, so it sees every key that an eviction or a spill
-// placed there under b1's lock before `m`; the lock taken from `m` covers the rest.
+// must lock b1 (full or SPILL-flagged) reads b1 again, and b2 where SPILL says so, once
+// its lock swap from `m` returned (an acquire), so it sees every key that an eviction or
+// a spill placed there under b1's lock before `m`; the lock covers the rest.
+//
+// No step needs a fence, which would stall the whole warp until all its memory
+// operations drained: under the lock the lane writes only with atomics it waits for
+// (the slot's claim, then the pair swapped into the claimed slot), so by the time it
+// issues the unlock those writes were performed at L2, where every later reader at gpu
+// scope reads (unlock_after_atomics).
 //
 // What a lane cannot finish in a few steps (b1 STASHED, both buckets full, b1 and b2 the
 // same full bucket, eight retries) is parked in the warp's queue in shared memory; when
