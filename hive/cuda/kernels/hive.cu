@@ -135,6 +135,8 @@ constexpr unsigned CLAIM2 = 6;      // WABC in b2 under the lock
 constexpr unsigned UNLOCK = 7;      // the pair's swap into its claimed slot issued: unlock
 constexpr unsigned LOCK_B2 = 8;     // under b1's lock, b2 loaded (k may have spilled there)
 constexpr unsigned LOCKED = 9;      // under b1's lock, b1 and b2's word loaded
+constexpr unsigned READ2 = 10;      // b1 was full: b2 and its word loaded (no lock)
+constexpr unsigned CLAIM2F = 11;    // swap of b2's word issued (claim slot `slot` there)
 
 // What to issue this iteration: loads (into mread and w), a store of the lane's pair at
 // slot `slot`, and one atomic (into r).
@@ -143,6 +145,7 @@ constexpr unsigned L_META2 = 2;    // b2's word
 constexpr unsigned L_BUCKET1 = 4;  // b1's slots
 constexpr unsigned L_BUCKET2 = 8;  // b2's slots
 constexpr unsigned L_STORE1 = 16;  // store in b1
+constexpr unsigned L_STORE2 = 32;  // store in b2
 constexpr unsigned A_NONE = 0;
 constexpr unsigned A_CLAIM = 1;  // CAS of b1's word from m: slot bit cleared, version advanced
 constexpr unsigned A_LOCK = 2;   // CAS of b1's word from m: locked (and SPILL when full)
@@ -152,6 +155,7 @@ constexpr unsigned A_AND1 = 5;   // WABC: clear the slot's bit in b1's word
 constexpr unsigned A_AND2 = 6;   // the same in b2
 constexpr unsigned A_PUT1 = 7;   // under the lock: swap the lane's pair into b1's claimed (empty) slot
 constexpr unsigned A_PUT2 = 8;   // the same in b2
+constexpr unsigned A_CLAIM2 = 9; // CAS of b2's word from m (b2's): slot bit cleared, version advanced
 
 constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 
@@ -232,7 +236,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
       // --- Consume the last step's results; decide the next step. -------------------
       unsigned loads = 0, atomic = A_NONE;
-      bool park_it = false;
+      bool park_it = false, set_spill = false;
       unsigned long long* const m1 = t.meta + b1;
       // Read b1 and its word again, or park the insert after TRIES reads.
       auto retry = [&]() {
@@ -283,6 +287,13 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           phase = CLAIM;
           slot = __ffs(free_bits) - 1;
           atomic = A_CLAIM;
+        } else if (free_bits == 0) {
+          // b1 holds 16 words, none k: in a kernel that only inserts it stays so (its
+          // words change only by evictions, which swap), so k goes to b2, claimed there
+          // without b1's lock like a claim in b1 (validated by b2's word). SPILL first.
+          set_spill = (m & META_SPILL) == 0;
+          phase = READ2;
+          loads |= L_META2 | L_BUCKET2;
         } else {
           // b1 full or SPILL-flagged: lock it from `m` (SPILL set in the same swap when
           // full). An eviction may have moved a key into a full b1 after the read above,
@@ -291,6 +302,40 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           spill_before = (m & META_SPILL) != 0 && b2 != b1;
           phase = LOCK;
           atomic = A_LOCK;
+        }
+      } else if (phase == READ2) {
+        m = mread;  // b2's word from here on
+        unsigned hit = SLOTS, empty = 0;
+#pragma unroll
+        for (unsigned i = 0; i < SLOTS; ++i) {
+          if (w[i] == EMPTY) {
+            empty |= 1u << i;
+          } else if (key_of(w[i]) == k) {
+            hit = i;
+            hit_word = w[i];
+          }
+        }
+        const unsigned free2 = free_of(m);
+        if (hit != SLOTS) {
+          phase = REPLACE;
+          slot = hit;
+          atomic = A_REPL2;
+        } else if ((empty & ~free2 & ALL_FREE) != 0) {
+          retry();
+        } else if (free2 != 0) {
+          phase = CLAIM2F;
+          slot = __ffs(free2) - 1;
+          atomic = A_CLAIM2;
+        } else {
+          park_it = true;
+        }
+      } else if (phase == CLAIM2F) {
+        if (r == m) {
+          loads |= L_STORE2;
+          claims += 1;
+          phase = IDLE;
+        } else {
+          retry();
         }
       } else if (phase == CLAIM) {
         if (r == m) {
@@ -405,13 +450,15 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           load_bucket<true>(base, w);
         }
       }
-      if (loads & L_STORE1) mem::st_relaxed(t.bucket(b1) + slot, pack(k, v));
+      if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));
+      if (set_spill) meta_or(m1, META_SPILL);
       if (atomic == A_AND1 || atomic == A_AND2) {
         r = atomicAnd(t.meta + (atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
       } else if (atomic != A_NONE) {
         unsigned long long* p = m1;
         unsigned long long expected = m, desired;
-        if (atomic == A_CLAIM) {
+        if (atomic == A_CLAIM || atomic == A_CLAIM2) {
+          if (atomic == A_CLAIM2) p = t.meta + b2;
           desired = (m & ~(1ull << slot)) + META_VERSION;
         } else if (atomic == A_LOCK) {
           desired = (m | META_LOCK | (free_of(m) == 0 ? META_SPILL : 0ull)) + META_VERSION;

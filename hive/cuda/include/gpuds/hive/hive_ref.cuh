@@ -445,9 +445,21 @@ struct hive_ref {
       }
     }
     // (Otherwise the lock's swap set SPILL, or it was set before; that swap returned.)
+    // The bulk insert claims in b2 without b1's lock once b1 is full (validated by b2's
+    // word), so this claim is validated the same way, after b2's pending slots.
     unsigned long long* const m2 = meta + b2;
-    const unsigned slot = claim_alone(m2, free_of(mem::ld_relaxed(m2)));
-    if (slot < SLOTS) {
+    const unsigned long long seen = mem::ld_acquire(m2);
+    const alone_scan s = scan_alone<true, false>(bucket(b2), k);
+    if (s.hit != SLOTS) {
+      if (mem::cas_relaxed(bucket(b2) + s.hit, s.word, word) != s.word) return STEP_LEFTOVER;
+      old = value_of(s.word);
+      return STEP_REPLACE;
+    }
+    const unsigned free2 = free_of(seen);
+    if ((s.empty & ~free2 & ALL_FREE) != 0) return STEP_LEFTOVER;
+    if (free2 != 0) {
+      const unsigned slot = __ffs(free2) - 1;
+      if (mem::cas_acquire(m2, seen, (seen & ~(1ull << slot)) + META_VERSION) != seen) return STEP_LEFTOVER;
       put_alone(bucket(b2) + slot, word);
       return STEP_CLAIM;
     }
@@ -522,7 +534,29 @@ struct hive_ref {
       if (claim_commit(bucket(b1), meta1, word)) return outcome(STEP_CLAIM);
       if (b2 != b1) {
         if ((m & META_SPILL) == 0) meta1.mark(META_SPILL);
-        if (claim_commit(bucket(b2), meta_of(b2), word)) return outcome(STEP_CLAIM);
+        // The bulk insert claims in b2 without b1's lock once b1 is full (validated by
+        // b2's word), so this claim waits for b2's pending slots, looks for k there and
+        // is validated the same way.
+        const bucket_meta meta2 = meta_of(b2);
+        const unsigned long long m2 = meta2.observe();
+        const unsigned long long w2 = lane_word<true>(bucket(b2));
+        if (pending(m2, w2) != 0) {
+          backoff(attempt);
+          continue;
+        }
+        if (elect(bucket(b2), w2, tile::ballot(key_of(w2) == k), mt)) {
+          unsigned done = 0;
+          if (tile::rank() == 0) done = mem::cas_relaxed(mt.at, mt.word, word) == mt.word;
+          if (tile::shfl(done, 0)) return outcome(STEP_REPLACE, 0, value_of(mt.word));
+          continue;
+        }
+        const unsigned free2 = free_of(m2);
+        if (free2 != 0) {
+          const unsigned slot = __ffs(free2) - 1;
+          if (!meta2.claim_from(m2, slot)) continue;
+          if (tile::rank() == 0) mem::st_relaxed(bucket(b2) + slot, word);
+          return outcome(STEP_CLAIM);
+        }
       }
       return evict(b1, word);
     }
