@@ -85,8 +85,9 @@ __device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned
 //
 // A lane's insert is a short chain of dependent memory round trips: read the first
 // bucket b1 and its metadata word, then one compare-and-swap (replace or claim), then a
-// store; an insert whose b1 is full or SPILL-flagged takes b1's lock and claims in b1 or
-// b2 (lock, claim, store, unlock). When every lane of a warp runs its insert to the end
+// store; an insert whose b1 is full claims in b2 the same way (read b2 and its word, one
+// compare-and-swap, a store), and one whose b1 is SPILL-flagged with room takes b1's lock
+// and claims in b1 or b2 (lock, claim, put, unlock). When every lane of a warp runs its insert to the end
 // before the warp takes new keys, the warp waits for its slowest lane, and at high loads
 // nearly every warp holds one lane on the lock path. Here each lane advances its own
 // insert by one step per iteration instead: an iteration first consumes what the lane's
