@@ -352,7 +352,8 @@ struct hive_ref {
   //   STASHED): take b1's lock with a compare-and-swap from `m` (which thus also proves
   //   that k is absent from b1; when b1 is full, SPILL is set in the same swap, before
   //   the key can land in b2), look for k in b2 when SPILL was set before (replace),
-  //   else claim a slot with WABC in b1, else (SPILL set first) in b2, and unlock: the
+  //   else claim a slot with WABC in b1, else (SPILL set first) in b2 with a claim
+  //   validated by b2's word after b2's pending slots, and unlock: the
   //   tile's insert_locked for the cases that need no eviction and no stash;
   // - anything else (locked, pending, flagged STASHED, a lost swap, b1 and b2 both full)
   //   returns STEP_LEFTOVER having changed nothing but perhaps set b1's SPILL flag
