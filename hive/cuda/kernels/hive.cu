@@ -160,6 +160,23 @@ constexpr unsigned A_CLAIM2 = 9; // CAS of b2's word from m (b2's): slot bit cle
 
 constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 
+// Looks for k among a lane's bucket words: sets `hit` to its slot and `hit_word` to its
+// word where found (else leaves them), and returns the mask of the empty slots.
+__device__ __forceinline__ unsigned scan_words(const unsigned long long (&w)[SLOTS], unsigned k, unsigned& hit,
+                                               unsigned long long& hit_word) {
+  unsigned empty = 0;
+#pragma unroll
+  for (unsigned i = 0; i < SLOTS; ++i) {
+    if (w[i] == EMPTY) {
+      empty |= 1u << i;
+    } else if (key_of(w[i]) == k) {
+      hit = i;
+      hit_word = w[i];
+    }
+  }
+  return empty;
+}
+
 struct parked_ops {
   unsigned k[WARPS][PARK];
   unsigned v[WARPS][PARK];
@@ -265,16 +282,8 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         }
       } else if (phase == READ) {
         m = mread;
-        unsigned hit = SLOTS, empty = 0;
-#pragma unroll
-        for (unsigned i = 0; i < SLOTS; ++i) {
-          if (w[i] == EMPTY) {
-            empty |= 1u << i;
-          } else if (key_of(w[i]) == k) {
-            hit = i;
-            hit_word = w[i];
-          }
-        }
+        unsigned hit = SLOTS;
+        const unsigned empty = scan_words(w, k, hit, hit_word);
         const unsigned free_bits = free_of(m);
         if (hit != SLOTS) {
           phase = REPLACE;
@@ -306,16 +315,8 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         }
       } else if (phase == READ2) {
         m = mread;  // b2's word from here on
-        unsigned hit = SLOTS, empty = 0;
-#pragma unroll
-        for (unsigned i = 0; i < SLOTS; ++i) {
-          if (w[i] == EMPTY) {
-            empty |= 1u << i;
-          } else if (key_of(w[i]) == k) {
-            hit = i;
-            hit_word = w[i];
-          }
-        }
+        unsigned hit = SLOTS;
+        const unsigned empty = scan_words(w, k, hit, hit_word);
         const unsigned free2 = free_of(m);
         if (hit != SLOTS) {
           phase = REPLACE;
@@ -367,13 +368,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         {
           // b1 is locked: w holds b1 (LOCKED) or b2 (LOCK_B2), read under the lock.
           unsigned hit = SLOTS;
-#pragma unroll
-          for (unsigned i = 0; i < SLOTS; ++i) {
-            if (w[i] != EMPTY && key_of(w[i]) == k) {
-              hit = i;
-              hit_word = w[i];
-            }
-          }
+          scan_words(w, k, hit, hit_word);
           const unsigned free1 = free_of(m), free2 = free_of(mread);
           if (hit != SLOTS) {
             atomic = phase == LOCKED ? A_REPL1 : A_REPL2;
