@@ -20,9 +20,11 @@ using namespace gpuds::hive;
 // the kernel's register count (82: three blocks per SM); the bound keeps six blocks per
 // SM resident, the slow paths saving what they need around their calls.
 #define HIVE_UPDATE_BOUNDS __launch_bounds__(256, 6)
-// The insert kernel's fast path holds a whole bucket per lane (16 words for 16 slots):
-// four blocks per SM leave it 64 registers.
-#define HIVE_INSERT_BOUNDS __launch_bounds__(256, 3)
+// The insert kernel's state machine holds a whole bucket per lane (16 words for 16
+// slots) and the direct move's candidates: two blocks per SM leave it 128 registers (it
+// uses 116). Measured: two blocks insert faster than three (80 registers) or four (64,
+// with spills); more warps only lengthen every warp's round trips.
+#define HIVE_INSERT_BOUNDS __launch_bounds__(256, 2)
 
 namespace {
 
@@ -114,11 +116,29 @@ __device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned
 // issues the unlock those writes were performed at L2, where every later reader at gpu
 // scope reads (unlock_after_atomics).
 //
-// What a lane cannot finish in a few steps (b1 STASHED, both buckets full, b1 and b2 the
-// same full bucket, eight retries) is parked in the warp's queue in shared memory; when
-// 32 are parked, the warp stops taking keys, lets its lanes finish (so no lane of the
-// warp holds a lock), and runs the parked inserts one per lane through insert_alone and
-// the tile code (evictions, random walks, the stash).
+// When b1 and b2 are both full (without k), the lane makes the direct move of step 3 in
+// the state machine too: it locks b1 from the word it read (SPILL set), reads b2 and b1
+// again under the lock (k can enter neither while b1 is locked: b2 stays full, and k
+// moves between its buckets only under b1's lock; a slot of a full bucket read empty is
+// pending, so the lane unlocks and retries), loads the words of the other buckets of four
+// of b1's keys at once (up to four rounds of four), locks the first of those buckets with
+// room from the word read, claims a slot there (WABC), swaps k's pair into the victim's
+// slot of b1 (a compare-and-swap from the victim's word, so a victim whose value was
+// replaced meanwhile is not lost: the claimed slot is given back) and swaps the victim
+// into the claimed slot, then unlocks both. As in evict_alone, both buckets of the moved
+// key are locked, a victim moving to its second bucket has b1 as first bucket (SPILL
+// set), and k lands in its first bucket.
+//
+// Each iteration scans the bucket a lane read once, for every phase, and issues at most
+// one compare-and-swap per lane from one call site: lanes in different phases would
+// otherwise run a scan each, and a second acquire swap would wait for the first one's
+// round trip.
+//
+// What a lane cannot finish in a few steps (b1 STASHED, b1 and b2 the same full bucket,
+// no candidate of b1 with room among sixteen, eight retries) is parked in the warp's
+// queue in shared memory; when 32 are parked, the warp stops taking keys, lets its lanes
+// finish (so no lane of the warp holds a lock), and runs the parked inserts one per lane
+// through insert_alone and the tile code (random walks, the stash).
 namespace bulk {
 
 constexpr unsigned WARPS = 256 / 32;  // warps per block (BLOCK = 256)
@@ -138,6 +158,15 @@ constexpr unsigned LOCK_B2 = 8;     // under b1's lock, b2 loaded (k may have sp
 constexpr unsigned LOCKED = 9;      // under b1's lock, b1 and b2's word loaded
 constexpr unsigned READ2 = 10;      // b1 was full: b2 and its word loaded (no lock)
 constexpr unsigned CLAIM2F = 11;    // swap of b2's word issued (claim slot `slot` there)
+// The direct move (step 3) when b1 and b2 are both full, without k:
+constexpr unsigned EV_LOCK = 12;    // lock swap of b1's word issued (from `mb1`)
+constexpr unsigned EV_B2 = 13;      // under b1's lock, b2 loaded
+constexpr unsigned EV_B1 = 14;      // under b1's lock, b1 loaded
+constexpr unsigned EV_PICK = 15;    // the words of the candidate victims' other buckets loaded
+constexpr unsigned EV_TLOCK = 16;   // lock swap of the target's word issued (from `mt`)
+constexpr unsigned EV_TCLAIM = 17;  // WABC of slot `slot` in the target issued
+constexpr unsigned EV_SWAP = 18;    // swap of k's pair into the victim's slot `vslot` of b1 issued
+constexpr unsigned EV_TPUT = 19;    // swap of the victim into the target's slot issued
 
 // What to issue this iteration: loads (into mread and w), a store of the lane's pair at
 // slot `slot`, and one atomic (into r).
@@ -157,6 +186,13 @@ constexpr unsigned A_AND2 = 6;   // the same in b2
 constexpr unsigned A_PUT1 = 7;   // under the lock: swap the lane's pair into b1's claimed (empty) slot
 constexpr unsigned A_PUT2 = 8;   // the same in b2
 constexpr unsigned A_CLAIM2 = 9; // CAS of b2's word from m (b2's): slot bit cleared, version advanced
+constexpr unsigned A_EVLOCK = 10;  // CAS of b1's word from mb1: locked
+constexpr unsigned A_TLOCK = 11;   // CAS of the target's word from mt: locked
+constexpr unsigned A_TAND = 12;    // WABC: clear the slot's bit in the target's word
+constexpr unsigned A_SWAP = 13;    // CAS of b1's slot vslot from the victim to the lane's pair
+constexpr unsigned A_TPUT = 14;    // CAS of the target's claimed (empty) slot to the victim
+constexpr unsigned L_CAND = 64;    // the words of the candidate victims' other buckets
+constexpr unsigned CANDIDATES = 4; // victims looked at per round of the direct move
 
 constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 
@@ -193,7 +229,7 @@ __device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k,
 
 __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
                              tally& lane, tally& counts) {
-  unsigned claims = 0, replaces = 0;  // the lane's inserts done here (step 2 and step 1)
+  unsigned claims = 0, replaces = 0, evictions = 0;  // the lane's inserts done here (steps 2, 1, 3)
   __shared__ parked_ops park;
   __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING];
   const unsigned wid = threadIdx.x / 32;
@@ -223,6 +259,17 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
     unsigned phase = IDLE, tries = 0, slot = 0;
     bool spill_before = false, locked = false;
     unsigned long long m = 0, mread = 0, r = 0, hit_word = 0;
+    // The direct move: b1's word before its lock, the candidates' other buckets and
+    // their words, the chosen victim (slot vslot of b1, word victim) and its target.
+    unsigned long long mb1 = 0, victim = 0;
+    unsigned long long am[CANDIDATES];
+    unsigned alt[CANDIDATES];
+    unsigned target = 0, vslot = 0, round = 0;
+#pragma unroll
+    for (unsigned c = 0; c < CANDIDATES; ++c) {
+      am[c] = 0;
+      alt[c] = 0;
+    }
     unsigned long long w[SLOTS];
 #pragma unroll
     for (unsigned i = 0; i < SLOTS; ++i) w[i] = EMPTY;
@@ -253,6 +300,11 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       taken += __popc(want) < staged ? __popc(want) : staged;
 
       // --- Consume the last step's results; decide the next step. -------------------
+      // The bucket a lane read last (if any), scanned once for every phase that reads
+      // one: lanes in different phases would otherwise each run their own copy.
+      unsigned seen_hit = SLOTS;
+      unsigned long long seen_word = 0;
+      const unsigned seen_empty = scan_words(w, k, seen_hit, seen_word);
       unsigned loads = 0, atomic = A_NONE;
       bool park_it = false, set_spill = false;
       unsigned long long* const m1 = t.meta + b1;
@@ -282,8 +334,8 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         }
       } else if (phase == READ) {
         m = mread;
-        unsigned hit = SLOTS;
-        const unsigned empty = scan_words(w, k, hit, hit_word);
+        const unsigned hit = seen_hit, empty = seen_empty;
+        if (hit != SLOTS) hit_word = seen_word;
         const unsigned free_bits = free_of(m);
         if (hit != SLOTS) {
           phase = REPLACE;
@@ -302,6 +354,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           // words change only by evictions, which swap), so k goes to b2, claimed there
           // without b1's lock like a claim in b1 (validated by b2's word). SPILL first.
           set_spill = (m & META_SPILL) == 0;
+          mb1 = m | META_SPILL;
           phase = READ2;
           loads |= L_META2 | L_BUCKET2;
         } else {
@@ -315,8 +368,8 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         }
       } else if (phase == READ2) {
         m = mread;  // b2's word from here on
-        unsigned hit = SLOTS;
-        const unsigned empty = scan_words(w, k, hit, hit_word);
+        const unsigned hit = seen_hit, empty = seen_empty;
+        if (hit != SLOTS) hit_word = seen_word;
         const unsigned free2 = free_of(m);
         if (hit != SLOTS) {
           phase = REPLACE;
@@ -329,8 +382,114 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           slot = __ffs(free2) - 1;
           atomic = A_CLAIM2;
         } else {
-          park_it = true;
+          // Both full: move a key of b1 to its other bucket and put k in its place,
+          // under the locks of b1 and of that bucket (as evict_alone does). b1 is locked
+          // from its word as read (with SPILL) first; then b2 and b1 are read again
+          // under the lock: k can enter neither while b1 is locked (b2 is full, and k
+          // moves between them only under b1's lock).
+          phase = EV_LOCK;
+          atomic = A_EVLOCK;
+          round = 0;
         }
+      } else if (phase == EV_LOCK) {
+        if (r != mb1) {
+          retry();
+        } else {
+          locked = true;
+          phase = EV_B2;
+          loads |= L_BUCKET2;
+        }
+      } else if (phase == EV_B2 || phase == EV_B1) {
+        const unsigned hit = seen_hit, empty = seen_empty;
+        if (hit != SLOTS) hit_word = seen_word;
+        if (hit != SLOTS) {
+          atomic = phase == EV_B1 ? A_REPL1 : A_REPL2;
+          phase = REPLACE;
+          slot = hit;
+        } else if (empty != 0) {
+          // A slot of a full bucket read empty is pending (perhaps k): later.
+          unlock_after_atomics(m1);
+          locked = false;
+          retry();
+        } else if (phase == EV_B2) {
+          phase = EV_B1;
+          loads |= L_BUCKET1;
+        } else {
+          phase = EV_PICK;
+          loads |= L_CAND;
+        }
+      } else if (phase == EV_PICK) {
+        // w still holds b1 (read under the lock): take the first candidate whose other
+        // bucket has room and no lock, and lock that bucket from the word read.
+        unsigned pick = CANDIDATES;
+#pragma unroll
+        for (unsigned c = CANDIDATES; c-- > 0;) {
+          if (alt[c] != b1 && free_of(am[c]) != 0 && (am[c] & META_LOCK) == 0) pick = c;
+        }
+        if (pick == CANDIDATES) {
+          if (++round < SLOTS / CANDIDATES) {
+            loads |= L_CAND;  // the next candidates of b1
+          } else {
+            unlock_after_atomics(m1);
+            locked = false;
+            park_it = true;
+          }
+        } else {
+          const unsigned first = (k + round * CANDIDATES + pick) % SLOTS;
+#pragma unroll
+          for (unsigned c = 0; c < CANDIDATES; ++c) {
+            if (c == pick) {
+              target = alt[c];
+              mread = am[c];
+            }
+          }
+#pragma unroll
+          for (unsigned i = 0; i < SLOTS; ++i) {
+            if (i == first) victim = w[i];
+          }
+          vslot = first;
+          phase = EV_TLOCK;
+          atomic = A_TLOCK;
+        }
+      } else if (phase == EV_TLOCK) {
+        if (r != mread) {
+          unlock_after_atomics(m1);
+          locked = false;
+          retry();
+        } else {
+          phase = EV_TCLAIM;
+          slot = __ffs(free_of(mread)) - 1;
+          atomic = A_TAND;
+        }
+      } else if (phase == EV_TCLAIM) {
+        // The target is locked by this lane, so its free bits change only here.
+        if ((static_cast<unsigned>(r) & (1u << slot)) != 0) {
+          phase = EV_SWAP;
+          atomic = A_SWAP;
+        } else {
+          unlock_after_atomics(t.meta + target);
+          unlock_after_atomics(m1);
+          locked = false;
+          retry();
+        }
+      } else if (phase == EV_SWAP) {
+        if (r == victim) {
+          phase = EV_TPUT;
+          atomic = A_TPUT;
+        } else {
+          // The victim's value was replaced meanwhile: give the claimed slot back.
+          mem::fetch_add_relaxed(t.meta + target, (1ull << slot) + META_VERSION);
+          unlock_after_atomics(t.meta + target);
+          unlock_after_atomics(m1);
+          locked = false;
+          retry();
+        }
+      } else if (phase == EV_TPUT) {
+        unlock_after_atomics(t.meta + target);
+        unlock_after_atomics(m1);
+        locked = false;
+        evictions += 1;
+        phase = IDLE;
       } else if (phase == CLAIM2F) {
         if (r == m) {
           loads |= L_STORE2;
@@ -367,8 +526,8 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       } else if (phase == LOCKED || phase == LOCK_B2) {
         {
           // b1 is locked: w holds b1 (LOCKED) or b2 (LOCK_B2), read under the lock.
-          unsigned hit = SLOTS;
-          scan_words(w, k, hit, hit_word);
+          const unsigned hit = seen_hit;
+          if (hit != SLOTS) hit_word = seen_word;
           const unsigned free1 = free_of(m), free2 = free_of(mread);
           if (hit != SLOTS) {
             atomic = phase == LOCKED ? A_REPL1 : A_REPL2;
@@ -432,6 +591,20 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
       // --- Issue: loads first, then the store, then the atomic (acquire). ------------
       if (loads & (L_META1 | L_META2)) mread = mem::ld_relaxed(t.meta + ((loads & L_META2) ? b2 : b1));
+      if (loads & L_CAND) {
+        // Candidates round * CANDIDATES + c, counted from slot k % SLOTS.
+#pragma unroll
+        for (unsigned c = 0; c < CANDIDATES; ++c) {
+          const unsigned at = (k + round * CANDIDATES + c) % SLOTS;
+          unsigned key = EMPTY_KEY;
+#pragma unroll
+          for (unsigned i = 0; i < SLOTS; ++i) {
+            if (i == at) key = key_of(w[i]);
+          }
+          alt[c] = t.alternate(key, b1);
+          am[c] = alt[c] == b1 ? 0ull : mem::ld_relaxed(t.meta + alt[c]);
+        }
+      }
       if (loads & (L_BUCKET1 | L_BUCKET2)) {
         const unsigned long long* const base = t.bucket((loads & L_BUCKET2) ? b2 : b1);
         // A key's first read of b1 is a plain load, through L1: the lane's eight 16-byte
@@ -448,24 +621,32 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       }
       if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));
       if (set_spill) meta_or(m1, META_SPILL);
-      if (atomic == A_AND1 || atomic == A_AND2) {
-        r = atomicAnd(t.meta + (atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
+      if (atomic == A_AND1 || atomic == A_AND2 || atomic == A_TAND) {
+        r = atomicAnd(t.meta + (atomic == A_TAND ? target : atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
       } else if (atomic != A_NONE) {
+        // One compare-and-swap for every lane that has one (a second call site would
+        // wait for the first one's round trip: the acquire waits for its result).
         unsigned long long* p = m1;
-        unsigned long long expected = m, desired;
+        unsigned long long expected = m, desired = pack(k, v);
         if (atomic == A_CLAIM || atomic == A_CLAIM2) {
           if (atomic == A_CLAIM2) p = t.meta + b2;
           desired = (m & ~(1ull << slot)) + META_VERSION;
         } else if (atomic == A_LOCK) {
           desired = (m | META_LOCK | (free_of(m) == 0 ? META_SPILL : 0ull)) + META_VERSION;
-        } else if (atomic == A_PUT1 || atomic == A_PUT2) {
-          p = t.bucket(atomic == A_PUT2 ? b2 : b1) + slot;
+        } else if (atomic == A_EVLOCK || atomic == A_TLOCK) {
+          if (atomic == A_TLOCK) p = t.meta + target;
+          expected = atomic == A_TLOCK ? mread : mb1;
+          desired = (expected | META_LOCK) + META_VERSION;
+        } else if (atomic == A_SWAP) {
+          p = t.bucket(b1) + vslot;
+          expected = victim;
+        } else if (atomic == A_PUT1 || atomic == A_PUT2 || atomic == A_TPUT) {
+          p = t.bucket(atomic == A_TPUT ? target : atomic == A_PUT2 ? b2 : b1) + slot;
           expected = EMPTY;
-          desired = pack(k, v);
+          if (atomic == A_TPUT) desired = victim;
         } else {
           p = t.bucket(atomic == A_REPL2 ? b2 : b1) + slot;
           expected = hit_word;
-          desired = pack(k, v);
         }
         r = mem::cas_acquire(p, expected, desired);
       }
@@ -500,7 +681,9 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
   }
   lane.steps[0] += replaces;
   lane.steps[1] += claims;
-  lane.len += static_cast<int>(claims);
+  lane.steps[2] += evictions;
+  lane.moves += evictions;
+  lane.len += static_cast<int>(claims + evictions);
 }
 
 }  // namespace bulk
