@@ -196,21 +196,33 @@ constexpr unsigned CANDIDATES = 4; // victims looked at per round of the direct 
 
 constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 
-// Looks for k among a lane's bucket words: sets `hit` to its slot and `hit_word` to its
-// word where found (else leaves them), and returns the mask of the empty slots.
+// Looks for k among a lane's bucket words: sets `hit` to the first slot holding k and
+// `hit_word` to its word where found (else leaves them), and returns the mask of the
+// empty slots. Only the keys are compared (two compares and two predicated ors a slot):
+// the empty word is the only one whose key is EMPTY_KEY, which no pair may have.
 __device__ __forceinline__ unsigned scan_words(const unsigned long long (&w)[SLOTS], unsigned k, unsigned& hit,
                                                unsigned long long& hit_word) {
-  unsigned empty = 0;
+  unsigned empty = 0, hits = 0;
 #pragma unroll
   for (unsigned i = 0; i < SLOTS; ++i) {
-    if (w[i] == EMPTY) {
-      empty |= 1u << i;
-    } else if (key_of(w[i]) == k) {
-      hit = i;
-      hit_word = w[i];
+    const unsigned key = key_of(w[i]);
+    if (key == EMPTY_KEY) empty |= 1u << i;
+    if (key == k) hits |= 1u << i;
+  }
+  hits &= ~empty;
+  if (hits != 0) {
+    hit = __ffs(hits) - 1;
+#pragma unroll
+    for (unsigned i = 0; i < SLOTS; ++i) {
+      if (i == hit) hit_word = w[i];
     }
   }
   return empty;
+}
+
+// The group of b1's slots whose keys are the direct move's candidates in round `round`.
+__device__ __forceinline__ unsigned candidate_group(unsigned k, unsigned round) {
+  return (k + round) % (SLOTS / CANDIDATES);
 }
 
 struct parked_ops {
@@ -435,7 +447,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             park_it = true;
           }
         } else {
-          const unsigned first = (k + round * CANDIDATES + pick) % SLOTS;
+          const unsigned first = candidate_group(k, round) * CANDIDATES + pick;
 #pragma unroll
           for (unsigned c = 0; c < CANDIDATES; ++c) {
             if (c == pick) {
@@ -592,14 +604,15 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       // --- Issue: loads first, then the store, then the atomic (acquire). ------------
       if (loads & (L_META1 | L_META2)) mread = mem::ld_relaxed(t.meta + ((loads & L_META2) ? b2 : b1));
       if (loads & L_CAND) {
-        // Candidates round * CANDIDATES + c, counted from slot k % SLOTS.
+        // The candidates of a round are one group of CANDIDATES slots, the groups taken
+        // in turn from one that depends on k (candidate_group).
+        const unsigned g = candidate_group(k, round);
 #pragma unroll
         for (unsigned c = 0; c < CANDIDATES; ++c) {
-          const unsigned at = (k + round * CANDIDATES + c) % SLOTS;
           unsigned key = EMPTY_KEY;
 #pragma unroll
-          for (unsigned i = 0; i < SLOTS; ++i) {
-            if (i == at) key = key_of(w[i]);
+          for (unsigned i = 0; i < SLOTS / CANDIDATES; ++i) {
+            if (i == g) key = key_of(w[i * CANDIDATES + c]);
           }
           alt[c] = t.alternate(key, b1);
           am[c] = alt[c] == b1 ? 0ull : mem::ld_relaxed(t.meta + alt[c]);
