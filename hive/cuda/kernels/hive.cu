@@ -313,13 +313,21 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
       // --- Consume the last step's results; decide the next step. -------------------
       // The bucket a lane read last (if any), scanned once for every phase that reads
-      // one: lanes in different phases would otherwise each run their own copy.
+      // one: lanes in different phases would otherwise each run their own copy. A hit
+      // sets hit_word, which only REPLACE uses: it follows the scan that found the hit
+      // with no new read, so the next iteration's scan sets the same word again.
       unsigned seen_hit = SLOTS;
-      unsigned long long seen_word = 0;
-      const unsigned seen_empty = scan_words(w, k, seen_hit, seen_word);
+      const unsigned seen_empty = scan_words(w, k, seen_hit, hit_word);
       unsigned loads = 0, atomic = A_NONE;
       bool park_it = false, set_spill = false;
       unsigned long long* const m1 = t.meta + b1;
+      // Releases the locks the lane holds: b1's, and the direct move's target's when
+      // `target_too` (every write under them was an atomic the lane waited for).
+      auto unlock = [&](bool target_too) {
+        if (target_too) unlock_after_atomics(t.meta + target);
+        unlock_after_atomics(m1);
+        locked = false;
+      };
       // Read b1 and its word again, or park the insert after TRIES reads.
       auto retry = [&]() {
         if (++tries >= TRIES) {
@@ -347,7 +355,6 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       } else if (phase == READ) {
         m = mread;
         const unsigned hit = seen_hit, empty = seen_empty;
-        if (hit != SLOTS) hit_word = seen_word;
         const unsigned free_bits = free_of(m);
         if (hit != SLOTS) {
           phase = REPLACE;
@@ -381,7 +388,6 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       } else if (phase == READ2) {
         m = mread;  // b2's word from here on
         const unsigned hit = seen_hit, empty = seen_empty;
-        if (hit != SLOTS) hit_word = seen_word;
         const unsigned free2 = free_of(m);
         if (hit != SLOTS) {
           phase = REPLACE;
@@ -413,15 +419,13 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         }
       } else if (phase == EV_B2 || phase == EV_B1) {
         const unsigned hit = seen_hit, empty = seen_empty;
-        if (hit != SLOTS) hit_word = seen_word;
         if (hit != SLOTS) {
           atomic = phase == EV_B1 ? A_REPL1 : A_REPL2;
           phase = REPLACE;
           slot = hit;
         } else if (empty != 0) {
           // A slot of a full bucket read empty is pending (perhaps k): later.
-          unlock_after_atomics(m1);
-          locked = false;
+          unlock(false);
           retry();
         } else if (phase == EV_B2) {
           phase = EV_B1;
@@ -442,8 +446,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           if (++round < SLOTS / CANDIDATES) {
             loads |= L_CAND;  // the next candidates of b1
           } else {
-            unlock_after_atomics(m1);
-            locked = false;
+            unlock(false);
             park_it = true;
           }
         } else {
@@ -465,8 +468,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         }
       } else if (phase == EV_TLOCK) {
         if (r != mread) {
-          unlock_after_atomics(m1);
-          locked = false;
+          unlock(false);
           retry();
         } else {
           phase = EV_TCLAIM;
@@ -479,9 +481,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           phase = EV_SWAP;
           atomic = A_SWAP;
         } else {
-          unlock_after_atomics(t.meta + target);
-          unlock_after_atomics(m1);
-          locked = false;
+          unlock(true);
           retry();
         }
       } else if (phase == EV_SWAP) {
@@ -491,36 +491,23 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         } else {
           // The victim's value was replaced meanwhile: give the claimed slot back.
           mem::fetch_add_relaxed(t.meta + target, (1ull << slot) + META_VERSION);
-          unlock_after_atomics(t.meta + target);
-          unlock_after_atomics(m1);
-          locked = false;
+          unlock(true);
           retry();
         }
       } else if (phase == EV_TPUT) {
-        unlock_after_atomics(t.meta + target);
-        unlock_after_atomics(m1);
-        locked = false;
+        unlock(true);
         evictions += 1;
         phase = IDLE;
-      } else if (phase == CLAIM2F) {
+      } else if (phase == CLAIM || phase == CLAIM2F) {
         if (r == m) {
-          loads |= L_STORE2;
-          claims += 1;
-          phase = IDLE;
-        } else {
-          retry();
-        }
-      } else if (phase == CLAIM) {
-        if (r == m) {
-          loads |= L_STORE1;
+          loads |= phase == CLAIM2F ? L_STORE2 : L_STORE1;
           claims += 1;
           phase = IDLE;
         } else {
           retry();
         }
       } else if (phase == REPLACE) {
-        if (locked) unlock_after_atomics(m1);
-        locked = false;
+        if (locked) unlock(false);
         if (r == hit_word) {
           replaces += 1;
           phase = IDLE;
@@ -539,7 +526,6 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         {
           // b1 is locked: w holds b1 (LOCKED) or b2 (LOCK_B2), read under the lock.
           const unsigned hit = seen_hit;
-          if (hit != SLOTS) hit_word = seen_word;
           const unsigned free1 = free_of(m), free2 = free_of(mread);
           if (hit != SLOTS) {
             atomic = phase == LOCKED ? A_REPL1 : A_REPL2;
@@ -557,8 +543,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             slot = __ffs(free2) - 1;
             atomic = A_AND2;
           } else {
-            unlock_after_atomics(m1);
-            locked = false;
+            unlock(false);
             park_it = true;
           }
         }
@@ -583,14 +568,12 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             slot = __ffs(fresh) - 1;
             atomic = second ? A_AND2 : A_AND1;
           } else {
-            unlock_after_atomics(m1);
-            locked = false;
+            unlock(false);
             park_it = true;
           }
         }
       } else {  // UNLOCK: the pair's swap into the claimed slot returned
-        unlock_after_atomics(m1);
-        locked = false;
+        unlock(false);
         if (r == EMPTY) {
           claims += 1;
           phase = IDLE;
