@@ -328,6 +328,12 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         unlock_after_atomics(m1);
         locked = false;
       };
+      // The next step: phase `next` on slot `at`, issuing atomic `what`.
+      auto step = [&](unsigned next, unsigned at, unsigned what) {
+        phase = next;
+        slot = at;
+        atomic = what;
+      };
       // Read b1 and its word again, or park the insert after TRIES reads.
       auto retry = [&]() {
         if (++tries >= TRIES) {
@@ -357,17 +363,13 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         const unsigned hit = seen_hit, empty = seen_empty;
         const unsigned free_bits = free_of(m);
         if (hit != SLOTS) {
-          phase = REPLACE;
-          slot = hit;
-          atomic = A_REPL1;
+          step(REPLACE, hit, A_REPL1);
         } else if ((m & META_STASHED) != 0 || (free_bits == 0 && b2 == b1)) {
           park_it = true;
         } else if ((m & META_LOCK) != 0 || (empty & ~free_bits & ALL_FREE) != 0) {
           retry();
         } else if ((m & META_SPILL) == 0 && free_bits != 0) {
-          phase = CLAIM;
-          slot = __ffs(free_bits) - 1;
-          atomic = A_CLAIM;
+          step(CLAIM, __ffs(free_bits) - 1, A_CLAIM);
         } else if (free_bits == 0) {
           // b1 holds 16 words, none k: in a kernel that only inserts it stays so (its
           // words change only by evictions, which swap), so k goes to b2, claimed there
@@ -390,15 +392,11 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         const unsigned hit = seen_hit, empty = seen_empty;
         const unsigned free2 = free_of(m);
         if (hit != SLOTS) {
-          phase = REPLACE;
-          slot = hit;
-          atomic = A_REPL2;
+          step(REPLACE, hit, A_REPL2);
         } else if ((empty & ~free2 & ALL_FREE) != 0) {
           retry();
         } else if (free2 != 0) {
-          phase = CLAIM2F;
-          slot = __ffs(free2) - 1;
-          atomic = A_CLAIM2;
+          step(CLAIM2F, __ffs(free2) - 1, A_CLAIM2);
         } else {
           // Both full: move a key of b1 to its other bucket and put k in its place,
           // under the locks of b1 and of that bucket (as evict_alone does). b1 is locked
@@ -420,9 +418,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       } else if (phase == EV_B2 || phase == EV_B1) {
         const unsigned hit = seen_hit, empty = seen_empty;
         if (hit != SLOTS) {
-          atomic = phase == EV_B1 ? A_REPL1 : A_REPL2;
-          phase = REPLACE;
-          slot = hit;
+          step(REPLACE, hit, phase == EV_B1 ? A_REPL1 : A_REPL2);
         } else if (empty != 0) {
           // A slot of a full bucket read empty is pending (perhaps k): later.
           unlock(false);
@@ -471,9 +467,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           unlock(false);
           retry();
         } else {
-          phase = EV_TCLAIM;
-          slot = __ffs(free_of(mread)) - 1;
-          atomic = A_TAND;
+          step(EV_TCLAIM, __ffs(free_of(mread)) - 1, A_TAND);
         }
       } else if (phase == EV_TCLAIM) {
         // The target is locked by this lane, so its free bits change only here.
@@ -528,20 +522,14 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           const unsigned hit = seen_hit;
           const unsigned free1 = free_of(m), free2 = free_of(mread);
           if (hit != SLOTS) {
-            atomic = phase == LOCKED ? A_REPL1 : A_REPL2;
-            phase = REPLACE;
-            slot = hit;
+            step(REPLACE, hit, phase == LOCKED ? A_REPL1 : A_REPL2);
           } else if (phase == LOCKED && spill_before) {
             phase = LOCK_B2;
             loads |= L_BUCKET2;
           } else if (free1 != 0) {
-            phase = CLAIM1;
-            slot = __ffs(free1) - 1;
-            atomic = A_AND1;
+            step(CLAIM1, __ffs(free1) - 1, A_AND1);
           } else if (free2 != 0) {
-            phase = CLAIM2;
-            slot = __ffs(free2) - 1;
-            atomic = A_AND2;
+            step(CLAIM2, __ffs(free2) - 1, A_AND2);
           } else {
             unlock(false);
             park_it = true;
@@ -564,9 +552,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             fresh = free_of(mread);
           }
           if (fresh != 0 && ++tries < TRIES + 2 * SLOTS) {
-            phase = second ? CLAIM2 : CLAIM1;
-            slot = __ffs(fresh) - 1;
-            atomic = second ? A_AND2 : A_AND1;
+            step(second ? CLAIM2 : CLAIM1, __ffs(fresh) - 1, second ? A_AND2 : A_AND1);
           } else {
             unlock(false);
             park_it = true;
