@@ -1,10 +1,12 @@
 // HiveMap's batch kernels: thin loops over gpuds::hive::hive_ref (gpuds/hive/hive_ref.cuh).
 //
 // Each tile of HIVE_SLOTS lanes takes HIVE_SLOTS operations at a time (grid-stride):
-// lane r loads operation r of the chunk (coalesced). Bulk inserts and lookups first let
-// every lane carry out its own operation alone (hive_ref's insert_alone, find_alone:
-// each lane reads its own bucket with 16-byte loads, so a warp has 32 buckets in
-// flight), and the tile finishes the operations left over together. Erase, the mixed
+// lane r loads operation r of the chunk (coalesced). Bulk lookups (and bulk inserts into
+// 32-slot buckets) first let every lane carry out its own operation alone (hive_ref's
+// find_alone, insert_alone: each lane reads its own bucket with 16-byte loads, so a warp
+// has 32 buckets in flight), and the tile finishes the operations left over together.
+// Bulk inserts into buckets of 8 or 16 slots run in two kernels of their own (fill and
+// bulk below: per-lane fills, then a per-lane state machine). Erase, the mixed
 // batch and stash reinsertion load the metadata word of each lane's key's first bucket
 // (one gather for the chunk) and run the chunk's operations one after the other with
 // the operands broadcast through the tile code. Lane r writes result r (coalesced).
@@ -20,11 +22,18 @@ using namespace gpuds::hive;
 // the kernel's register count (82: three blocks per SM); the bound keeps six blocks per
 // SM resident, the slow paths saving what they need around their calls.
 #define HIVE_UPDATE_BOUNDS __launch_bounds__(256, 6)
-// The insert kernel's state machine holds a whole bucket per lane (16 words for 16
-// slots) and the direct move's candidates: two blocks per SM leave it 128 registers (it
-// uses 116). Measured: two blocks insert faster than three (80 registers) or four (64,
-// with spills); more warps only lengthen every warp's round trips.
+// The state machine of the second insert kernel holds a whole bucket per lane (16 words
+// for 16 slots) and the direct move's candidates: two blocks per SM leave it 128
+// registers (it uses 116). Measured: two blocks insert faster than three (80 registers,
+// with spills) or four.
 #define HIVE_INSERT_BOUNDS __launch_bounds__(256, 2)
+// The first insert kernel (per-lane fills, buckets of up to 16 slots) needs fewer: three
+// blocks per SM. With 32-slot buckets it runs the tile code, bounded like the second.
+#if HIVE_SLOTS <= 16
+#define HIVE_FILL_BOUNDS __launch_bounds__(256, 3)
+#else
+#define HIVE_FILL_BOUNDS __launch_bounds__(256, 2)
+#endif
 
 namespace {
 
@@ -83,20 +92,45 @@ __device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned
 }
 
 // ---------------------------------------------------------------------------------
-// The bulk insert as a per-lane state machine (buckets of 8 or 16 slots).
+// The bulk insert (buckets of 8 or 16 slots), in two kernels.
 //
-// A lane's insert is a short chain of dependent memory round trips: read the first
-// bucket b1 and its metadata word, then one compare-and-swap (replace or claim), then a
-// store; an insert whose b1 is full claims in b2 the same way (read b2 and its word, one
-// compare-and-swap, a store), and one whose b1 is SPILL-flagged with room takes b1's lock
-// and claims in b1 or b2 (lock, claim, put, unlock). When every lane of a warp runs its insert to the end
-// before the warp takes new keys, the warp waits for its slowest lane, and at high loads
-// nearly every warp holds one lane on the lock path. Here each lane advances its own
-// insert by one step per iteration instead: an iteration first consumes what the lane's
-// previous step loaded (every lane, whatever its phase), then issues the lane's next
-// memory operations, so an iteration costs about one round trip and a lane on the lock
-// path holds up no one; a lane whose insert is done takes its next key from the warp's
-// ring of staged keys (each chunk of 32 loaded coalesced, one chunk ahead).
+// The first (hive_insert, namespace fill) does what most inserts need: it reads b1 and
+// its word, and replaces k's pair, or fills b1's lowest empty slot with one
+// compare-and-swap of that slot from the empty word (then clears the slot's free bit
+// with an atomic and that no one waits for); a key whose b1 is full goes to b2 the same
+// way (b1's SPILL set first), and one whose b1 carries SPILL from an earlier batch reads
+// b2 too before it fills b1. What it cannot do with fills alone (b1 and b2 full: an
+// eviction; b1 STASHED; eight failed fills) it appends to a queue, and the second kernel
+// (hive_insert_queued, namespace bulk) runs those through the state machine below, with
+// its locks, claims and direct moves, after the first kernel has ended.
+//
+// Why fills need no lock and no swap of the word: in the first kernel every write of a
+// pair into a slot is such a fill, nothing empties a slot and nothing moves a key, so a
+// slot's key, once there, stays for the rest of the kernel. Two fills of one key k into
+// one bucket at slots i < j cannot both succeed: the one at j chose j as the lowest slot
+// it read empty, so it read slot i full, holding the key of i's first fill, which is k
+// (then it would have replaced) or a key that k can no longer fill i over. A fill of k
+// into b2 follows a read of b1 with every slot full and none k, so k never enters b1
+// afterwards; and a fill of k into b1 at slot i before that read would have been seen
+// there. A read may be stale (the first read of b1 goes through L1): it then shows slots
+// empty that are not, whose fills fail, never a wrong key. A key placed in b2 by an
+// earlier batch has SPILL in b1's word (set before it moved there), so a fill into b1
+// looks in b2 first. The free bits lag their fills by one atomic, which no one in this
+// kernel reads (the word is read only for its flags).
+//
+// The second kernel runs the queued inserts as a per-lane state machine. A lane's insert
+// is a short chain of dependent memory round trips: read b1 and its metadata word, then
+// one compare-and-swap (replace or claim), then a store; an insert whose b1 is full
+// claims in b2 the same way (read b2 and its word, one compare-and-swap, a store), and one
+// whose b1 is SPILL-flagged with room takes b1's lock and claims in b1 or b2 (lock,
+// claim, put, unlock). When every lane of a warp runs its insert to the end before the
+// warp takes new keys, the warp waits for its slowest lane. Here each lane advances its
+// own insert by one step per iteration instead: an iteration first consumes what the
+// lane's previous step loaded (every lane, whatever its phase), then issues the lane's
+// next memory operations, so an iteration costs about one round trip and a lane on the
+// lock path holds up no one; a lane whose insert is done takes its next key from the
+// warp's ring of staged keys (each chunk of 32 queue entries loaded coalesced, one chunk
+// ahead).
 //
 // The uniqueness argument of the claim (see insert_alone) needs b1's contents as of the
 // word `m` it swaps from. Here the word and the bucket are read at once (relaxed), not
@@ -116,18 +150,19 @@ __device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned
 // issues the unlock those writes were performed at L2, where every later reader at gpu
 // scope reads (unlock_after_atomics).
 //
-// When b1 and b2 are both full (without k), the lane makes the direct move of step 3 in
-// the state machine too: it locks b1 from the word it read (SPILL set), reads b2 and b1
-// again under the lock (k can enter neither while b1 is locked: b2 stays full, and k
-// moves between its buckets only under b1's lock; a slot of a full bucket read empty is
-// pending, so the lane unlocks and retries), loads the words of the other buckets of four
-// of b1's keys at once (up to four rounds of four), locks the first of those buckets with
-// room from the word read, claims a slot there (WABC), swaps k's pair into the victim's
-// slot of b1 (a compare-and-swap from the victim's word, so a victim whose value was
-// replaced meanwhile is not lost: the claimed slot is given back) and swaps the victim
-// into the claimed slot, then unlocks both. As in evict_alone, both buckets of the moved
-// key are locked, a victim moving to its second bucket has b1 as first bucket (SPILL
-// set), and k lands in its first bucket.
+// When b1 and b2 are both full (without k), the lane makes the direct move of step 3:
+// it locks b1 from the word it read (SPILL set) and reads b1 again under the lock (b2,
+// read full and without k, stays so: k cannot enter it, and k moves into b1 only under
+// b1's lock; a slot of b1 read empty is pending, so the lane unlocks and retries), loads
+// the words of the other buckets of four of b1's keys at once (up to four rounds of
+// four), locks the first of those buckets with room from the word read, claiming its
+// lowest free slot in the same swap, swaps k's pair into the victim's slot of b1 (a
+// compare-and-swap from the victim's word, so a victim whose value was replaced
+// meanwhile is not lost: the claimed slot is given back) and swaps the victim into the
+// claimed slot, then unlocks both. As in evict_alone, both buckets of the moved key are
+// locked, a victim moving to its second bucket has b1 as first bucket (SPILL set), and k
+// lands in its first bucket. An insert the first kernel queued with both buckets full
+// (BOTH_FULL) starts there: it reads b1's word and b2, and locks b1 at once.
 //
 // Each iteration scans the bucket a lane read once, for every phase, and issues at most
 // one compare-and-swap per lane from one call site: lanes in different phases would
@@ -135,7 +170,7 @@ __device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned
 // round trip.
 //
 // What a lane cannot finish in a few steps (b1 STASHED, b1 and b2 the same full bucket,
-// no candidate of b1 with room among sixteen, eight retries) is parked in the warp's
+// no candidate of b1 with room among sixteen, TRIES retries) is parked in the warp's
 // queue in shared memory; when 32 are parked, the warp stops taking keys, lets its lanes
 // finish (so no lane of the warp holds a lock), and runs the parked inserts one per lane
 // through insert_alone and the tile code (random walks, the stash).
@@ -143,7 +178,10 @@ namespace bulk {
 
 constexpr unsigned WARPS = 256 / 32;  // warps per block (BLOCK = 256)
 constexpr unsigned PARK = 64;         // parked inserts per warp (at most 31 + 32 at once)
-constexpr unsigned TRIES = 8;         // reads of b1 before an insert is parked
+// Reads of b1 before an insert is parked. The queued inserts are mostly evictions in full
+// buckets, several to a bucket, so a lane waits for the lock rather than park: 8 tries
+// measured 4-5 % slower (the whole insert, loads 0.8 and 0.95) than 32 or 64.
+constexpr unsigned TRIES = 64;
 
 // Phases: what the lane's last issued step was.
 constexpr unsigned IDLE = 0;        // no key
@@ -160,13 +198,12 @@ constexpr unsigned READ2 = 10;      // b1 was full: b2 and its word loaded (no l
 constexpr unsigned CLAIM2F = 11;    // swap of b2's word issued (claim slot `slot` there)
 // The direct move (step 3) when b1 and b2 are both full, without k:
 constexpr unsigned EV_LOCK = 12;    // lock swap of b1's word issued (from `mb1`)
-constexpr unsigned EV_B2 = 13;      // under b1's lock, b2 loaded
 constexpr unsigned EV_B1 = 14;      // under b1's lock, b1 loaded
 constexpr unsigned EV_PICK = 15;    // the words of the candidate victims' other buckets loaded
-constexpr unsigned EV_TLOCK = 16;   // lock swap of the target's word issued (from `mt`)
-constexpr unsigned EV_TCLAIM = 17;  // WABC of slot `slot` in the target issued
+constexpr unsigned EV_TLOCK = 16;   // lock swap of the target's word issued (from `mt`), claiming slot `slot`
 constexpr unsigned EV_SWAP = 18;    // swap of k's pair into the victim's slot `vslot` of b1 issued
 constexpr unsigned EV_TPUT = 19;    // swap of the victim into the target's slot issued
+constexpr unsigned EV_READ = 20;    // b1's word and b2 loaded (an insert the first kernel found both full for)
 
 // What to issue this iteration: loads (into mread and w), a store of the lane's pair at
 // slot `slot`, and one atomic (into r).
@@ -187,14 +224,16 @@ constexpr unsigned A_PUT1 = 7;   // under the lock: swap the lane's pair into b1
 constexpr unsigned A_PUT2 = 8;   // the same in b2
 constexpr unsigned A_CLAIM2 = 9; // CAS of b2's word from m (b2's): slot bit cleared, version advanced
 constexpr unsigned A_EVLOCK = 10;  // CAS of b1's word from mb1: locked
-constexpr unsigned A_TLOCK = 11;   // CAS of the target's word from mt: locked
-constexpr unsigned A_TAND = 12;    // WABC: clear the slot's bit in the target's word
+constexpr unsigned A_TLOCK = 11;   // CAS of the target's word from mt: locked, slot's bit cleared
 constexpr unsigned A_SWAP = 13;    // CAS of b1's slot vslot from the victim to the lane's pair
 constexpr unsigned A_TPUT = 14;    // CAS of the target's claimed (empty) slot to the victim
 constexpr unsigned L_CAND = 64;    // the words of the candidate victims' other buckets
 constexpr unsigned CANDIDATES = 4; // victims looked at per round of the direct move
 
 constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
+// Set in a queue entry (beside the operation's index) when the first kernel found both
+// of the key's buckets full.
+constexpr unsigned BOTH_FULL = 1u << 31;
 
 // Looks for k among a lane's bucket words: sets `hit` to the first slot holding k and
 // `hit_word` to its word where found (else leaves them), and returns the mask of the
@@ -239,11 +278,14 @@ __device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k,
   insert_ops(t, has, k, v, index, lane, counts);
 }
 
-__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
-                             tally& lane, tally& counts) {
+__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, const unsigned* queue,
+                             unsigned long long offset, tally& lane, tally& counts) {
+  // The operations: keys[queue[i]], values[queue[i]] for i in 1..=queue[0], operation
+  // offset + queue[i] of the batch.
+  const unsigned long long n = queue[0];
   unsigned claims = 0, replaces = 0, evictions = 0;  // the lane's inserts done here (steps 2, 1, 3)
   __shared__ parked_ops park;
-  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING];
+  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_i[WARPS][RING];
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
   // The warp's operations come in chunks of 32 (chunk c starts at (gw + c * nw) * 32),
@@ -256,11 +298,16 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
     return (static_cast<unsigned long long>(c) * nw + gw) * 32;
   };
   unsigned fetched = 0, taken = 0;
-  unsigned pk = EMPTY_KEY, pv = 0;
-  if (chunk_base(0) + lid < n) {
-    pk = keys[chunk_base(0) + lid];
-    pv = values[chunk_base(0) + lid];
-  }
+  unsigned pk = EMPTY_KEY, pv = 0, pi = 0;
+  auto fetch = [&](unsigned long long at) {
+    pk = EMPTY_KEY;
+    if (at < n) {
+      pi = queue[1 + at];  // the index, and BOTH_FULL
+      pk = keys[pi & ~BOTH_FULL];
+      pv = values[pi & ~BOTH_FULL];
+    }
+  };
+  fetch(chunk_base(0) + lid);
   unsigned parked = 0;  // the warp's parked inserts (the same on every lane)
   // Rounds of the state machine, each until 32 inserts are parked and every lane is idle
   // (then they run, outside the loop, so that the call saves few registers) or until the
@@ -293,13 +340,9 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       if (fetched * 32 - taken <= RING - 32 && chunk_base(fetched) < n) {
         ring_k[wid][(fetched * 32 + lid) % RING] = pk;
         ring_v[wid][(fetched * 32 + lid) % RING] = pv;
+        ring_i[wid][(fetched * 32 + lid) % RING] = pi;
         fetched += 1;
-        const unsigned long long at = chunk_base(fetched) + lid;
-        pk = EMPTY_KEY;
-        if (at < n) {
-          pk = keys[at];
-          pv = values[at];
-        }
+        fetch(chunk_base(fetched) + lid);
         __syncwarp();
       }
       const bool more = taken < fetched * 32;
@@ -346,16 +389,22 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
       if (phase == IDLE) {
         if (take) {
-          index = chunk_base(p / 32) + p % 32;
+          const unsigned entry = ring_i[wid][p % RING];
+          index = offset + (entry & ~BOTH_FULL);
           k = ring_k[wid][p % RING];
           v = ring_v[wid][p % RING];
-          if (k != EMPTY_KEY && index < n) {
+          if (k != EMPTY_KEY) {
             const hash_pair h = hashes(k);
             b1 = t.bucket_of(h.h1);
             b2 = t.bucket_of(h.h2);
             tries = 0;
-            phase = READ;
-            loads |= L_META1 | L_BUCKET1;
+            if (entry & BOTH_FULL) {
+              phase = EV_READ;
+              loads |= L_META1 | L_BUCKET2;
+            } else {
+              phase = READ;
+              loads |= L_META1 | L_BUCKET1;
+            }
           }
         }
       } else if (phase == READ) {
@@ -407,25 +456,39 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           atomic = A_EVLOCK;
           round = 0;
         }
+      } else if (phase == EV_READ) {
+        // b1 and b2 held SLOTS keys each, none k, when the first kernel read them, and in
+        // a kernel that only inserts they stay full: straight to the direct move, from
+        // b1's word as read now. w holds b2: full and without k, so k cannot enter it.
+        m = mread;
+        if (seen_hit != SLOTS) {
+          step(REPLACE, seen_hit, A_REPL2);
+        } else if ((m & META_STASHED) != 0 || b2 == b1) {
+          park_it = true;
+        } else if ((m & META_LOCK) != 0 || free_of(m) != 0 || seen_empty != 0) {
+          retry();
+        } else {
+          mb1 = m | META_SPILL;
+          phase = EV_LOCK;
+          atomic = A_EVLOCK;
+          round = 0;
+        }
       } else if (phase == EV_LOCK) {
         if (r != mb1) {
           retry();
         } else {
           locked = true;
-          phase = EV_B2;
-          loads |= L_BUCKET2;
+          phase = EV_B1;
+          loads |= L_BUCKET1;
         }
-      } else if (phase == EV_B2 || phase == EV_B1) {
+      } else if (phase == EV_B1) {
         const unsigned hit = seen_hit, empty = seen_empty;
         if (hit != SLOTS) {
-          step(REPLACE, hit, phase == EV_B1 ? A_REPL1 : A_REPL2);
+          step(REPLACE, hit, A_REPL1);
         } else if (empty != 0) {
           // A slot of a full bucket read empty is pending (perhaps k): later.
           unlock(false);
           retry();
-        } else if (phase == EV_B2) {
-          phase = EV_B1;
-          loads |= L_BUCKET1;
         } else {
           phase = EV_PICK;
           loads |= L_CAND;
@@ -459,24 +522,16 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
             if (i == first) victim = w[i];
           }
           vslot = first;
-          phase = EV_TLOCK;
-          atomic = A_TLOCK;
+          // The target's lowest free slot is claimed in the lock's swap itself.
+          step(EV_TLOCK, __ffs(free_of(mread)) - 1, A_TLOCK);
         }
       } else if (phase == EV_TLOCK) {
         if (r != mread) {
           unlock(false);
           retry();
         } else {
-          step(EV_TCLAIM, __ffs(free_of(mread)) - 1, A_TAND);
-        }
-      } else if (phase == EV_TCLAIM) {
-        // The target is locked by this lane, so its free bits change only here.
-        if ((static_cast<unsigned>(r) & (1u << slot)) != 0) {
           phase = EV_SWAP;
           atomic = A_SWAP;
-        } else {
-          unlock(true);
-          retry();
         }
       } else if (phase == EV_SWAP) {
         if (r == victim) {
@@ -595,7 +650,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         // holds one now, and one read empty but claimed in `m` is taken for pending),
         // but a stale line would fail again the same way, so every later read (a retry,
         // b1 and b2 under the lock) bypasses L1.
-        if (phase == READ && tries == 0) {
+        if ((phase == READ && tries == 0) || phase == EV_READ) {
           load_bucket<false>(base, w);
         } else {
           load_bucket<true>(base, w);
@@ -603,8 +658,8 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       }
       if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));
       if (set_spill) meta_or(m1, META_SPILL);
-      if (atomic == A_AND1 || atomic == A_AND2 || atomic == A_TAND) {
-        r = atomicAnd(t.meta + (atomic == A_TAND ? target : atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
+      if (atomic == A_AND1 || atomic == A_AND2) {
+        r = atomicAnd(t.meta + (atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
       } else if (atomic != A_NONE) {
         // One compare-and-swap for every lane that has one (a second call site would
         // wait for the first one's round trip: the acquire waits for its result).
@@ -619,6 +674,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           if (atomic == A_TLOCK) p = t.meta + target;
           expected = atomic == A_TLOCK ? mread : mb1;
           desired = (expected | META_LOCK) + META_VERSION;
+          if (atomic == A_TLOCK) desired &= ~(1ull << slot);
         } else if (atomic == A_SWAP) {
           p = t.bucket(b1) + vslot;
           expected = victim;
@@ -670,26 +726,259 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
 }  // namespace bulk
 
-// Inserts or replaces (keys[i], values[i]). Lane r takes operation r of its tile's
-// chunk alone first (insert_alone: its own bucket read, one atomic, one store); the
-// operations it leaves go through the tile's insert_with one after the other.
-extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values, unsigned long long n) {
+namespace fill {
+
+using bulk::RING;
+using bulk::scan_words;
+using bulk::WARPS;
+
+constexpr unsigned TRIES = 8;  // reads of b1 before an insert is left to the second kernel
+
+// Phases: what the lane's last issued step was.
+constexpr unsigned IDLE = 0;     // no key
+constexpr unsigned READ = 1;     // b1 and its word loaded
+constexpr unsigned CHECK2 = 2;   // b1 SPILL-flagged with room: b2 loaded (k may be there)
+constexpr unsigned READ2 = 3;    // b1 full without k: b2 loaded
+constexpr unsigned FILL = 4;     // compare-and-swap of the empty slot `slot` of `cb` issued
+constexpr unsigned REPLACE = 5;  // compare-and-swap of k's slot `slot` of `cb` from hit_word issued
+
+// The first kernel's loop: each lane takes keys from its warp's ring (staged as in
+// bulk::insert_lanes) and advances one insert a step per iteration (see the top of the
+// bulk insert's comment), appending what it leaves to `queue` (count in queue[0], the
+// entries after it: the operation's index, with BOTH_FULL where b1 and b2 were full).
+__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
+                             unsigned* queue, tally& lane) {
+  unsigned fills = 0, replaces = 0;  // the lane's inserts done here (steps 2 and 1)
+  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING];
+  // The inserts left to the second kernel, gathered per warp and appended to the queue
+  // 32 at a time (one atomic on its count for 32).
+  __shared__ unsigned left[WARPS][64];
+  unsigned lefts = 0;  // the same on every lane
+  const unsigned wid = threadIdx.x / 32;
+  const unsigned lid = threadIdx.x % 32;
+  // The warp's operations come in chunks of 32 (chunk c starts at (gw + c * nw) * 32),
+  // each loaded coalesced one chunk ahead (pk, pv) and staged in the warp's ring in
+  // shared memory, from which idle lanes take them in order. All counters are the same
+  // on every lane: `fetched` chunks were staged, `taken` operations taken.
+  const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  const unsigned nw = gridDim.x * blockDim.x / 32;
+  auto chunk_base = [&](unsigned c) {
+    return (static_cast<unsigned long long>(c) * nw + gw) * 32;
+  };
+  unsigned fetched = 0, taken = 0;
+  unsigned pk = EMPTY_KEY, pv = 0;
+  if (chunk_base(0) + lid < n) {
+    pk = keys[chunk_base(0) + lid];
+    pv = values[chunk_base(0) + lid];
+  }
+  unsigned long long index = 0;
+  unsigned k = EMPTY_KEY, v = 0, b1 = 0, b2 = 0, cb = 0;
+  unsigned phase = IDLE, tries = 0, slot = 0;
+  unsigned long long mread = 0, r = 0, hit_word = 0;
+  unsigned long long w[SLOTS];
+#pragma unroll
+  for (unsigned i = 0; i < SLOTS; ++i) w[i] = EMPTY;
+  for (;;) {
+    const bool busy = phase != IDLE;
+    // Stage the chunk in flight when the ring has room for it, and load the next.
+    if (fetched * 32 - taken <= RING - 32 && chunk_base(fetched) < n) {
+      ring_k[wid][(fetched * 32 + lid) % RING] = pk;
+      ring_v[wid][(fetched * 32 + lid) % RING] = pv;
+      fetched += 1;
+      const unsigned long long at = chunk_base(fetched) + lid;
+      pk = EMPTY_KEY;
+      if (at < n) {
+        pk = keys[at];
+        pv = values[at];
+      }
+      __syncwarp();
+    }
+    const bool more = taken < fetched * 32;
+    if (!__any_sync(warp::FULL_MASK, busy) && !more) break;
+    const unsigned want = __ballot_sync(warp::FULL_MASK, !busy);
+    const unsigned staged = fetched * 32 - taken;
+    const unsigned rank = __popc(want & ((1u << lid) - 1u));
+    const bool take = !busy && rank < staged;
+    const unsigned p = taken + rank;
+    taken += __popc(want) < staged ? __popc(want) : staged;
+
+    // --- Consume the last step's results; decide the next step. ---------------------
+    // The bucket a lane read last (if any), scanned once for every phase that reads one.
+    unsigned seen_hit = SLOTS;
+    const unsigned seen_empty = scan_words(w, k, seen_hit, hit_word);
+    unsigned loads = 0;  // 1: b1's word, 2: b1, 4: b2
+    bool cas = false, park = false, set_spill = false, both = false;
+    // The next step: a compare-and-swap of slot `at` of bucket `in`.
+    auto step = [&](unsigned next, unsigned in, unsigned at) {
+      phase = next;
+      cb = in;
+      slot = at;
+      cas = true;
+    };
+    // Read b1 and its word again, or leave the insert to the second kernel.
+    auto retry = [&]() {
+      if (++tries >= TRIES) {
+        park = true;
+      } else {
+        phase = READ;
+        loads = 3;
+      }
+    };
+
+    if (phase == IDLE) {
+      if (take) {
+        index = chunk_base(p / 32) + p % 32;
+        k = ring_k[wid][p % RING];
+        v = ring_v[wid][p % RING];
+        if (k != EMPTY_KEY && index < n) {
+          const hash_pair h = hashes(k);
+          b1 = t.bucket_of(h.h1);
+          b2 = t.bucket_of(h.h2);
+          tries = 0;
+          phase = READ;
+          loads = 3;
+        }
+      }
+    } else if (phase == READ) {
+      const unsigned long long m = mread;
+      if (seen_hit != SLOTS) {
+        step(REPLACE, b1, seen_hit);
+      } else if ((m & (META_STASHED | META_LOCK)) != 0) {
+        park = true;
+      } else if (seen_empty != 0) {
+        slot = __ffs(seen_empty) - 1;
+        if ((m & META_SPILL) != 0 && b2 != b1) {
+          phase = CHECK2;  // k may have spilled to b2 in an earlier batch
+          loads = 4;
+        } else {
+          step(FILL, b1, slot);
+        }
+      } else if (b2 == b1) {
+        park = true;
+      } else {
+        // b1 holds SLOTS keys, none k, and in this kernel keeps them: k goes to b2,
+        // b1 flagged first (the flag matters only to later kernels).
+        set_spill = (m & META_SPILL) == 0;
+        phase = READ2;
+        loads = 4;
+      }
+    } else if (phase == CHECK2) {
+      if (seen_hit != SLOTS) {
+        step(REPLACE, b2, seen_hit);
+      } else {
+        step(FILL, b1, slot);  // the lowest slot read empty in b1
+      }
+    } else if (phase == READ2) {
+      if (seen_hit != SLOTS) {
+        step(REPLACE, b2, seen_hit);
+      } else if (seen_empty != 0) {
+        step(FILL, b2, __ffs(seen_empty) - 1);
+      } else {
+        park = true;  // both full: an eviction, in the second kernel
+        both = true;
+      }
+    } else if (phase == FILL) {
+      if (r == EMPTY) {
+        // The pair is in; the slot's free bit follows (no one in this kernel reads it).
+        meta_and(t.meta + cb, ~(1ull << slot));
+        fills += 1;
+        phase = IDLE;
+      } else {
+        retry();
+      }
+    } else {  // REPLACE
+      if (r == hit_word) {
+        replaces += 1;
+        phase = IDLE;
+      } else {
+        retry();
+      }
+    }
+
+    // --- Issue: loads, then the flag, then the compare-and-swap. ---------------------
+    if (loads & 1) mread = mem::ld_relaxed(t.meta + b1);
+    if (loads & 6) {
+      const unsigned long long* const base = t.bucket((loads & 4) ? b2 : b1);
+      // A key's first read of b1 is a plain load, through L1: the lane's eight 16-byte
+      // loads then fetch each sector of the line from L2 once instead of twice. A stale
+      // line is safe (see above: it shows slots empty that are not, whose fill then
+      // fails, never a wrong key), but would fail again the same way, so every later
+      // read bypasses L1.
+      if (phase == READ && tries == 0) {
+        load_bucket<false>(base, w);
+      } else {
+        load_bucket<true>(base, w);
+      }
+    }
+    if (set_spill) meta_or(t.meta + b1, META_SPILL);
+    if (cas) {
+      r = mem::cas_relaxed(t.bucket(cb) + slot, phase == FILL ? EMPTY : hit_word, pack(k, v));
+    }
+    // --- Leave what cannot finish here to the second kernel (convergent). ------------
+    const unsigned parking = __ballot_sync(warp::FULL_MASK, park);
+    if (park) {
+      left[wid][lefts + __popc(parking & ((1u << lid) - 1u))] = static_cast<unsigned>(index) | (both ? bulk::BOTH_FULL : 0u);
+      phase = IDLE;
+    }
+    lefts += __popc(parking);
+    if (lefts >= 32) {
+      __syncwarp();
+      unsigned at = 0;
+      if (lid == 0) at = atomicAdd(queue, 32u);  // one L2 atomic per 32 entries, not per entry
+      at = __shfl_sync(warp::FULL_MASK, at, 0);
+      queue[1 + at + lid] = left[wid][lefts - 32 + lid];
+      lefts -= 32;
+      __syncwarp();
+    }
+  }
+  __syncwarp();
+  if (lefts > 0) {
+    unsigned at = 0;
+    if (lid == 0) at = atomicAdd(queue, lefts);
+    at = __shfl_sync(warp::FULL_MASK, at, 0);
+    if (lid < lefts) queue[1 + at + lid] = left[wid][lid];
+  }
+  lane.steps[0] += replaces;
+  lane.steps[1] += fills;
+  lane.len += static_cast<int>(fills);
+}
+
+}  // namespace fill
+
+// Inserts or replaces (keys[i], values[i]). With buckets of up to 16 slots, the first of
+// two kernels: the per-lane fills of fill::insert_lanes, which append the index of every
+// insert they leave to `queue` (queue[0] counts them, zeroed by the host; room for n);
+// hive_insert_queued runs those after it. With 32 slots, lane r takes operation r of its
+// tile's chunk alone first (insert_alone: its own bucket read, one atomic, one store);
+// the operations it leaves go through the tile's insert_with one after the other.
+extern "C" __global__ void HIVE_FILL_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values,
+                                                          unsigned long long n, unsigned* queue) {
   tally counts;
   tally lane;
   if (SLOTS <= 16) {
-    bulk::insert_lanes(t, keys, values, n, lane, counts);
-    merge_lanes(lane, counts);
-    t.flush(counts);
-    return;
+    fill::insert_lanes(t, keys, values, n, queue, lane);
+  } else {
+    for_each_op(n, [&](unsigned long long base) {
+      const unsigned count = ops_in_chunk(base, n);
+      const unsigned r = tile::rank();
+      const bool mine = r < count;
+      const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
+      const unsigned my_value = mine ? values[base + r] : 0u;
+      insert_ops(t, mine, my_key, my_value, base + r, lane, counts);
+    });
   }
-  for_each_op(n, [&](unsigned long long base) {
-    const unsigned count = ops_in_chunk(base, n);
-    const unsigned r = tile::rank();
-    const bool mine = r < count;
-    const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
-    const unsigned my_value = mine ? values[base + r] : 0u;
-    insert_ops(t, mine, my_key, my_value, base + r, lane, counts);
-  });
+  merge_lanes(lane, counts);
+  t.flush(counts);
+}
+
+// The second kernel of a bulk insert (buckets of up to 16 slots): the inserts queued by
+// hive_insert, through the state machine of bulk::insert_lanes (locks, direct moves, and
+// the tile code for what it parks), with no fill of the first kernel running beside it.
+extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert_queued(hive_ref t, const unsigned* keys, const unsigned* values,
+                                                                 const unsigned* queue, unsigned long long offset) {
+  tally counts;
+  tally lane;
+  if (SLOTS <= 16) bulk::insert_lanes(t, keys, values, queue, offset, lane, counts);
   merge_lanes(lane, counts);
   t.flush(counts);
 }

@@ -33,6 +33,9 @@ pub(crate) use device::programs;
 
 /// Threads per block of every HiveMap kernel.
 const BLOCK: u32 = 256;
+/// The most operations of a bulk insert per pair of kernels (the queue between them has
+/// room for that many indices, 64 MiB).
+const QUEUED: usize = 1 << 24;
 /// Failed operations whose indices a batch error lists.
 const FAILED_CAPACITY: usize = 64;
 
@@ -72,6 +75,9 @@ pub struct HiveMap {
     len: usize,
     /// Stash reservations after the last update (the host's copy of the tail).
     stash_tail: u64,
+    /// The bulk insert's queue of the inserts its first kernel leaves to the second (a
+    /// count, then indices into the batch), kept for later batches.
+    queue: Option<CudaSlice<u32>>,
     expansions: u64,
     contractions: u64,
 }
@@ -150,6 +156,7 @@ impl HiveMap {
             min_buckets: buckets,
             len: 0,
             stash_tail: 0,
+            queue: None,
             expansions: 0,
             contractions: 0,
             config,
@@ -371,14 +378,53 @@ impl HiveMap {
         values: &CudaView<'_, u32>,
     ) -> Result<()> {
         self.grow_for(keys.len())?;
+        if self.config.slots_per_bucket > 16 {
+            let r = self.device_ref();
+            let n = keys.len() as u64;
+            let null = 0u64;
+            let kernel = &self.kernels.insert;
+            let shape = self.shape(kernel, keys.len())?;
+            let mut args = self.gpu.stream().launch_builder(kernel.func());
+            args.arg(&r).arg(keys).arg(values).arg(&n).arg(&null);
+            // SAFETY: the kernel reads n keys and values and works inside the ref's arrays
+            // (with 32-slot buckets it queues nothing).
+            unsafe { args.launch(shape) }?;
+            return self.finish_update();
+        }
+        // Buckets of up to 16 slots insert in two kernels per part of at most QUEUED
+        // operations: the first fills empty slots lane by lane and queues what it leaves
+        // (full buckets, the stash, contention), the second runs the queued inserts with
+        // no fill beside them (see kernels/hive.cu).
+        let stream = self.gpu.stream().clone();
+        let room = keys.len().min(QUEUED) + 1;
+        if self.queue.as_ref().is_none_or(|q| q.len() < room) {
+            self.queue = None;
+            // SAFETY: the count is zeroed before each first kernel, which writes every
+            // entry below it before the second kernel reads them.
+            self.queue = Some(unsafe { stream.alloc::<u32>(room) }?);
+        }
         let r = self.device_ref();
-        let n = keys.len() as u64;
-        let kernel = &self.kernels.insert;
-        let shape = self.shape(kernel, keys.len())?;
-        let mut args = self.gpu.stream().launch_builder(kernel.func());
-        args.arg(&r).arg(keys).arg(values).arg(&n);
-        // SAFETY: the kernel reads n keys and values and works inside the ref's arrays.
-        unsafe { args.launch(shape) }?;
+        let queue = self.queue.as_mut().expect("allocated above");
+        for start in (0..keys.len()).step_by(QUEUED) {
+            let end = (start + QUEUED).min(keys.len());
+            let (k, v) = (keys.slice(start..end), values.slice(start..end));
+            let n = (end - start) as u64;
+            stream.memset_zeros(&mut queue.slice_mut(..1))?;
+            let kernel = &self.kernels.insert;
+            let shape = self.gpu.grid_for(kernel, end - start, BLOCK)?;
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r).arg(&k).arg(&v).arg(&n).arg(&*queue);
+            // SAFETY: the kernel reads n keys and values, appends fewer than n + 1 entries
+            // to the queue (each operation at most once) and works inside the ref's arrays.
+            unsafe { args.launch(shape) }?;
+            let kernel = &self.kernels.insert_queued;
+            let shape = self.gpu.grid_for(kernel, end - start, BLOCK)?;
+            let mut args = stream.launch_builder(kernel.func());
+            let offset = start as u64;
+            args.arg(&r).arg(&k).arg(&v).arg(&*queue).arg(&offset);
+            // SAFETY: the kernel reads the entries the first kernel queued (indices below n).
+            unsafe { args.launch(shape) }?;
+        }
         self.finish_update()
     }
 
