@@ -235,6 +235,64 @@ constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 // of the key's buckets full.
 constexpr unsigned BOTH_FULL = 1u << 31;
 
+// A warp's operations, taken by its idle lanes in order: chunk c holds operations
+// (gw + c * nw) * 32 + lane of the source, each chunk loaded coalesced one chunk ahead
+// (pk, pv, pe: the key, the value and a 32-bit entry) and staged in the warp's ring in
+// shared memory. Every counter is the same on every lane: `fetched` chunks were staged,
+// `taken` operations taken.
+struct op_ring {
+  unsigned (&rk)[RING];
+  unsigned (&rv)[RING];
+  unsigned (&re)[RING];
+  unsigned long long n;
+  unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  unsigned nw = gridDim.x * blockDim.x / 32;
+  unsigned lid = threadIdx.x % 32;
+  unsigned fetched = 0, taken = 0;
+  unsigned pk = EMPTY_KEY, pv = 0, pe = 0;
+
+  __device__ unsigned long long chunk_base(unsigned c) const {
+    return (static_cast<unsigned long long>(c) * nw + gw) * 32;
+  }
+  // Loads this lane's operation of the first chunk: load(at, k, v, e) for at < n.
+  template <typename Load>
+  __device__ void start(Load&& load) {
+    if (chunk_base(0) + lid < n) load(chunk_base(0) + lid, pk, pv, pe);
+  }
+  // Stages the chunk in flight when the ring has room for it, and loads the next.
+  template <typename Load>
+  __device__ void stage(Load&& load) {
+    if (fetched * 32 - taken <= RING - 32 && chunk_base(fetched) < n) {
+      rk[(fetched * 32 + lid) % RING] = pk;
+      rv[(fetched * 32 + lid) % RING] = pv;
+      re[(fetched * 32 + lid) % RING] = pe;
+      fetched += 1;
+      const unsigned long long at = chunk_base(fetched) + lid;
+      pk = EMPTY_KEY;
+      if (at < n) load(at, pk, pv, pe);
+      __syncwarp();
+    }
+  }
+  // Whether staged operations are left.
+  __device__ bool more() const { return taken < fetched * 32; }
+  // Hands the next staged operations to the lanes with `idle`, in lane order: true where
+  // this lane got one (k, v, e; k is EMPTY_KEY past the end of the source).
+  __device__ bool take(bool idle, unsigned& k, unsigned& v, unsigned& e) {
+    const unsigned want = __ballot_sync(warp::FULL_MASK, idle);
+    const unsigned staged = fetched * 32 - taken;
+    const unsigned rank = __popc(want & ((1u << lid) - 1u));
+    const bool got = idle && rank < staged;
+    if (got) {
+      const unsigned p = (taken + rank) % RING;
+      k = rk[p];
+      v = rv[p];
+      e = re[p];
+    }
+    taken += __popc(want) < staged ? __popc(want) : staged;
+    return got;
+  }
+};
+
 // Looks for k among a lane's bucket words: sets `hit` to the first slot holding k and
 // `hit_word` to its word where found (else leaves them), and returns the mask of the
 // empty slots. Only the keys are compared (two compares and two predicated ors a slot):
@@ -285,29 +343,17 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
   const unsigned long long n = queue[0];
   unsigned claims = 0, replaces = 0, evictions = 0;  // the lane's inserts done here (steps 2, 1, 3)
   __shared__ parked_ops park;
-  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_i[WARPS][RING];
+  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
-  // The warp's operations come in chunks of 32 (chunk c starts at (gw + c * nw) * 32),
-  // each loaded coalesced one chunk ahead (pk, pv) and staged in the warp's ring in
-  // shared memory, from which idle lanes take them in order. All counters are the same
-  // on every lane: `fetched` chunks were staged, `taken` operations taken.
-  const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const unsigned nw = gridDim.x * blockDim.x / 32;
-  auto chunk_base = [&](unsigned c) {
-    return (static_cast<unsigned long long>(c) * nw + gw) * 32;
+  op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n};
+  // An entry is the operation's index in the part, and BOTH_FULL.
+  auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
+    e = queue[1 + at];
+    k = keys[e & ~BOTH_FULL];
+    v = values[e & ~BOTH_FULL];
   };
-  unsigned fetched = 0, taken = 0;
-  unsigned pk = EMPTY_KEY, pv = 0, pi = 0;
-  auto fetch = [&](unsigned long long at) {
-    pk = EMPTY_KEY;
-    if (at < n) {
-      pi = queue[1 + at];  // the index, and BOTH_FULL
-      pk = keys[pi & ~BOTH_FULL];
-      pv = values[pi & ~BOTH_FULL];
-    }
-  };
-  fetch(chunk_base(0) + lid);
+  ops.start(load);
   unsigned parked = 0;  // the warp's parked inserts (the same on every lane)
   // Rounds of the state machine, each until 32 inserts are parked and every lane is idle
   // (then they run, outside the loop, so that the call saves few registers) or until the
@@ -336,23 +382,10 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       // --- Convergence point: leave to run the parked inserts, or stop. -------------
       const bool busy = phase != IDLE;
       if (parked >= 32 && !__any_sync(warp::FULL_MASK, busy)) break;
-      // Stage the chunk in flight when the ring has room for it, and load the next.
-      if (fetched * 32 - taken <= RING - 32 && chunk_base(fetched) < n) {
-        ring_k[wid][(fetched * 32 + lid) % RING] = pk;
-        ring_v[wid][(fetched * 32 + lid) % RING] = pv;
-        ring_i[wid][(fetched * 32 + lid) % RING] = pi;
-        fetched += 1;
-        fetch(chunk_base(fetched) + lid);
-        __syncwarp();
-      }
-      const bool more = taken < fetched * 32;
-      if (!__any_sync(warp::FULL_MASK, busy) && !more) break;
-      const unsigned want = __ballot_sync(warp::FULL_MASK, !busy && parked < 32);
-      const unsigned staged = fetched * 32 - taken;
-      const unsigned rank = __popc(want & ((1u << lid) - 1u));
-      const bool take = !busy && parked < 32 && rank < staged;
-      const unsigned p = taken + rank;
-      taken += __popc(want) < staged ? __popc(want) : staged;
+      ops.stage(load);
+      if (!__any_sync(warp::FULL_MASK, busy) && !ops.more()) break;
+      unsigned tk = EMPTY_KEY, tv = 0, entry = 0;
+      const bool take = ops.take(!busy && parked < 32, tk, tv, entry);
 
       // --- Consume the last step's results; decide the next step. -------------------
       // The bucket a lane read last (if any), scanned once for every phase that reads
@@ -389,10 +422,9 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
       if (phase == IDLE) {
         if (take) {
-          const unsigned entry = ring_i[wid][p % RING];
           index = offset + (entry & ~BOTH_FULL);
-          k = ring_k[wid][p % RING];
-          v = ring_v[wid][p % RING];
+          k = tk;
+          v = tv;
           if (k != EMPTY_KEY) {
             const hash_pair h = hashes(k);
             b1 = t.bucket_of(h.h1);
@@ -749,29 +781,22 @@ constexpr unsigned REPLACE = 5;  // compare-and-swap of k's slot `slot` of `cb` 
 __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
                              unsigned* queue, tally& lane) {
   unsigned fills = 0, replaces = 0;  // the lane's inserts done here (steps 2 and 1)
-  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING];
+  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
   // The inserts left to the second kernel, gathered per warp and appended to the queue
   // 32 at a time (one atomic on its count for 32).
   __shared__ unsigned left[WARPS][64];
   unsigned lefts = 0;  // the same on every lane
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
-  // The warp's operations come in chunks of 32 (chunk c starts at (gw + c * nw) * 32),
-  // each loaded coalesced one chunk ahead (pk, pv) and staged in the warp's ring in
-  // shared memory, from which idle lanes take them in order. All counters are the same
-  // on every lane: `fetched` chunks were staged, `taken` operations taken.
-  const unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const unsigned nw = gridDim.x * blockDim.x / 32;
-  auto chunk_base = [&](unsigned c) {
-    return (static_cast<unsigned long long>(c) * nw + gw) * 32;
+  bulk::op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n};
+  // An entry is the operation's index (a part holds fewer than 2^31 operations).
+  auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
+    k = keys[at];
+    v = values[at];
+    e = static_cast<unsigned>(at);
   };
-  unsigned fetched = 0, taken = 0;
-  unsigned pk = EMPTY_KEY, pv = 0;
-  if (chunk_base(0) + lid < n) {
-    pk = keys[chunk_base(0) + lid];
-    pv = values[chunk_base(0) + lid];
-  }
-  unsigned long long index = 0;
+  ops.start(load);
+  unsigned index = 0;
   unsigned k = EMPTY_KEY, v = 0, b1 = 0, b2 = 0, cb = 0;
   unsigned phase = IDLE, tries = 0, slot = 0;
   unsigned long long mread = 0, r = 0, hit_word = 0;
@@ -780,27 +805,10 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
   for (unsigned i = 0; i < SLOTS; ++i) w[i] = EMPTY;
   for (;;) {
     const bool busy = phase != IDLE;
-    // Stage the chunk in flight when the ring has room for it, and load the next.
-    if (fetched * 32 - taken <= RING - 32 && chunk_base(fetched) < n) {
-      ring_k[wid][(fetched * 32 + lid) % RING] = pk;
-      ring_v[wid][(fetched * 32 + lid) % RING] = pv;
-      fetched += 1;
-      const unsigned long long at = chunk_base(fetched) + lid;
-      pk = EMPTY_KEY;
-      if (at < n) {
-        pk = keys[at];
-        pv = values[at];
-      }
-      __syncwarp();
-    }
-    const bool more = taken < fetched * 32;
-    if (!__any_sync(warp::FULL_MASK, busy) && !more) break;
-    const unsigned want = __ballot_sync(warp::FULL_MASK, !busy);
-    const unsigned staged = fetched * 32 - taken;
-    const unsigned rank = __popc(want & ((1u << lid) - 1u));
-    const bool take = !busy && rank < staged;
-    const unsigned p = taken + rank;
-    taken += __popc(want) < staged ? __popc(want) : staged;
+    ops.stage(load);
+    if (!__any_sync(warp::FULL_MASK, busy) && !ops.more()) break;
+    unsigned tk = EMPTY_KEY, tv = 0, entry = 0;
+    const bool take = ops.take(!busy, tk, tv, entry);
 
     // --- Consume the last step's results; decide the next step. ---------------------
     // The bucket a lane read last (if any), scanned once for every phase that reads one.
@@ -827,10 +835,10 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
     if (phase == IDLE) {
       if (take) {
-        index = chunk_base(p / 32) + p % 32;
-        k = ring_k[wid][p % RING];
-        v = ring_v[wid][p % RING];
-        if (k != EMPTY_KEY && index < n) {
+        index = entry;
+        k = tk;
+        v = tv;
+        if (k != EMPTY_KEY) {
           const hash_pair h = hashes(k);
           b1 = t.bucket_of(h.h1);
           b2 = t.bucket_of(h.h2);
@@ -917,7 +925,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
     // --- Leave what cannot finish here to the second kernel (convergent). ------------
     const unsigned parking = __ballot_sync(warp::FULL_MASK, park);
     if (park) {
-      left[wid][lefts + __popc(parking & ((1u << lid) - 1u))] = static_cast<unsigned>(index) | (both ? bulk::BOTH_FULL : 0u);
+      left[wid][lefts + __popc(parking & ((1u << lid) - 1u))] = index | (both ? bulk::BOTH_FULL : 0u);
       phase = IDLE;
     }
     lefts += __popc(parking);
