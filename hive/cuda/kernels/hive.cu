@@ -526,12 +526,17 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           loads |= L_CAND;
         }
       } else if (phase == EV_PICK) {
-        // w still holds b1 (read under the lock): take the first candidate whose other
-        // bucket has room and no lock, and lock that bucket from the word read.
-        unsigned pick = CANDIDATES;
+        // w still holds b1 (read under the lock): take the candidate whose other bucket
+        // has the most room and no lock (fewer evictions meet on one target), and lock
+        // that bucket from the word read.
+        unsigned pick = CANDIDATES, most = 0;
 #pragma unroll
-        for (unsigned c = CANDIDATES; c-- > 0;) {
-          if (alt[c] != b1 && free_of(am[c]) != 0 && (am[c] & META_LOCK) == 0) pick = c;
+        for (unsigned c = 0; c < CANDIDATES; ++c) {
+          const unsigned room = __popc(free_of(am[c]));
+          if (alt[c] != b1 && room > most && (am[c] & META_LOCK) == 0) {
+            most = room;
+            pick = c;
+          }
         }
         if (pick == CANDIDATES) {
           if (++round < SLOTS / CANDIDATES) {
