@@ -234,6 +234,9 @@ constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
 // Set in a queue entry (beside the operation's index) when the first kernel found both
 // of the key's buckets full.
 constexpr unsigned BOTH_FULL = 1u << 31;
+// The queue between the two kernels: queue[0] counts its entries, queue[1] counts the
+// chunks of 32 entries the second kernel's warps took, the entries follow.
+constexpr unsigned QUEUE_HEAD = 2;
 
 // A warp's operations, taken by its idle lanes in order: chunk c holds operations
 // (gw + c * nw) * 32 + lane of the source, each chunk loaded coalesced one chunk ahead
@@ -245,29 +248,39 @@ struct op_ring {
   unsigned (&rv)[RING];
   unsigned (&re)[RING];
   unsigned long long n;
+  // Where the warps take chunks in turn (one atomic per chunk), so that a warp whose
+  // operations take long takes fewer; null: chunk c of the warp is gw + c * nw.
+  unsigned* next;
   unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
   unsigned nw = gridDim.x * blockDim.x / 32;
   unsigned lid = threadIdx.x % 32;
   unsigned fetched = 0, taken = 0;
+  unsigned long long base = 0;  // the first operation of the chunk in flight
   unsigned pk = EMPTY_KEY, pv = 0, pe = 0;
 
+  // The first operation of the warp's chunk `c` (the chunks it loaded so far).
   __device__ unsigned long long chunk_base(unsigned c) const {
-    return (static_cast<unsigned long long>(c) * nw + gw) * 32;
+    if (next == nullptr) return (static_cast<unsigned long long>(c) * nw + gw) * 32;
+    unsigned taken_chunk = 0;
+    if (lid == 0) taken_chunk = atomicAdd(next, 1u);
+    return static_cast<unsigned long long>(__shfl_sync(warp::FULL_MASK, taken_chunk, 0)) * 32;
   }
   // Loads this lane's operation of the first chunk: load(at, k, v, e) for at < n.
   template <typename Load>
   __device__ void start(Load&& load) {
-    if (chunk_base(0) + lid < n) load(chunk_base(0) + lid, pk, pv, pe);
+    base = chunk_base(0);
+    if (base + lid < n) load(base + lid, pk, pv, pe);
   }
   // Stages the chunk in flight when the ring has room for it, and loads the next.
   template <typename Load>
   __device__ void stage(Load&& load) {
-    if (fetched * 32 - taken <= RING - 32 && chunk_base(fetched) < n) {
+    if (fetched * 32 - taken <= RING - 32 && base < n) {
       rk[(fetched * 32 + lid) % RING] = pk;
       rv[(fetched * 32 + lid) % RING] = pv;
       re[(fetched * 32 + lid) % RING] = pe;
       fetched += 1;
-      const unsigned long long at = chunk_base(fetched) + lid;
+      base = chunk_base(fetched);
+      const unsigned long long at = base + lid;
       pk = EMPTY_KEY;
       if (at < n) load(at, pk, pv, pe);
       __syncwarp();
@@ -336,20 +349,20 @@ __device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k,
   insert_ops(t, has, k, v, index, lane, counts);
 }
 
-__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, const unsigned* queue,
+__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned* queue,
                              unsigned long long offset, tally& lane, tally& counts) {
-  // The operations: keys[queue[i]], values[queue[i]] for i in 1..=queue[0], operation
-  // offset + queue[i] of the batch.
+  // The operations: keys[e], values[e] for the queue's entries e (see QUEUE_HEAD),
+  // operation offset + e of the batch.
   const unsigned long long n = queue[0];
   unsigned claims = 0, replaces = 0, evictions = 0;  // the lane's inserts done here (steps 2, 1, 3)
   __shared__ parked_ops park;
   __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
-  op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n};
+  op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n, queue + 1};
   // An entry is the operation's index in the part, and BOTH_FULL.
   auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
-    e = queue[1 + at];
+    e = queue[QUEUE_HEAD + at];
     k = keys[e & ~BOTH_FULL];
     v = values[e & ~BOTH_FULL];
   };
@@ -781,7 +794,7 @@ constexpr unsigned REPLACE = 5;  // compare-and-swap of k's slot `slot` of `cb` 
 
 // The first kernel's loop: each lane takes keys from its warp's ring (staged as in
 // bulk::insert_lanes) and advances one insert a step per iteration (see the top of the
-// bulk insert's comment), appending what it leaves to `queue` (count in queue[0], the
+// bulk insert's comment), appending what it leaves to `queue` (see QUEUE_HEAD; the
 // entries after it: the operation's index, with BOTH_FULL where b1 and b2 were full).
 __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
                              unsigned* queue, tally& lane) {
@@ -793,7 +806,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
   unsigned lefts = 0;  // the same on every lane
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
-  bulk::op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n};
+  bulk::op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n, nullptr};
   // An entry is the operation's index (a part holds fewer than 2^31 operations).
   auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
     k = keys[at];
@@ -939,7 +952,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
       unsigned at = 0;
       if (lid == 0) at = atomicAdd(queue, 32u);  // one L2 atomic per 32 entries, not per entry
       at = __shfl_sync(warp::FULL_MASK, at, 0);
-      queue[1 + at + lid] = left[wid][lefts - 32 + lid];
+      queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lefts - 32 + lid];
       lefts -= 32;
       __syncwarp();
     }
@@ -949,7 +962,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
     unsigned at = 0;
     if (lid == 0) at = atomicAdd(queue, lefts);
     at = __shfl_sync(warp::FULL_MASK, at, 0);
-    if (lid < lefts) queue[1 + at + lid] = left[wid][lid];
+    if (lid < lefts) queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lid];
   }
   lane.steps[0] += replaces;
   lane.steps[1] += fills;
@@ -960,7 +973,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
 // Inserts or replaces (keys[i], values[i]). With buckets of up to 16 slots, the first of
 // two kernels: the per-lane fills of fill::insert_lanes, which append the index of every
-// insert they leave to `queue` (queue[0] counts them, zeroed by the host; room for n);
+// insert they leave to `queue` (bulk::QUEUE_HEAD; counters zeroed by the host, room for n);
 // hive_insert_queued runs those after it. With 32 slots, lane r takes operation r of its
 // tile's chunk alone first (insert_alone: its own bucket read, one atomic, one store);
 // the operations it leaves go through the tile's insert_with one after the other.
@@ -988,7 +1001,7 @@ extern "C" __global__ void HIVE_FILL_BOUNDS hive_insert(hive_ref t, const unsign
 // hive_insert, through the state machine of bulk::insert_lanes (locks, direct moves, and
 // the tile code for what it parks), with no fill of the first kernel running beside it.
 extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert_queued(hive_ref t, const unsigned* keys, const unsigned* values,
-                                                                 const unsigned* queue, unsigned long long offset) {
+                                                                 unsigned* queue, unsigned long long offset) {
   tally counts;
   tally lane;
   if (SLOTS <= 16) bulk::insert_lanes(t, keys, values, queue, offset, lane, counts);

@@ -396,11 +396,13 @@ impl HiveMap {
         // (full buckets, the stash, contention), the second runs the queued inserts with
         // no fill beside them (see kernels/hive.cu).
         let stream = self.gpu.stream().clone();
-        let room = keys.len().min(QUEUED) + 1;
+        // Two counters (entries, and the chunks of them the second kernel's warps took),
+        // then the entries.
+        let room = keys.len().min(QUEUED) + 2;
         if self.queue.as_ref().is_none_or(|q| q.len() < room) {
             self.queue = None;
-            // SAFETY: the count is zeroed before each first kernel, which writes every
-            // entry below it before the second kernel reads them.
+            // SAFETY: the counters are zeroed before each first kernel, which writes every
+            // entry below its count before the second kernel reads them.
             self.queue = Some(unsafe { stream.alloc::<u32>(room) }?);
         }
         let r = self.device_ref();
@@ -409,13 +411,13 @@ impl HiveMap {
             let end = (start + QUEUED).min(keys.len());
             let (k, v) = (keys.slice(start..end), values.slice(start..end));
             let n = (end - start) as u64;
-            stream.memset_zeros(&mut queue.slice_mut(..1))?;
+            stream.memset_zeros(&mut queue.slice_mut(..2))?;
             let kernel = &self.kernels.insert;
             let shape = self.gpu.grid_for(kernel, end - start, BLOCK)?;
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&r).arg(&k).arg(&v).arg(&n).arg(&*queue);
-            // SAFETY: the kernel reads n keys and values, appends fewer than n + 1 entries
-            // to the queue (each operation at most once) and works inside the ref's arrays.
+            // SAFETY: the kernel reads n keys and values, appends at most n entries to the
+            // queue (each operation at most once) and works inside the ref's arrays.
             unsafe { args.launch(shape) }?;
             let kernel = &self.kernels.insert_queued;
             let shape = self.gpu.grid_for(kernel, end - start, BLOCK)?;
