@@ -75,8 +75,9 @@ pub struct HiveMap {
     len: usize,
     /// Stash reservations after the last update (the host's copy of the tail).
     stash_tail: u64,
-    /// The bulk insert's queue of the inserts its first kernel leaves to the second (a
-    /// count, then indices into the batch), kept for later batches.
+    /// The bulk insert's queue of the inserts its first kernel leaves to the second (two
+    /// counters, then indices into the batch), kept for later batches: 4 bytes per
+    /// operation of the largest batch so far, at most 64 MiB.
     queue: Option<CudaSlice<u32>>,
     expansions: u64,
     contractions: u64,
@@ -744,7 +745,9 @@ impl HiveMap {
             evictions: counters.moves,
             expansions: self.expansions,
             contractions: self.contractions,
-            memory_bytes: allocated * (s * 8 + 8) + stash.len() * 8,
+            memory_bytes: allocated * (s * 8 + 8)
+                + stash.len() * 8
+                + self.queue.as_ref().map_or(0, |q| q.len() * 4),
         })
     }
 

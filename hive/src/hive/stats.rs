@@ -46,7 +46,7 @@ pub struct HiveStats {
     pub expansions: u64,
     /// Contraction steps run so far.
     pub contractions: u64,
-    /// Device memory held by the table, in bytes.
+    /// Device memory held by the table, in bytes (with the bulk insert's queue).
     pub memory_bytes: usize,
 }
 
