@@ -821,6 +821,9 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
 
 namespace fill {
 
+using bulk::L_BUCKET1;
+using bulk::L_BUCKET2;
+using bulk::L_META1;
 using bulk::RING;
 using bulk::scan_words;
 using bulk::WARPS;
@@ -875,7 +878,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
     // The bucket a lane read last (if any), scanned once for every phase that reads one.
     unsigned seen_hit = SLOTS;
     const unsigned seen_empty = scan_words(w, k, seen_hit, hit_word);
-    unsigned loads = 0;  // 1: b1's word, 2: b1, 4: b2
+    unsigned loads = 0;  // what to load this iteration (bulk's L_ flags)
     bool cas = false, park = false, set_spill = false, both = false;
     // The next step: a compare-and-swap of slot `at` of bucket `in`.
     auto step = [&](unsigned next, unsigned in, unsigned at) {
@@ -890,7 +893,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         park = true;
       } else {
         phase = READ;
-        loads = 3;
+        loads = L_META1 | L_BUCKET1;
       }
     };
 
@@ -905,7 +908,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
           b2 = t.bucket_of(h.h2);
           tries = 0;
           phase = READ;
-          loads = 3;
+          loads = L_META1 | L_BUCKET1;
         }
       }
     } else if (phase == READ) {
@@ -918,7 +921,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         slot = __ffs(seen_empty) - 1;
         if ((m & META_SPILL) != 0 && b2 != b1) {
           phase = CHECK2;  // k may have spilled to b2 in an earlier batch
-          loads = 4;
+          loads = L_BUCKET2;
         } else {
           step(FILL, b1, slot);
         }
@@ -929,7 +932,7 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
         // b1 flagged first (the flag matters only to later kernels).
         set_spill = (m & META_SPILL) == 0;
         phase = READ2;
-        loads = 4;
+        loads = L_BUCKET2;
       }
     } else if (phase == CHECK2) {
       if (seen_hit != SLOTS) {
@@ -965,9 +968,9 @@ __device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsi
     }
 
     // --- Issue: loads, then the flag, then the compare-and-swap. ---------------------
-    if (loads & 1) mread = mem::ld_relaxed(t.meta + b1);
-    if (loads & 6) {
-      const unsigned long long* const base = t.bucket((loads & 4) ? b2 : b1);
+    if (loads & L_META1) mread = mem::ld_relaxed(t.meta + b1);
+    if (loads & (L_BUCKET1 | L_BUCKET2)) {
+      const unsigned long long* const base = t.bucket((loads & L_BUCKET2) ? b2 : b1);
       // A key's first read of b1 is a plain load, through L1: the lane's eight 16-byte
       // loads then fetch each sector of the line from L2 once instead of twice. A stale
       // line is safe (see above: it shows slots empty that are not, whose fill then
