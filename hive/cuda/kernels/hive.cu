@@ -269,17 +269,18 @@ struct op_ring {
   unsigned long long base = 0;  // the first operation of the chunk in flight
   unsigned pk = EMPTY_KEY, pv = 0, pe = 0;
 
-  // The first operation of the warp's chunk `c` (the chunks it loaded so far).
-  __device__ unsigned long long chunk_base(unsigned c) const {
-    if (next == nullptr) return (static_cast<unsigned long long>(c) * nw + gw) * 32;
-    unsigned taken_chunk = 0;
-    if (lid == 0) taken_chunk = atomicAdd(next, 1u);
-    return static_cast<unsigned long long>(__shfl_sync(warp::FULL_MASK, taken_chunk, 0)) * 32;
+  // The first operation of the warp's next chunk (its chunk number `fetched`, or the
+  // next one taken from `next`).
+  __device__ unsigned long long next_chunk() const {
+    if (next == nullptr) return (static_cast<unsigned long long>(fetched) * nw + gw) * 32;
+    unsigned chunk = 0;
+    if (lid == 0) chunk = atomicAdd(next, 1u);
+    return static_cast<unsigned long long>(__shfl_sync(warp::FULL_MASK, chunk, 0)) * 32;
   }
   // Loads this lane's operation of the first chunk: load(at, k, v, e) for at < n.
   template <typename Load>
   __device__ void start(Load&& load) {
-    base = chunk_base(0);
+    base = next_chunk();
     if (base + lid < n) load(base + lid, pk, pv, pe);
   }
   // Stages the chunk in flight when the ring has room for it, and loads the next.
@@ -290,7 +291,7 @@ struct op_ring {
       rv[(fetched * 32 + lid) % RING] = pv;
       re[(fetched * 32 + lid) % RING] = pe;
       fetched += 1;
-      base = chunk_base(fetched);
+      base = next_chunk();
       const unsigned long long at = base + lid;
       pk = EMPTY_KEY;
       if (at < n) load(at, pk, pv, pe);
