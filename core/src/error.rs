@@ -70,6 +70,32 @@ pub enum Error {
         /// The offending key, widened to 64 bits.
         key: u64,
     },
+    /// A size computed from a caller's numbers (a capacity, a `reserve`, a batch length
+    /// times bytes per item, a result offset) overflows or passes a hard limit of the
+    /// structure. Returned before anything is allocated or changed: the structure is as
+    /// it was.
+    #[error("capacity overflow: {0}")]
+    CapacityOverflow(String),
+    /// The device has too little free memory for an allocation the call needed. Returned
+    /// for the driver's out-of-memory error; the structure is as it was before the call.
+    #[error("out of device memory: {what} needs {bytes} bytes")]
+    OutOfMemory {
+        /// What the allocation was for.
+        what: String,
+        /// Bytes asked for.
+        bytes: u64,
+    },
+    /// A batch was applied only in part: the kernels reported `status`, and exactly the
+    /// operations at the indices in `not_applied` (ascending) took no effect; every other
+    /// operation of the batch did. The structure is valid.
+    #[error("a kernel reported: {status}; {} operation(s) of the batch not applied (first at index {})",
+            not_applied.len(), not_applied.first().map_or(-1, |&i| i as i64))]
+    NotApplied {
+        /// The flags the kernels reported.
+        status: Status,
+        /// Indices into the batch of the operations that took no effect, ascending.
+        not_applied: Vec<usize>,
+    },
     /// The disk cache could not be read or written. Compilation still works without it;
     /// this is only returned by explicit cache calls.
     #[error("kernel cache at {path}: {source}")]
@@ -83,3 +109,44 @@ pub enum Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// Maps the driver's out-of-memory error of an allocation of `bytes` bytes for `what`
+    /// to [`Error::OutOfMemory`]; any other error is returned as it is.
+    ///
+    /// ```
+    /// use gpuds_core::cudarc::driver::{sys::CUresult, DriverError};
+    /// let e = gpuds_core::Error::Driver(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+    /// let e = e.out_of_memory("the table", 1 << 40);
+    /// assert!(matches!(e, gpuds_core::Error::OutOfMemory { bytes, .. } if bytes == 1 << 40));
+    /// ```
+    pub fn out_of_memory(self, what: &str, bytes: u64) -> Error {
+        match self {
+            Error::Driver(cudarc::driver::DriverError(
+                cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            )) => Error::OutOfMemory {
+                what: what.to_string(),
+                bytes,
+            },
+            other => other,
+        }
+    }
+}
+
+/// The checked product `count * size_of::<T>()` in bytes, or [`Error::CapacityOverflow`]
+/// naming `what`.
+///
+/// ```
+/// assert_eq!(gpuds_core::checked_bytes::<u64>(4, "keys").unwrap(), 32);
+/// assert!(gpuds_core::checked_bytes::<u64>(u64::MAX, "keys").is_err());
+/// ```
+pub fn checked_bytes<T>(count: u64, what: &str) -> Result<u64> {
+    count
+        .checked_mul(std::mem::size_of::<T>() as u64)
+        .ok_or_else(|| {
+            Error::CapacityOverflow(format!(
+                "{count} {what} of {} bytes each overflow 64 bits",
+                std::mem::size_of::<T>()
+            ))
+        })
+}

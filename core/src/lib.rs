@@ -68,7 +68,7 @@ pub use compile::{
     nvrtc_compilations, nvrtc_supported_archs, nvrtc_version, Arch, Compiled, Kernel, Module,
     Output, Program,
 };
-pub use error::{Error, Result};
+pub use error::{checked_bytes, Error, Result};
 pub use gpu::{DeviceInfo, Gpu};
 pub use keys::{DeviceKey, DeviceType, DeviceValue};
 pub use libs::{ensure_driver, ensure_nvrtc};
