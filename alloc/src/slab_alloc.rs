@@ -348,6 +348,19 @@ impl SlabAlloc {
         Ok(())
     }
 
+    /// Reads and clears the status word, returning the raw flags. Synchronizes.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+    /// let pool = SlabAlloc::new(&gpu, SlabAllocConfig::default())?;
+    /// assert!(pool.take_status()?.is_ok());
+    /// # Ok::<(), gpuds_alloc::Error>(())
+    /// ```
+    pub fn take_status(&self) -> Result<Status> {
+        Ok(self.status.lock().take()?)
+    }
+
     /// Reads and clears the status word. `POOL_EXHAUSTED` becomes
     /// [`Error::PoolExhausted`]; other flags become `Error::Core(Status(..))` (e.g.
     /// [`DOUBLE_FREE`]). Synchronizes.
@@ -364,7 +377,7 @@ impl SlabAlloc {
     /// # Ok::<(), gpuds_alloc::Error>(())
     /// ```
     pub fn check_status(&self) -> Result<()> {
-        let flags = self.status.lock().take()?;
+        let flags = self.take_status()?;
         if flags.contains(Status::POOL_EXHAUSTED) {
             return Err(Error::PoolExhausted {
                 needed: 0,
