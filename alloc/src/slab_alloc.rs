@@ -348,6 +348,20 @@ impl SlabAlloc {
         Ok(())
     }
 
+    /// Clears the status word in stream order, without synchronizing (before a call's
+    /// kernels, so that the call reports its own flags only).
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+    /// let pool = SlabAlloc::new(&gpu, SlabAllocConfig::default())?;
+    /// pool.clear_status()?;
+    /// # Ok::<(), gpuds_alloc::Error>(())
+    /// ```
+    pub fn clear_status(&self) -> Result<()> {
+        Ok(self.status.lock().clear()?)
+    }
+
     /// Reads and clears the status word, returning the raw flags. Synchronizes.
     ///
     /// ```no_run

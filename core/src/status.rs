@@ -187,6 +187,22 @@ impl StatusWord {
         &mut self.word
     }
 
+    /// Clears the word in stream order, without synchronizing: a call does this before its
+    /// kernels run, so that it reports its own flags only.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut status = gpuds_core::StatusWord::new(&gpu)?;
+    /// status.clear()?;
+    /// assert!(status.take()?.is_ok());
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
+    pub fn clear(&mut self) -> Result<()> {
+        let stream = self.word.stream().clone();
+        stream.memset_zeros(&mut self.word)?;
+        Ok(())
+    }
+
     /// Reads the flags and clears the word. Synchronizes the word's stream.
     ///
     /// ```no_run
