@@ -55,6 +55,7 @@
 pub mod cache;
 mod compile;
 mod error;
+pub mod failures;
 mod gpu;
 pub mod hash;
 pub mod keys;

@@ -28,5 +28,12 @@ __device__ __forceinline__ void report(unsigned* word, unsigned flag) {
   }
 }
 
+// Marks operation `i` of a batch as not applied: bit i % 32 of word i / 32 of `bits`, a
+// call's failure bits (gpuds_core::failures::CallStatus; null: the call keeps none), which
+// start zeroed. The host reads them when the call's status word is not clear.
+__device__ __forceinline__ void mark_not_applied(unsigned* bits, unsigned long long i) {
+  if (bits != nullptr) atomicOr(bits + (i >> 5), 1u << (i & 31u));
+}
+
 }  // namespace status
 }  // namespace gpuds
