@@ -23,16 +23,45 @@ pub enum Error {
 }
 
 impl Error {
-    /// True when the node pool ran out (the tree stays valid).
+    /// True when the node pool ran out at its maximum (the tree stays valid): either
+    /// [`gpuds_alloc::Error::PoolExhausted`], or a batch that was applied in part
+    /// ([`gpuds_core::Error::NotApplied`]) because of it.
     ///
     /// ```
+    /// use gpuds_core::Status;
     /// let e = gpuds_btree::Error::from(gpuds_alloc::Error::PoolExhausted {
     ///     needed: 0, capacity: 1024, max_units: 1024,
     /// });
     /// assert!(e.is_pool_exhausted());
+    /// let e = gpuds_btree::Error::from(gpuds_core::Error::NotApplied {
+    ///     status: Status::POOL_EXHAUSTED, not_applied: vec![3],
+    /// });
+    /// assert!(e.is_pool_exhausted());
     /// ```
     pub fn is_pool_exhausted(&self) -> bool {
-        matches!(self, Error::Alloc(gpuds_alloc::Error::PoolExhausted { .. }))
+        match self {
+            Error::Alloc(gpuds_alloc::Error::PoolExhausted { .. }) => true,
+            Error::Core(gpuds_core::Error::NotApplied { status, .. }) => {
+                status.contains(gpuds_core::Status::POOL_EXHAUSTED)
+            }
+            _ => false,
+        }
+    }
+
+    /// The batch indices that a partly applied batch did not apply
+    /// ([`gpuds_core::Error::NotApplied`]); empty for every other error.
+    ///
+    /// ```
+    /// let e = gpuds_btree::Error::from(gpuds_core::Error::NotApplied {
+    ///     status: gpuds_core::Status::RETRY_LIMIT, not_applied: vec![1, 4],
+    /// });
+    /// assert_eq!(e.not_applied(), &[1, 4]);
+    /// ```
+    pub fn not_applied(&self) -> &[usize] {
+        match self {
+            Error::Core(gpuds_core::Error::NotApplied { not_applied, .. }) => not_applied,
+            _ => &[],
+        }
     }
 }
 

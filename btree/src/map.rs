@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
 use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuds_core::primitives::{exclusive_scan, RadixSorter, Scanner};
-use gpuds_core::{launch, DeviceKey, DeviceValue, Gpu, Kernel, StatusWord};
+use gpuds_core::{launch, DeviceKey, DeviceValue, Gpu, Kernel, Status, StatusWord};
 use parking_lot::Mutex;
 
 use crate::config::BTreeConfig;
@@ -109,11 +109,34 @@ impl<K: TreeKey, V: TreeValue> std::fmt::Debug for GpuBTreeMap<K, V> {
     }
 }
 
-/// Most nodes a batch of `inserts` insertions can add: a leaf split needs at least four
-/// new keys in that leaf after a bulk build (fill 10 of 14) and seven after a split, an
-/// internal split seven child splits, and a root split adds two nodes.
+/// Nodes a batch of `inserts` insertions may add, reserved before it runs. An insertion
+/// that reaches a full leaf splits it (at most one such split per insertion; a further
+/// split of one of its halves needs seven more pairs landed in it), so leaf splits are at
+/// most 8/7 of the insertions; a split one level up needs seven splits below it, or a node
+/// that was already full, and a root split adds two nodes: at most 4/3 of the insertions
+/// plus the internal nodes that were full before the batch, which this bound leaves out.
+/// A batch that needs those too (rare: trees whose internal nodes are nearly all full)
+/// fails part of its insertions with `POOL_EXHAUSTED`; the synchronizing forms then grow
+/// the pool and insert those again, so that only the pool's maximum ends them.
 fn split_bound(inserts: usize) -> u64 {
-    inserts as u64 / 3 + 64
+    let n = inserts as u64;
+    n + n.div_ceil(3) + 64
+}
+
+/// The indices of the set bits of `bits` below `n`, each mapped through `index` (the
+/// position in the caller's batch of request i of a launch).
+pub(crate) fn set_bits(bits: &[u32], n: usize, index: impl Fn(usize) -> usize) -> Vec<usize> {
+    bits.iter()
+        .enumerate()
+        .filter(|(_, w)| **w != 0)
+        .flat_map(|(i, &w)| {
+            (0..32)
+                .filter(move |b| w >> b & 1 == 1)
+                .map(move |b| i * 32 + b)
+        })
+        .filter(|&i| i < n)
+        .map(index)
+        .collect()
 }
 
 pub(crate) fn batch_len(n: usize) -> Result<u32> {
@@ -331,7 +354,9 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     }
 
     /// Reads and clears both status words (the pool's first: an exhausted pool also
-    /// ends operations early). Synchronizes.
+    /// ends operations early). Synchronizes. The synchronizing forms clear the words
+    /// before their kernels and check them after, so each reports its own failures only;
+    /// after `_device` calls, this reports what all of them flagged since the last check.
     pub fn check(&self) -> Result<()> {
         let pool = self.pool.check_status();
         let own = self.status.lock().check();
@@ -340,12 +365,64 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         Ok(())
     }
 
+    /// Clears both status words in stream order (no synchronization): a synchronizing
+    /// call does this first, so that it reports its own flags only.
+    fn clear_status(&self) -> Result<()> {
+        self.pool.clear_status()?;
+        self.status.lock().clear()?;
+        Ok(())
+    }
+
+    /// Reads and clears both status words; the flags of both. Synchronizes.
+    fn take_status(&self) -> Result<Status> {
+        let pool = self.pool.take_status()?;
+        let own = self.status.lock().take()?;
+        Ok(pool | own)
+    }
+
+    /// The error of a call whose kernels reported `flags` (not OK) and whose operations at
+    /// `not_applied` failed.
+    fn failure(&self, flags: Status, not_applied: Vec<usize>) -> Error {
+        if !not_applied.is_empty() {
+            return gpuds_core::Error::NotApplied {
+                status: flags,
+                not_applied,
+            }
+            .into();
+        }
+        if flags.contains(Status::POOL_EXHAUSTED) {
+            return gpuds_alloc::Error::PoolExhausted {
+                needed: 0,
+                capacity: self.pool.capacity_units(),
+                max_units: self.pool.config().max_units,
+            }
+            .into();
+        }
+        gpuds_core::Error::Status(flags).into()
+    }
+
+    /// Grows the pool after a batch ran out of units, by at least its capacity (so that
+    /// retries end after a few rounds); false when it is at its maximum.
+    fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
+        let before = self.pool.capacity_units();
+        match self.pool.reserve(before.max(split_bound(failed))) {
+            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
+            Err(e) => return Err(e.into()),
+        }
+        self.used_bound = self.pool.units_in_use()?;
+        Ok(self.pool.capacity_units() > before)
+    }
+
     /// Inserts `(keys[i], values[i])` for every i; an existing key's value is replaced
     /// (when a key repeats in the batch, one of its values wins). Synchronizes.
     ///
-    /// On a pool-exhausted error the tree is valid and holds the pairs it had plus some of
-    /// the batch. Near the limit even a key that is present may fail to be updated: an
-    /// insertion splits every full node on its path (proactive splitting).
+    /// When the pool runs out of nodes below [`BTreeConfig::max_nodes`], it is grown and
+    /// the insertions that failed run again. At the maximum the call fails with
+    /// [`gpuds_core::Error::NotApplied`] (flag `POOL_EXHAUSTED`, see
+    /// [`Error::is_pool_exhausted`]) naming exactly the pairs that were not inserted;
+    /// every other pair was, and the tree is valid. Near the limit even a key that is
+    /// present may fail to be updated: an insertion splits every full node on its path
+    /// (proactive splitting).
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -360,22 +437,57 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if keys.is_empty() {
             return Ok(());
         }
-        let stream = self.gpu.stream();
-        let (k, v) = (stream.clone_htod(keys)?, stream.clone_htod(values)?);
-        self.insert_many_device(&k, &v)?;
-        self.check()
+        self.clear_status()?;
+        let stream = self.gpu.stream().clone();
+        let (mut k, mut v) = (stream.clone_htod(keys)?, stream.clone_htod(values)?);
+        // The batch positions of this round's requests (the whole batch at first).
+        let mut pending: Option<Vec<usize>> = None;
+        loop {
+            let failed = self.launch_insert(&k, &v)?;
+            let flags = self.take_status()?;
+            if flags.is_ok() {
+                return Ok(());
+            }
+            let bits = stream.clone_dtoh(&failed)?;
+            let not_applied = set_bits(&bits, k.len(), |i| pending.as_ref().map_or(i, |p| p[i]));
+            if flags == Status::POOL_EXHAUSTED
+                && !not_applied.is_empty()
+                && self.grow_after_exhaustion(not_applied.len())?
+            {
+                let again_k: Vec<K> = not_applied.iter().map(|&i| keys[i]).collect();
+                let again_v: Vec<V> = not_applied.iter().map(|&i| values[i]).collect();
+                (k, v) = (stream.clone_htod(&again_k)?, stream.clone_htod(&again_v)?);
+                pending = Some(not_applied);
+                continue;
+            }
+            return Err(self.failure(flags, not_applied));
+        }
     }
 
     /// [`GpuBTreeMap::insert_many`] from device buffers. Does not synchronize unless the
-    /// pool must grow; call [`GpuBTreeMap::check`] to see the status.
+    /// pool must grow; call [`GpuBTreeMap::check`] to see the status. It does not retry:
+    /// when its nodes run out below the pool's maximum (see [`BTreeConfig::max_nodes`]),
+    /// `check` reports a pool-exhausted error and some pairs were not inserted; insert
+    /// them again, or use [`GpuBTreeMap::insert_many`], which grows the pool and retries.
     pub fn insert_many_device(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
+        self.launch_insert(keys, values).map(drop)
+    }
+
+    /// Launches the batched insertion; returns its failed bits (one per request).
+    fn launch_insert(
+        &mut self,
+        keys: &CudaSlice<K>,
+        values: &CudaSlice<V>,
+    ) -> Result<CudaSlice<u32>> {
         let n = same_len(keys.len(), values.len(), "values")?;
+        let stream = self.gpu.stream().clone();
+        let words = (n as usize).div_ceil(32);
+        let mut failed = stream.alloc_zeros::<u32>(words.max(1))?;
         if n == 0 {
-            return Ok(());
+            return Ok(failed);
         }
         self.ensure_room(split_bound(n as usize))?;
-        let stream = self.gpu.stream();
-        let mut replaced = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
+        let mut replaced = stream.alloc_zeros::<u32>(words)?;
         let r = self.device_ref();
         let shape = self.grid(&self.kernels.insert, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.insert.func());
@@ -383,10 +495,11 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .arg(keys)
             .arg(values)
             .arg(&n)
-            .arg(&mut replaced);
-        // SAFETY: keys and values hold n elements; replaced holds ceil(n / 32) words.
+            .arg(&mut replaced)
+            .arg(&mut failed);
+        // SAFETY: keys and values hold n elements; replaced and failed ceil(n / 32) words.
         unsafe { args.launch(shape) }?;
-        Ok(())
+        Ok(failed)
     }
 
     /// The value of each key, if present. Synchronizes.
@@ -399,6 +512,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
     pub fn get_many(&self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        self.clear_status()?;
         let values = keyed_on_host(&self.gpu, keys, |k, v, f| self.get_many_device(k, v, f))?;
         self.check()?;
         Ok(values)
@@ -412,7 +526,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         values: &mut CudaSlice<V>,
         found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        self.launch_keyed(&self.kernels.get, keys, values, found)
+        self.launch_keyed(&self.kernels.get, keys, values, found, false)
+            .map(drop)
     }
 
     /// Removes each key; returns the removed values. Nodes are never merged (§3.4.4).
@@ -426,44 +541,73 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// assert_eq!(tree.len()?, 1);
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
+    ///
+    /// A removal that passes `max_steps` fails and changes nothing: the call then returns
+    /// [`gpuds_core::Error::NotApplied`] naming exactly those keys; every other removal
+    /// took effect.
     pub fn remove_many(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        self.clear_status()?;
         let gpu = self.gpu.clone();
-        let values = keyed_on_host(&gpu, keys, |k, v, f| self.remove_many_device(k, v, f))?;
-        self.check()?;
-        Ok(values)
+        let mut failed = None;
+        let values = keyed_on_host(&gpu, keys, |k, v, f| {
+            failed = Some(self.launch_keyed(&self.kernels.remove, k, v, f, true)?);
+            Ok(())
+        })?;
+        let flags = self.take_status()?;
+        if flags.is_ok() {
+            return Ok(values);
+        }
+        let bits = match failed {
+            Some(f) => gpu.stream().clone_dtoh(&f)?,
+            None => Vec::new(),
+        };
+        Err(self.failure(flags, set_bits(&bits, keys.len(), |i| i)))
     }
 
     /// [`GpuBTreeMap::remove_many`] on device buffers: removed values and removed bits.
-    /// Does not synchronize.
+    /// Does not synchronize; [`GpuBTreeMap::check`] reports a removal that failed.
     pub fn remove_many_device(
         &mut self,
         keys: &CudaSlice<K>,
         old_values: &mut CudaSlice<V>,
         removed: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        self.launch_keyed(&self.kernels.remove, keys, old_values, removed)
+        self.launch_keyed(&self.kernels.remove, keys, old_values, removed, true)
+            .map(drop)
     }
 
-    /// Launches a per-key kernel taking (tree, keys, n, values, bits): lookups and
-    /// removals.
+    /// Launches a per-key kernel taking (tree, keys, n, values, bits), and with `failures`
+    /// a failed bit per request, which it returns (removals); else (lookups) the returned
+    /// buffer is empty.
     fn launch_keyed(
         &self,
         kernel: &Kernel,
         keys: &CudaSlice<K>,
         values: &mut CudaSlice<V>,
         bits: &mut CudaSlice<u32>,
-    ) -> Result<()> {
+        failures: bool,
+    ) -> Result<CudaSlice<u32>> {
         let n = query_len(keys.len(), values.len(), bits.len())?;
+        let stream = self.gpu.stream();
+        let words = if failures {
+            (n as usize).div_ceil(32).max(1)
+        } else {
+            1
+        };
+        let mut failed = stream.alloc_zeros::<u32>(words)?;
         if n == 0 {
-            return Ok(());
+            return Ok(failed);
         }
         let r = self.device_ref();
         let shape = self.grid(kernel, n as usize)?;
-        let mut args = self.gpu.stream().launch_builder(kernel.func());
+        let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(keys).arg(&n).arg(values).arg(bits);
-        // SAFETY: buffer lengths were checked by query_len.
+        if failures {
+            args.arg(&mut failed);
+        }
+        // SAFETY: buffer lengths were checked by query_len; failed holds ceil(n / 32) words.
         unsafe { args.launch(shape) }?;
-        Ok(())
+        Ok(failed)
     }
 
     /// For each key k, the pair with the smallest key greater than k. Synchronizes.
@@ -476,6 +620,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
     pub fn successor_many(&self, keys: &[K]) -> Result<Vec<Option<(K, V)>>> {
+        self.clear_status()?;
         let n = batch_len(keys.len())?;
         if n == 0 {
             return Ok(Vec::new());
@@ -533,6 +678,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// For each `(lo, hi)`, the number of pairs with `lo <= key <= hi` (0 when
     /// `lo > hi`). Synchronizes.
     pub fn range_count_many(&self, ranges: &[(K, K)]) -> Result<Vec<u32>> {
+        self.clear_status()?;
         let n = batch_len(ranges.len())?;
         if n == 0 {
             return Ok(Vec::new());
@@ -686,6 +832,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         ranges: &[(K, K)],
         cap: u32,
     ) -> Result<(Ranges<K, V>, Vec<u32>)> {
+        self.clear_status()?;
         let n = batch_len(ranges.len())?;
         if n == 0 {
             return Ok((Ranges::new(vec![0], Vec::new()), Vec::new()));
@@ -722,6 +869,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// exclusive scan of the counts into per-query offsets, then a collect pass. A range
     /// with `lo > hi` is empty. Synchronizes.
     pub fn range_many(&self, ranges: &[(K, K)]) -> Result<Ranges<K, V>> {
+        self.clear_status()?;
         let n = batch_len(ranges.len())?;
         if n == 0 {
             return Ok(Ranges::new(vec![0], Vec::new()));
@@ -771,14 +919,50 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// assert_eq!(replies[2], TreeReply::Count(2));
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
+    ///
+    /// Insertions that find the pool out of nodes below [`BTreeConfig::max_nodes`] run
+    /// again, alone, after the pool has grown (a legal order of a concurrent batch: they
+    /// come after everything else). An operation that still fails (the pool at its
+    /// maximum, or `max_steps` passed) changes nothing; the call then returns
+    /// [`gpuds_core::Error::NotApplied`] naming exactly those operations, and every other
+    /// update of the batch took effect.
     pub fn apply(&mut self, ops: &[TreeOp<K, V>]) -> Result<Vec<TreeReply<K, V>>> {
-        let n = batch_len(ops.len())?;
-        if n == 0 {
+        batch_len(ops.len())?;
+        if ops.is_empty() {
             return Ok(Vec::new());
         }
-        let mut codes = Vec::with_capacity(ops.len());
-        let mut keys = Vec::with_capacity(ops.len());
-        let mut args = Vec::with_capacity(ops.len());
+        self.clear_status()?;
+        let (mut replies, mut flags, mut failed) = self.apply_round(ops)?;
+        while flags == Status::POOL_EXHAUSTED
+            && !failed.is_empty()
+            && self.grow_after_exhaustion(failed.len())?
+        {
+            let again: Vec<TreeOp<K, V>> = failed.iter().map(|&i| ops[i]).collect();
+            let (r, f, still) = self.apply_round(&again)?;
+            for (&i, reply) in failed.iter().zip(r) {
+                replies[i] = reply;
+            }
+            failed = still.into_iter().map(|j| failed[j]).collect();
+            flags = f;
+        }
+        if flags.is_ok() {
+            Ok(replies)
+        } else {
+            Err(self.failure(flags, failed))
+        }
+    }
+
+    /// Runs `ops` as one mixed batch: the replies, the flags the kernels reported (read
+    /// and cleared) and the indices of the updates that failed. Synchronizes.
+    #[allow(clippy::type_complexity)]
+    fn apply_round(
+        &mut self,
+        ops: &[TreeOp<K, V>],
+    ) -> Result<(Vec<TreeReply<K, V>>, Status, Vec<usize>)> {
+        let n = ops.len();
+        let mut codes = Vec::with_capacity(n);
+        let mut keys = Vec::with_capacity(n);
+        let mut args = Vec::with_capacity(n);
         for op in ops {
             let (c, k, a) = op.encode(V::default(), V::from_key);
             codes.push(c);
@@ -791,14 +975,14 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             stream.clone_htod(&keys)?,
             stream.clone_htod(&args)?,
         );
-        let mut out_a = stream.alloc_zeros::<u32>(n as usize)?;
-        let mut out_b = stream.alloc_zeros::<V>(n as usize)?;
-        let mut found = stream.alloc_zeros::<u32>((n as usize).div_ceil(32))?;
-        self.apply_device(&codes, &keys, &args, &mut out_a, &mut out_b, &mut found)?;
+        let mut out_a = stream.alloc_zeros::<u32>(n)?;
+        let mut out_b = stream.alloc_zeros::<V>(n)?;
+        let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+        let failed = self.launch_apply(&codes, &keys, &args, &mut out_a, &mut out_b, &mut found)?;
         let (a, b) = (stream.clone_dtoh(&out_a)?, stream.clone_dtoh(&out_b)?);
-        let found = stream.clone_dtoh(&found)?;
-        self.check()?;
-        Ok(ops
+        let (found, failed) = (stream.clone_dtoh(&found)?, stream.clone_dtoh(&failed)?);
+        let flags = self.take_status()?;
+        let replies = ops
             .iter()
             .enumerate()
             .map(|(i, op)| {
@@ -814,7 +998,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
                     TreeOp::Count(..) => TreeReply::Count(a[i]),
                 }
             })
-            .collect())
+            .collect();
+        Ok((replies, flags, set_bits(&failed, n, |i| i)))
     }
 
     /// A mixed batch on device buffers: operation codes (0 insert, 1 remove, 2 get,
@@ -831,18 +1016,34 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         out_b: &mut CudaSlice<V>,
         found: &mut CudaSlice<u32>,
     ) -> Result<()> {
+        self.launch_apply(codes, keys, args, out_a, out_b, found)
+            .map(drop)
+    }
+
+    /// Launches `btree_apply`; returns its failed bits (one per request).
+    fn launch_apply(
+        &mut self,
+        codes: &CudaSlice<u32>,
+        keys: &CudaSlice<K>,
+        args: &CudaSlice<V>,
+        out_a: &mut CudaSlice<u32>,
+        out_b: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<CudaSlice<u32>> {
         let n = query_len(
             codes.len().min(keys.len()).min(args.len()),
             out_a.len().min(out_b.len()),
             found.len(),
         )?;
+        let stream = self.gpu.stream().clone();
+        let mut failed = stream.alloc_zeros::<u32>((n as usize).div_ceil(32).max(1))?;
         if n == 0 {
-            return Ok(());
+            return Ok(failed);
         }
         self.ensure_room(split_bound(n as usize))?;
         let r = self.device_ref();
         let shape = self.grid(&self.kernels.apply, n as usize)?;
-        let mut b = self.gpu.stream().launch_builder(self.kernels.apply.func());
+        let mut b = stream.launch_builder(self.kernels.apply.func());
         b.arg(&r)
             .arg(codes)
             .arg(keys)
@@ -850,10 +1051,11 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .arg(&n)
             .arg(out_a)
             .arg(out_b)
-            .arg(found);
-        // SAFETY: buffer lengths were checked by query_len.
+            .arg(found)
+            .arg(&mut failed);
+        // SAFETY: buffer lengths were checked by query_len; failed holds ceil(n / 32) words.
         unsafe { b.launch(shape) }?;
-        Ok(())
+        Ok(failed)
     }
 
     /// Replaces the contents with the given pairs (for a repeated key the last pair

@@ -176,29 +176,36 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect_capped)
   });
 }
 
-// Deletion (§3.4.4). Removed bit and old value per request; size updated once per warp.
-// Only leaves change in this kernel, so internal nodes are read through the cache.
+// Deletion (§3.4.4). Removed bit, failed bit (max_steps passed: nothing changed) and old
+// value per request; size updated once per warp. Only leaves change in this kernel, so
+// internal nodes are read through the cache.
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,
-                                                       unsigned* old_values, unsigned* found_bits) {
+                                                       unsigned* old_values, unsigned* found_bits,
+                                                       unsigned* failed_bits) {
   constexpr unsigned RTILE = TILE < 16 ? 16 : TILE;
   using rtile = gpuds::warp::tile<RTILE>;
   unsigned long long removed = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const unsigned mine = active ? keys[i] : 0u;
     unsigned value = 0;
-    bool done = false;
+    bool done = false, failed = false;
     tile_work_share<RTILE>(active, [&](unsigned src) {
       unsigned v = 0;
       const remove_outcome r = detail::remove<RTILE, cached>(t, rtile::shfl(mine, src), v);
       if (rtile::rank() == src) {
         done = r == REMOVE_DONE;
+        failed = r == REMOVE_FAILED;
         value = v;
       }
     });
     if (active) old_values[i] = value;
     const unsigned bits = __ballot_sync(gpuds::warp::FULL_MASK, done);
+    const unsigned failures = __ballot_sync(gpuds::warp::FULL_MASK, failed);
     removed += __popc(bits);
-    if (gpuds::warp::lane_id() == 0) found_bits[chunk] = bits;
+    if (gpuds::warp::lane_id() == 0) {
+      found_bits[chunk] = bits;
+      failed_bits[chunk] = failures;
+    }
   });
   if (gpuds::warp::lane_id() == 0 && removed != 0) {
     gpuds::mem::fetch_add_relaxed(t.size, 0ull - removed);

@@ -39,9 +39,11 @@ extern "C" __global__ void btree_init(tree_ref t, unsigned* root) {
   if (lane_id() == 0) *root = a;
 }
 
-// Batched insertion (Algorithm 3.2): replaced bit per request; size updated once per warp.
+// Batched insertion (Algorithm 3.2): replaced and failed bits per request (an insert fails
+// when the pool is exhausted or it passes max_steps, and then changes no pair); size
+// updated once per warp.
 extern "C" __global__ void btree_insert(tree_ref t, const unsigned* keys, const unsigned* values,
-                                        unsigned n, unsigned* replaced_bits) {
+                                        unsigned n, unsigned* replaced_bits, unsigned* failed_bits) {
   warp_allocator allocator(t.alloc);
   unsigned long long added = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
@@ -54,7 +56,11 @@ extern "C" __global__ void btree_insert(tree_ref t, const unsigned* keys, const 
     });
     added += __popc(__ballot_sync(FULL_MASK, outcome == INSERT_ADDED));
     const unsigned replaced = __ballot_sync(FULL_MASK, outcome == INSERT_REPLACED);
-    if (lane_id() == 0) replaced_bits[chunk] = replaced;
+    const unsigned failed = __ballot_sync(FULL_MASK, active && outcome == INSERT_FAILED);
+    if (lane_id() == 0) {
+      replaced_bits[chunk] = replaced;
+      failed_bits[chunk] = failed;
+    }
   });
   add_size(t, added);
 }
@@ -64,36 +70,40 @@ enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR
 
 // A mixed concurrent batch (§3.5.6): every node load is coherent. Per request: arg is the
 // value of an insert or the upper bound of a count; out_a gets the value found / removed,
-// the successor's key or the count, out_b the successor's value; the bit says found /
-// replaced / removed.
+// the successor's key or the count, out_b the successor's value; the found bit says found /
+// replaced / removed, the failed bit that an insert or removal failed (pool exhausted,
+// max_steps passed) and changed nothing.
 // At most 64 registers: half occupancy instead of the 72 registers' three blocks per SM.
 extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK) btree_apply(tree_ref t, const unsigned* ops, const unsigned* keys,
                                        const unsigned* args, unsigned n, unsigned* out_a,
-                                       unsigned* out_b, unsigned* found_bits) {
+                                       unsigned* out_b, unsigned* found_bits,
+                                       unsigned* failed_bits) {
   warp_allocator allocator(t.alloc);
   long long delta = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const unsigned my_op = active ? ops[i] : 0u, my_key = active ? keys[i] : 0u,
                    my_arg = active ? args[i] : 0u;
     unsigned a = 0, b = 0;
-    bool found = false;
+    bool found = false, failed = false;
     int change = 0;
     tile_work_share<32>(active, [&](unsigned src) {
       const unsigned op = tile::shfl(my_op, src), k = tile::shfl(my_key, src),
                      arg = tile::shfl(my_arg, src);
       unsigned ra = 0, rb = 0;
-      bool hit = false;
+      bool hit = false, fail = false;
       int d = 0;
       switch (op) {
         case OP_INSERT: {
           const insert_outcome r = detail::insert(t, allocator, k, arg);
           hit = r == INSERT_REPLACED;
+          fail = r == INSERT_FAILED;
           d = r == INSERT_ADDED;
           break;
         }
         case OP_REMOVE: {
           const remove_outcome r = detail::remove<32>(t, k, ra);
           hit = r == REMOVE_DONE;
+          fail = r == REMOVE_FAILED;
           d = -static_cast<int>(hit);
           break;
         }
@@ -115,6 +125,7 @@ extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK) bt
         a = ra;
         b = rb;
         found = hit;
+        failed = fail;
         change = d;
       }
     });
@@ -123,7 +134,11 @@ extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK) bt
       out_b[i] = b;
     }
     const unsigned bits = __ballot_sync(FULL_MASK, found);
-    if (lane_id() == 0) found_bits[chunk] = bits;
+    const unsigned failures = __ballot_sync(FULL_MASK, failed);
+    if (lane_id() == 0) {
+      found_bits[chunk] = bits;
+      failed_bits[chunk] = failures;
+    }
     delta += static_cast<long long>(__popc(__ballot_sync(FULL_MASK, change > 0))) -
              static_cast<long long>(__popc(__ballot_sync(FULL_MASK, change < 0)));
   });

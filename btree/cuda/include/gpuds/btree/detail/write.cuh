@@ -217,8 +217,10 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
 }
 
 // §3.4.4: find the leaf (its address: the first read of the leaf is the one after
-// latching), latch it (bounded spin), read it, move right if it was split, then shift the
-// following pairs left over the removed one. `Descent` loads the internal
+// latching), latch it (bounded spin), read it, then check what the descent decided before
+// the latch: that the node is still a leaf (a root that was a leaf may have split into an
+// internal node; descend again) and that k is still below its high key (else it was split:
+// move right). Then shift the following pairs left over the removed one. `Descent` loads the internal
 // nodes: `cached` is allowed when no kernel in flight changes internal nodes (a batch of
 // deletions only), `coherent` otherwise. Leaves are always loaded coherently.
 template <unsigned TILE, class Descent = coherent>
@@ -232,6 +234,14 @@ __device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& valu
     unsigned long long* w = t.words(addr);
     if (!latch_spin<TILE>(w, t.max_steps)) break;
     n.template load<coherent>(w);
+    if (!n.is_leaf()) {
+      // Only the root changes level: it was a leaf when the descent read it and has been
+      // split since (its pairs pushed down into two new leaves). Nothing here may be
+      // removed (pivot 0 would match key 0): descend again, from the root.
+      unlatch<TILE>(w);
+      if (!find_leaf_address<TILE, coherent>(t, k, addr)) return REMOVE_FAILED;
+      continue;
+    }
     if (n.beyond(k)) {
       unlatch<TILE>(w);
       addr = n.link;
