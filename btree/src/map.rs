@@ -4,6 +4,7 @@ use std::marker::PhantomData;
 
 use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
 use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use gpuds_core::failures::indices;
 use gpuds_core::primitives::{exclusive_scan, RadixSorter, Scanner};
 use gpuds_core::{launch, DeviceKey, DeviceValue, Gpu, Kernel, Status, StatusWord};
 use parking_lot::Mutex;
@@ -121,22 +122,6 @@ impl<K: TreeKey, V: TreeValue> std::fmt::Debug for GpuBTreeMap<K, V> {
 fn split_bound(inserts: usize) -> u64 {
     let n = inserts as u64;
     n + n.div_ceil(3) + 64
-}
-
-/// The indices of the set bits of `bits` below `n`, each mapped through `index` (the
-/// position in the caller's batch of request i of a launch).
-pub(crate) fn set_bits(bits: &[u32], n: usize, index: impl Fn(usize) -> usize) -> Vec<usize> {
-    bits.iter()
-        .enumerate()
-        .filter(|(_, w)| **w != 0)
-        .flat_map(|(i, &w)| {
-            (0..32)
-                .filter(move |b| w >> b & 1 == 1)
-                .map(move |b| i * 32 + b)
-        })
-        .filter(|&i| i < n)
-        .map(index)
-        .collect()
 }
 
 pub(crate) fn batch_len(n: usize) -> Result<u32> {
@@ -449,7 +434,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
                 return Ok(());
             }
             let bits = stream.clone_dtoh(&failed)?;
-            let not_applied = set_bits(&bits, k.len(), |i| pending.as_ref().map_or(i, |p| p[i]));
+            let not_applied: Vec<usize> = indices(&bits, k.len())
+                .into_iter()
+                .map(|i| pending.as_ref().map_or(i, |p| p[i]))
+                .collect();
             if flags == Status::POOL_EXHAUSTED
                 && !not_applied.is_empty()
                 && self.grow_after_exhaustion(not_applied.len())?
@@ -561,7 +549,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             Some(f) => gpu.stream().clone_dtoh(&f)?,
             None => Vec::new(),
         };
-        Err(self.failure(flags, set_bits(&bits, keys.len(), |i| i)))
+        Err(self.failure(flags, indices(&bits, keys.len())))
     }
 
     /// [`GpuBTreeMap::remove_many`] on device buffers: removed values and removed bits.
@@ -999,7 +987,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
                 }
             })
             .collect();
-        Ok((replies, flags, set_bits(&failed, n, |i| i)))
+        Ok((replies, flags, indices(&failed, n)))
     }
 
     /// A mixed batch on device buffers: operation codes (0 insert, 1 remove, 2 get,
