@@ -97,12 +97,17 @@ pub fn shape(grid: u32, block: u32, shared_bytes: u32) -> LaunchConfig {
 }
 
 /// A launch with one thread per item (no grid-stride loop), `block` threads per block.
-/// Fails when the grid would pass the hardware's limit of 2^31 - 1 blocks.
+/// Fails with [`Error::CapacityOverflow`] when the grid would pass the hardware's limit
+/// of 2^31 - 1 blocks (and with [`Error::InvalidArgument`] for a bad block size).
 ///
 /// ```
 /// use gpuds_core::launch::one_thread_per_item;
 /// assert_eq!(one_thread_per_item(1000, 256)?.grid_dim.0, 4);
 /// assert!(one_thread_per_item(10, 100).is_err()); // not a multiple of 32
+/// assert!(matches!(
+///     one_thread_per_item(usize::MAX, 1024),
+///     Err(gpuds_core::Error::CapacityOverflow(_))
+/// ));
 /// # Ok::<(), gpuds_core::Error>(())
 /// ```
 pub fn one_thread_per_item(items: usize, block: u32) -> Result<LaunchConfig> {
@@ -111,7 +116,12 @@ pub fn one_thread_per_item(items: usize, block: u32) -> Result<LaunchConfig> {
     let grid = u32::try_from(blocks)
         .ok()
         .filter(|&g| g <= i32::MAX as u32)
-        .ok_or_else(|| Error::InvalidArgument(format!("{items} items need too many blocks")))?;
+        .ok_or_else(|| {
+            Error::CapacityOverflow(format!(
+                "{items} items need {blocks} blocks of {block} threads; at most {}",
+                i32::MAX
+            ))
+        })?;
     Ok(shape(grid, block, 0))
 }
 

@@ -63,6 +63,7 @@ pub mod launch;
 pub mod layout;
 mod libs;
 pub mod primitives;
+pub mod size;
 pub mod status;
 
 pub use compile::{

@@ -124,6 +124,66 @@ pub fn batches<T: Debug, S: Strategy<Value = T>>(
     )
 }
 
+/// The capacity-like numbers every constructor and `reserve`/`resize`-like call is tried
+/// with: 0, 1, powers of two and their neighbours (2^k - 1, 2^k, 2^k + 1 for every k),
+/// `u32::MAX` and its neighbours, `u64::MAX - k` for small k and `1 << 63`. Ascending,
+/// without repeats.
+///
+/// # Examples
+/// ```
+/// let edges = gpuds_testkit::strategy::capacity_edges();
+/// for x in [0, 1, 2, 1023, 1024, 1025, u32::MAX as u64 + 1, 1 << 63, u64::MAX - 50, u64::MAX] {
+///     assert!(edges.contains(&x), "{x}");
+/// }
+/// assert!(edges.windows(2).all(|w| w[0] < w[1]));
+/// ```
+pub fn capacity_edges() -> Vec<u64> {
+    let mut edges = vec![0u64, 1];
+    for k in 1..64 {
+        let p = 1u64 << k;
+        edges.extend([p - 1, p, p + 1]);
+    }
+    let u32_max = u64::from(u32::MAX);
+    edges.extend([u32_max - 1, u32_max, u32_max + 1]);
+    edges.extend((0..=64).map(|k| u64::MAX - k));
+    edges.sort_unstable();
+    edges.dedup();
+    edges
+}
+
+/// A capacity-like number: one of [`capacity_edges`] (most draws), or any `u64` (so that
+/// numbers between the edges are tried too).
+///
+/// # Examples
+/// ```
+/// use proptest::prelude::*;
+/// proptest!(ProptestConfig::with_cases(64), |(n in gpuds_testkit::strategy::capacities())| {
+///     // A size computed from `n` must be checked, never wrapped.
+///     match n.checked_next_power_of_two() {
+///         Some(p) => prop_assert!(p >= n),
+///         None => prop_assert!(n > 1 << 63),
+///     }
+/// });
+/// ```
+pub fn capacities() -> impl Strategy<Value = u64> {
+    prop_oneof![
+        4 => select(capacity_edges()),
+        1 => any::<u64>(),
+    ]
+}
+
+/// Capacity-like numbers at most `max` ([`capacity_edges`] up to it): for GPU tests, where
+/// requests that succeed allocate what they ask for, so that only small ones may succeed.
+///
+/// # Examples
+/// ```
+/// let small = gpuds_testkit::strategy::capacity_edges_up_to(1 << 12);
+/// assert_eq!(*small.last().unwrap(), 1 << 12);
+/// ```
+pub fn capacity_edges_up_to(max: u64) -> Vec<u64> {
+    capacity_edges().into_iter().filter(|&x| x <= max).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

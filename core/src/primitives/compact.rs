@@ -26,9 +26,10 @@ impl Scanner {
     ///
     /// Does not synchronize: the work is enqueued on [`Gpu::stream`], and `output` and
     /// `count` hold the results once the stream reaches them. Fails with
-    /// [`Error::InvalidArgument`] when `flags` and `input` differ in length, when the
-    /// input has more than `u32::MAX` elements, when an element has more than 8 bytes,
-    /// or when `count` is empty.
+    /// [`Error::InvalidArgument`] when `flags` and `input` differ in length, when an
+    /// element has more than 8 bytes, or when `count` is empty, and with
+    /// [`Error::CapacityOverflow`] when the input has more than `u32::MAX` elements (the
+    /// count is 32 bits).
     ///
     /// # Examples
     /// ```no_run
@@ -58,12 +59,7 @@ impl Scanner {
                 flags.len()
             )));
         }
-        if n > u32::MAX as usize {
-            return Err(Error::InvalidArgument(format!(
-                "compact takes at most {} elements, got {n}",
-                u32::MAX
-            )));
-        }
+        crate::size::u32_len(n, "elements to compact")?;
         let element = Element::of::<T>();
         if element.size > 8 {
             return Err(Error::InvalidArgument(format!(
@@ -108,9 +104,9 @@ impl Scanner {
 /// A convenience over [`Scanner::compact`]: it allocates the scratch and the count on
 /// every call and synchronizes the stream to read the count back. Use a [`Scanner`] in
 /// loops and timed code. Fails with [`Error::InvalidArgument`] when `flags` and `input`
-/// differ in length, when the input has more than `u32::MAX` elements, or when more
-/// elements are kept than `output` holds (then `output` holds the first `output.len()`
-/// of them).
+/// differ in length or when more elements are kept than `output` holds (then `output`
+/// holds the first `output.len()` of them), and with [`Error::CapacityOverflow`] when the
+/// input has more than `u32::MAX` elements.
 ///
 /// # Examples
 /// ```no_run

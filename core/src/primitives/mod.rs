@@ -153,11 +153,13 @@ fn tile_launch(n: usize, block: u32, items: u32) -> Result<LaunchConfig> {
 }
 
 /// The buffer in `slot`, replaced by a larger one when it holds fewer than `len`
-/// elements (at least one element, so an empty input still has a buffer).
+/// elements (at least one element, so an empty input still has a buffer). The driver's
+/// out-of-memory error comes back as [`Error::OutOfMemory`] naming `what`.
 fn grow<'a, T: DeviceRepr>(
     gpu: &Gpu,
     slot: &'a mut Option<CudaSlice<T>>,
     len: usize,
+    what: &str,
 ) -> Result<&'a mut CudaSlice<T>> {
     if let Some(buffer) = slot.take_if(|b| b.len() < len) {
         // Free the old buffer before taking a larger one.
@@ -167,6 +169,6 @@ fn grow<'a, T: DeviceRepr>(
         return Ok(buffer);
     }
     // SAFETY: temporary buffers are written (or zeroed) before they are read.
-    let buffer = unsafe { gpu.stream().alloc::<T>(len.max(1)) }?;
+    let buffer = unsafe { gpu.alloc_uninit::<T>(len.max(1), what) }?;
     Ok(slot.insert(buffer))
 }

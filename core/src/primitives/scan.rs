@@ -142,7 +142,9 @@ impl Scanner {
 
     /// Allocates now the scratch that scans and compactions of up to `len` elements (of
     /// any element type) need, so that later calls allocate nothing; for timed loops.
-    /// Does not synchronize.
+    /// Does not synchronize. A length past what one launch can scan (2^31 - 1 tiles) is
+    /// [`Error::CapacityOverflow`], and a scratch the device has no room for
+    /// [`Error::OutOfMemory`]; the scanner keeps its old scratch in the first case.
     ///
     /// # Examples
     /// ```no_run
@@ -153,8 +155,15 @@ impl Scanner {
     /// ```
     pub fn reserve(&mut self, len: usize) -> Result<()> {
         // The most tiles (the smallest tile) and the widest sums of any element type.
-        let tiles = len.div_ceil((SCAN_BLOCK * items_per_thread(Element::of::<u64>())) as usize);
-        grow(&self.gpu, &mut self.scratch, Layout::new(tiles, 8).words)?;
+        let tiles = tile_launch(len, SCAN_BLOCK, items_per_thread(Element::of::<u64>()))?
+            .grid_dim
+            .0 as usize;
+        grow(
+            &self.gpu,
+            &mut self.scratch,
+            Layout::new(tiles, 8).words,
+            "the scan's look-back scratch",
+        )?;
         Ok(())
     }
 
@@ -232,7 +241,12 @@ impl Scanner {
         sum_bytes: usize,
     ) -> Result<&mut CudaSlice<u32>> {
         let layout = Layout::new(tiles, sum_bytes);
-        let scratch = grow(&self.gpu, &mut self.scratch, layout.words)?;
+        let scratch = grow(
+            &self.gpu,
+            &mut self.scratch,
+            layout.words,
+            "the scan's look-back scratch",
+        )?;
         self.gpu
             .stream()
             .memset_zeros(&mut scratch.slice_mut(..layout.zeroed))?;

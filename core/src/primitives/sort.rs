@@ -78,7 +78,9 @@ struct SortKernels {
 ///
 /// Every sort is stable (equal keys keep their input order, so their values keep
 /// theirs), sorts keys as unsigned integers in ascending order, and takes at most
-/// 2^30 - 1 elements.
+/// 2^30 - 1 elements (longer inputs: [`Error::CapacityOverflow`], nothing sorted). When
+/// the device has no room for the temporary buffers the sort fails with
+/// [`Error::OutOfMemory`] and the input is left as it was.
 ///
 /// # Examples
 /// ```no_run
@@ -254,7 +256,7 @@ impl RadixSorter {
             )));
         }
         if n > MAX_LEN {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::CapacityOverflow(format!(
                 "radix sort takes at most {MAX_LEN} elements, got {n}"
             )));
         }
@@ -271,10 +273,26 @@ impl RadixSorter {
         let grid = pass_shape.grid_dim.0;
         let passes = (end_bit - begin_bit).div_ceil(RADIX_BITS);
         let stream = self.gpu.stream().clone();
-        let lookback = grow(&self.gpu, &mut self.lookback, grid as usize * RADIX)?;
-        let alt_keys = grow(&self.gpu, &mut self.alt_keys, n * std::mem::size_of::<K>())?;
+        // n < 2^30 and elements of at most 8 bytes: these products cannot overflow.
+        let lookback = grow(
+            &self.gpu,
+            &mut self.lookback,
+            grid as usize * RADIX,
+            "the radix sort's look-back states",
+        )?;
+        let alt_keys = grow(
+            &self.gpu,
+            &mut self.alt_keys,
+            n * std::mem::size_of::<K>(),
+            "the radix sort's second key buffer",
+        )?;
         let mut alt_values = match value {
-            Some(v) => Some(grow(&self.gpu, &mut self.alt_values, n * v.size)?),
+            Some(v) => Some(grow(
+                &self.gpu,
+                &mut self.alt_values,
+                n * v.size,
+                "the radix sort's second value buffer",
+            )?),
             None => None,
         };
         stream.memset_zeros(&mut self.counters)?;

@@ -180,7 +180,10 @@ impl Default for HiveConfig {
 }
 
 impl HiveConfig {
-    /// Checks every field; the error says which one is wrong and why.
+    /// Checks every field; the error says which one is wrong and why: a capacity past
+    /// [`MAX_BUCKETS`] buckets is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), every other bad field an
+    /// invalid argument.
     pub fn validate(&self) -> Result<()> {
         let bad = |msg: String| Err(Error::Core(gpuds_core::Error::InvalidArgument(msg)));
         if ![8, 16, 32].contains(&self.slots_per_bucket) {
@@ -189,11 +192,16 @@ impl HiveConfig {
                 self.slots_per_bucket
             ));
         }
-        if self.capacity == 0 || self.buckets() > (1 << 30) {
-            return bad(format!(
-                "capacity must be between 1 and 2^30 buckets of slots, not {}",
-                self.capacity
-            ));
+        if self.capacity == 0 {
+            return bad("capacity must be at least 1 slot, not 0".into());
+        }
+        if self.buckets() > MAX_BUCKETS {
+            return Err(Error::Core(gpuds_core::Error::CapacityOverflow(format!(
+                "capacity {} needs {} buckets of {} slots; at most {MAX_BUCKETS}",
+                self.capacity,
+                self.buckets(),
+                self.slots_per_bucket
+            ))));
         }
         if !(self.max_load > 0.0 && self.max_load <= 1.0) {
             return bad(format!("max_load must be in (0, 1], not {}", self.max_load));
@@ -233,6 +241,33 @@ impl HiveConfig {
     pub fn stash_capacity(&self, slots: usize) -> usize {
         ((slots as f64 * self.stash_fraction).ceil() as usize).max(64)
     }
+
+    /// Buckets that hold `pairs` pairs under the upper threshold `max_load`, or
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) past [`MAX_BUCKETS`].
+    pub(crate) fn buckets_for(&self, pairs: u64) -> Result<usize> {
+        let s = self.slots_per_bucket.max(1) as u64;
+        let limit = MAX_BUCKETS as u64 * s;
+        let slots = gpuds_core::size::slots_for_load(pairs, self.max_load, limit, "pairs")?;
+        // At most MAX_BUCKETS (2^30) buckets: fits usize on every 64-bit host.
+        Ok(slots.div_ceil(s) as usize)
+    }
+}
+
+/// The most buckets a [`HiveMap`](super::HiveMap) may have, at its first size and after
+/// any expansion: 2^30 (2^34 slots of 16, 128 GiB of pairs).
+pub const MAX_BUCKETS: usize = 1 << 30;
+
+/// The buckets of a table of `buckets` buckets after `more` are added, or
+/// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) past [`MAX_BUCKETS`].
+pub(crate) fn expanded(buckets: usize, more: usize) -> Result<usize> {
+    buckets
+        .checked_add(more)
+        .filter(|&total| total <= MAX_BUCKETS)
+        .ok_or_else(|| {
+            Error::Core(gpuds_core::Error::CapacityOverflow(format!(
+                "{buckets} buckets and {more} more pass the largest table, {MAX_BUCKETS} buckets"
+            )))
+        })
 }
 
 #[cfg(test)]
@@ -302,5 +337,74 @@ mod tests {
             .buckets(),
             2
         );
+    }
+
+    fn is_overflow(e: &Error) -> bool {
+        matches!(e, Error::Core(gpuds_core::Error::CapacityOverflow(_)))
+    }
+
+    #[test]
+    fn capacities_validate_or_overflow() {
+        for capacity in gpuds_testkit::strategy::capacity_edges() {
+            for slots_per_bucket in [8, 16, 32] {
+                let Ok(capacity) = usize::try_from(capacity) else {
+                    continue;
+                };
+                let c = HiveConfig {
+                    capacity,
+                    slots_per_bucket,
+                    ..Default::default()
+                };
+                match c.validate() {
+                    Ok(()) => {
+                        assert!(c.buckets() * slots_per_bucket as usize >= capacity);
+                        assert!(c.buckets() <= MAX_BUCKETS);
+                    }
+                    Err(e) if capacity == 0 => assert!(!is_overflow(&e), "{e}"),
+                    Err(e) => {
+                        assert!(is_overflow(&e), "{capacity}: {e}");
+                        assert!(capacity > MAX_BUCKETS * slots_per_bucket as usize);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn growth_targets_are_checked() {
+        let c = HiveConfig::default();
+        assert_eq!(c.buckets_for(0).unwrap(), 0);
+        assert_eq!(c.buckets_for(144).unwrap(), 10); // 160 slots at 0.9
+        for pairs in [u64::MAX, 1 << 63, u64::MAX - 50, (MAX_BUCKETS as u64) << 5] {
+            assert!(is_overflow(&c.buckets_for(pairs).unwrap_err()), "{pairs}");
+        }
+        assert_eq!(expanded(10, 5).unwrap(), 15);
+        assert_eq!(expanded(MAX_BUCKETS - 1, 1).unwrap(), MAX_BUCKETS);
+        for more in [usize::MAX, 1 << 63, MAX_BUCKETS] {
+            assert!(is_overflow(&expanded(1, more).unwrap_err()), "{more}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn bucket_targets_hold_their_pairs(
+            pairs in gpuds_testkit::strategy::capacities(),
+            slots_per_bucket in proptest::sample::select(vec![8u32, 16, 32]),
+            max_load in 0.3f64..=1.0,
+        ) {
+            let c = HiveConfig { slots_per_bucket, max_load, ..Default::default() };
+            match c.buckets_for(pairs) {
+                Ok(b) => {
+                    proptest::prop_assert!(b <= MAX_BUCKETS);
+                    let slots = b as f64 * slots_per_bucket as f64;
+                    proptest::prop_assert!((slots * max_load).floor() >= pairs as f64);
+                }
+                Err(e) => {
+                    proptest::prop_assert!(is_overflow(&e));
+                    let most = MAX_BUCKETS as f64 * slots_per_bucket as f64 * max_load;
+                    proptest::prop_assert!(pairs as f64 > most.floor() - 1.0);
+                }
+            }
+        }
     }
 }

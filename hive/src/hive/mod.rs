@@ -19,7 +19,7 @@ mod stats;
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuds_core::{Gpu, Status, StatusWord};
 
-pub use config::{HashPair, HiveConfig};
+pub use config::{HashPair, HiveConfig, MAX_BUCKETS};
 pub use device::HiveRef;
 pub use stats::HiveStats;
 
@@ -38,6 +38,10 @@ const BLOCK: u32 = 256;
 const QUEUED: usize = 1 << 24;
 /// Failed operations whose indices a batch error lists.
 const FAILED_CAPACITY: usize = 64;
+/// What the table's allocations are for, as out-of-memory errors name them.
+const SLOTS: &str = "the table's slots";
+const META: &str = "the table's bucket metadata";
+const STASH: &str = "the table's stash";
 
 /// The resizable bucketed cuckoo hash table of the Hive paper, for 32-bit keys and
 /// values. Key `u32::MAX` is reserved (it is the key of the empty slot word).
@@ -104,6 +108,10 @@ fn level_of(buckets: u32) -> (u32, u32) {
 impl HiveMap {
     /// A table with at least `capacity` slots and the default [`HiveConfig`].
     /// Synchronizes.
+    ///
+    /// More than [`MAX_BUCKETS`] buckets' worth of slots is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow); a table the device has
+    /// no room for is [`OutOfMemory`](gpuds_core::Error::OutOfMemory).
     pub fn new(gpu: &Gpu, capacity: usize) -> Result<Self> {
         Self::with_config(
             gpu,
@@ -132,16 +140,19 @@ impl HiveMap {
     pub fn with_config(gpu: &Gpu, config: HiveConfig) -> Result<Self> {
         config.validate()?;
         let kernels = Kernels::load(gpu, config.slots_per_bucket, config.hash)?;
+        // At most MAX_BUCKETS (2^30) buckets of at most 32 slots (validated): these
+        // products fit, and the allocations report the device running out of memory.
         let buckets = config.buckets() as u32;
         let (level_mask, split) = level_of(buckets);
         let s = config.slots_per_bucket as usize;
         let stream = gpu.stream();
         // SAFETY: hive_init (below) writes every slot and metadata word in use; expansion
         // writes the rest before using it.
-        let slots = unsafe { stream.alloc::<u64>(buckets as usize * s) }?;
-        let meta = unsafe { stream.alloc::<u32>(2 * buckets as usize) }?;
-        let mut stash =
-            unsafe { stream.alloc::<u64>(config.stash_capacity(buckets as usize * s)) }?;
+        let slots = unsafe { gpu.alloc_uninit::<u64>(buckets as usize * s, SLOTS) }?;
+        let meta = unsafe { gpu.alloc_uninit::<u32>(2 * buckets as usize, META) }?;
+        let stash_words = config.stash_capacity(buckets as usize * s);
+        // SAFETY: filled with empty words right below.
+        let mut stash = unsafe { gpu.alloc_uninit::<u64>(stash_words, STASH) }?;
         gpuds_core::primitives::fill(gpu, &mut stash, EMPTY)?;
         let mut map = HiveMap {
             gpu: gpu.clone(),
@@ -378,6 +389,7 @@ impl HiveMap {
         keys: &CudaView<'_, u32>,
         values: &CudaView<'_, u32>,
     ) -> Result<()> {
+        update_len(keys.len())?;
         self.grow_for(keys.len())?;
         if self.config.slots_per_bucket > 16 {
             let r = self.device_ref();
@@ -567,6 +579,7 @@ impl HiveMap {
     }
 
     fn remove_staged(&mut self, keys: &CudaView<'_, u32>) -> Result<usize> {
+        update_len(keys.len())?;
         let before = self.len;
         let r = self.device_ref();
         let n = keys.len() as u64;
@@ -601,6 +614,7 @@ impl HiveMap {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
+        update_len(ops.len())?;
         let keys: Vec<u32> = ops
             .iter()
             .map(|op| match *op {
@@ -674,6 +688,7 @@ impl HiveMap {
         if n == 0 {
             return Ok(());
         }
+        update_len(n)?;
         self.check_device_keys(keys)?;
         // Every operation might be an insert of a new key.
         self.grow_for(n)?;
@@ -870,4 +885,12 @@ impl Staged<'_> {
             Staged::Device(v) => v.slice(..),
         }
     }
+}
+
+/// Checks the length of an update batch: its kernels record failed operations by 32-bit
+/// index, so a longer batch is refused whole
+/// ([`CapacityOverflow`](gpuds_core::Error::CapacityOverflow)), never truncated.
+fn update_len(n: usize) -> Result<()> {
+    gpuds_core::size::u32_len(n, "operations of an update batch")?;
+    Ok(())
 }

@@ -17,12 +17,20 @@ use super::device::{Counters, CTRL_FAILED, CTRL_STASH_TAIL, EMPTY};
 /// with a drain: a lookup whose first bucket is flagged scans the whole tail, 64 words
 /// per round, so a few thousand words cost more than the drain of the pairs behind them.
 pub(super) const STASH_TAIL_LIMIT: u64 = 1024;
-use super::HiveMap;
+use super::config::{expanded, MAX_BUCKETS};
+use super::{HiveMap, META, SLOTS, STASH};
 use crate::error::{Error, Result};
 
 impl HiveMap {
     /// Adds `buckets` buckets, splitting K at a time, then reinserts the stash. Works
     /// with or without [`auto_resize`](super::HiveConfig::auto_resize). Synchronizes.
+    ///
+    /// More than [`MAX_BUCKETS`] buckets in all is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), and arrays the device
+    /// has no room for are [`OutOfMemory`](gpuds_core::Error::OutOfMemory); either way the
+    /// table is left as it was (the slot and metadata arrays for the whole expansion are
+    /// allocated before the first split). Should the stash's growth after the splits find
+    /// no memory, the expansion stands and the table is valid.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -35,6 +43,8 @@ impl HiveMap {
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn expand(&mut self, buckets: usize) -> Result<()> {
+        let total = expanded(self.buckets(), buckets)?;
+        self.reserve_buckets(total)?;
         self.split_buckets(buckets)?;
         self.drain_stash()
     }
@@ -153,20 +163,26 @@ impl HiveMap {
         Ok(())
     }
 
-    /// Grows the arrays (doubling) so that `buckets` buckets fit.
+    /// Grows the arrays (doubling, up to [`MAX_BUCKETS`]) so that `buckets` buckets fit.
+    /// When the doubled arrays do not fit in device memory, arrays of exactly `buckets`
+    /// are tried; when those do not fit either, the error is
+    /// [`OutOfMemory`](gpuds_core::Error::OutOfMemory) and the arrays are as they were.
     fn reserve_buckets(&mut self, buckets: usize) -> Result<()> {
         let s = self.config.slots_per_bucket as usize;
         let have = self.slots.len() / s;
         if buckets <= have {
             return Ok(());
         }
-        let new = buckets.max(2 * have);
+        expanded(buckets, 0)?;
+        let doubled = have.saturating_mul(2).min(MAX_BUCKETS).max(buckets);
+        let (mut slots, mut meta) = match self.alloc_buckets(doubled) {
+            Err(Error::Core(gpuds_core::Error::OutOfMemory { .. })) if doubled > buckets => {
+                self.alloc_buckets(buckets)?
+            }
+            other => other?,
+        };
         let stream = self.gpu.stream().clone();
         let used = self.buckets();
-        // SAFETY: the used prefix is copied below; the split kernel writes every partner
-        // bucket (slots and metadata) before any kernel reads it.
-        let mut slots = unsafe { stream.alloc::<u64>(new * s) }?;
-        let mut meta = unsafe { stream.alloc::<u32>(2 * new) }?;
         stream.memcpy_dtod(
             &self.slots.slice(..used * s),
             &mut slots.slice_mut(..used * s),
@@ -180,15 +196,34 @@ impl HiveMap {
         Ok(())
     }
 
+    /// Uninitialised slot and metadata arrays for `buckets` buckets (at most
+    /// [`MAX_BUCKETS`]: the sizes fit).
+    fn alloc_buckets(
+        &self,
+        buckets: usize,
+    ) -> Result<(
+        cudarc::driver::CudaSlice<u64>,
+        cudarc::driver::CudaSlice<u32>,
+    )> {
+        let s = self.config.slots_per_bucket as usize;
+        // SAFETY: the caller copies the used prefix; the split kernel writes every
+        // partner bucket (slots and metadata) before any kernel reads it.
+        let slots = unsafe { self.gpu.alloc_uninit::<u64>(buckets * s, SLOTS) }?;
+        // SAFETY: as for the slots.
+        let meta = unsafe { self.gpu.alloc_uninit::<u32>(2 * buckets, META) }?;
+        Ok((slots, meta))
+    }
+
     /// Before a batch of up to `incoming` new keys: expands so that they fit under the
     /// upper threshold.
     pub(super) fn grow_for(&mut self, incoming: usize) -> Result<()> {
         if !self.config.auto_resize {
             return Ok(());
         }
-        let wanted = ((self.len + incoming) as f64 / self.config.max_load).ceil() as usize;
-        let s = self.config.slots_per_bucket as usize;
-        let buckets = wanted.div_ceil(s);
+        // Past the largest table the batch runs in the largest one; inserts that find no
+        // room then fail alone (OperationsFailed), as without auto_resize.
+        let pairs = (self.len as u64).saturating_add(incoming as u64);
+        let buckets = self.config.buckets_for(pairs).unwrap_or(MAX_BUCKETS);
         if buckets > self.buckets() {
             self.expand(buckets - self.buckets())?;
         }
@@ -204,9 +239,14 @@ impl HiveMap {
     pub(super) fn after_update(&mut self) -> Result<()> {
         if self.config.auto_resize {
             let s = self.config.slots_per_bucket as usize;
-            if self.load_factor() > self.config.max_load {
-                let wanted = (self.len as f64 / self.config.max_load).ceil() as usize;
-                let extra = wanted.div_ceil(s).saturating_sub(self.buckets()).max(1);
+            if self.load_factor() > self.config.max_load && self.buckets() < MAX_BUCKETS {
+                let wanted = self
+                    .config
+                    .buckets_for(self.len as u64)
+                    .unwrap_or(MAX_BUCKETS);
+                let extra = wanted
+                    .saturating_sub(self.buckets())
+                    .clamp(1, MAX_BUCKETS - self.buckets());
                 return self.expand(extra);
             }
             if self.config.min_load > 0.0
@@ -244,13 +284,13 @@ impl HiveMap {
             return Ok(());
         }
         // SAFETY: the copy below writes every word.
-        let mut words = unsafe { stream.alloc::<u64>(used.max(1)) }?;
+        let mut words = unsafe { self.gpu.alloc_uninit::<u64>(used.max(1), STASH) }?;
         if used > 0 {
             stream.memcpy_dtod(&self.stash.slice(..used), &mut words.slice_mut(..used))?;
         }
         if wanted > self.stash.len() {
             // SAFETY: filled with empty words below.
-            self.stash = unsafe { stream.alloc::<u64>(wanted) }?;
+            self.stash = unsafe { self.gpu.alloc_uninit::<u64>(wanted, STASH) }?;
         }
         gpuds_core::primitives::fill(&self.gpu, &mut self.stash, EMPTY)?;
         stream.memcpy_htod(

@@ -91,7 +91,15 @@ impl Default for LinearConfig {
 pub const MAX_CAPACITY: u64 = 1 << 31;
 
 impl LinearConfig {
-    /// Checks the configuration; the error says what is wrong.
+    /// Checks the configuration; the error says what is wrong: a capacity of 0 or a bad
+    /// load factor is an invalid argument, a capacity past [`MAX_CAPACITY`] a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
+    ///
+    /// ```
+    /// use gpuds_hive::{Error, LinearConfig};
+    /// let huge = LinearConfig { capacity: u64::MAX, ..LinearConfig::default() };
+    /// assert!(matches!(huge.validate(), Err(Error::Core(gpuds_core::Error::CapacityOverflow(_)))));
+    /// ```
     pub fn validate(&self) -> Result<()> {
         if !(self.max_load_factor > 0.0 && self.max_load_factor <= 1.0) {
             return Err(invalid(format!(
@@ -99,38 +107,184 @@ impl LinearConfig {
                 self.max_load_factor
             )));
         }
-        if self.capacity == 0 || self.capacity > MAX_CAPACITY {
+        if self.capacity == 0 {
             return Err(invalid(format!(
-                "capacity {} must be from 1 to {MAX_CAPACITY} slots",
-                self.capacity
+                "capacity 0: a table has from 1 to {MAX_CAPACITY} slots"
             )));
         }
+        self.slots()?;
         Ok(())
     }
 
     /// The capacity the table gets: `capacity` rounded up to a power of two, at least
-    /// the group width.
+    /// the group width; [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) past
+    /// [`MAX_CAPACITY`].
     ///
     /// ```
     /// use gpuds_hive::{probe::GroupWidth, LinearConfig};
     /// let c = LinearConfig { capacity: 1000, ..LinearConfig::default() };
-    /// assert_eq!(c.slots(), 1024);
+    /// assert_eq!(c.slots()?, 1024);
     /// let c = LinearConfig { capacity: 2, group_width: GroupWidth::new(8)?, ..c };
-    /// assert_eq!(c.slots(), 8);
+    /// assert_eq!(c.slots()?, 8);
+    /// assert!(LinearConfig { capacity: (1 << 31) + 1, ..c }.slots().is_err());
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
-    pub fn slots(&self) -> u64 {
-        self.capacity
+    pub fn slots(&self) -> Result<u64> {
+        if self.capacity > MAX_CAPACITY {
+            return Err(overflow(format!(
+                "capacity {} passes the largest table, {MAX_CAPACITY} slots",
+                self.capacity
+            )));
+        }
+        // At most 2^31 rounded up to a power of two: no overflow.
+        Ok(self
+            .capacity
             .max(u64::from(self.group_width.get()))
-            .next_power_of_two()
+            .next_power_of_two())
     }
 
     /// The most occupied slots a table of `capacity` slots may hold.
     pub(crate) fn limit(&self, capacity: u64) -> u64 {
         ((capacity as f64) * self.max_load_factor).floor() as u64
     }
+
+    /// The least power-of-two capacity (at least the group width) holding `keys` keys
+    /// within the maximum load factor, or
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) past [`MAX_CAPACITY`].
+    pub(crate) fn slots_for(&self, keys: u64) -> Result<u64> {
+        let slots =
+            gpuds_core::size::slots_for_load(keys, self.max_load_factor, MAX_CAPACITY, "keys")?;
+        // A power of two at most MAX_CAPACITY (itself one): no overflow, and the limit
+        // only grows with the capacity.
+        Ok(slots
+            .max(u64::from(self.group_width.get()))
+            .next_power_of_two())
+    }
+
+    /// What [`reserve`](super::LinearProbeMap::reserve) of `additional` keys does to a
+    /// table of `capacity` slots holding `live` pairs among `occupied` occupied slots:
+    /// `None` when they fit as it is, else the capacity to rebuild into (never less than
+    /// `capacity`; rebuilding drops the tombstones, so it holds `live + additional` keys
+    /// within the load factor). A request no table can meet is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), decided before anything
+    /// changes.
+    pub(crate) fn reserve_target(
+        &self,
+        capacity: u64,
+        occupied: u64,
+        live: u64,
+        additional: u64,
+    ) -> Result<Option<u64>> {
+        let wanted = gpuds_core::size::checked_add(occupied, additional, "occupied and new keys")?;
+        if wanted <= self.limit(capacity) {
+            return Ok(None);
+        }
+        let keys = gpuds_core::size::checked_add(live, additional, "live and new keys")?;
+        Ok(Some(self.slots_for(keys)?.max(capacity)))
+    }
 }
 
 fn invalid(message: String) -> Error {
     Error::Core(gpuds_core::Error::InvalidArgument(message))
+}
+
+fn overflow(message: String) -> Error {
+    Error::Core(gpuds_core::Error::CapacityOverflow(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::GroupWidth;
+    use gpuds_testkit::strategy::{capacities, capacity_edges};
+    use proptest::prelude::*;
+
+    fn is_overflow(e: &Error) -> bool {
+        matches!(e, Error::Core(gpuds_core::Error::CapacityOverflow(_)))
+    }
+
+    fn config(capacity: u64, width: u32, load: f64) -> LinearConfig {
+        LinearConfig {
+            capacity,
+            group_width: GroupWidth::new(width).unwrap(),
+            max_load_factor: load,
+            ..LinearConfig::default()
+        }
+    }
+
+    #[test]
+    fn capacities_validate_or_overflow() {
+        for capacity in capacity_edges() {
+            for width in [1, 8, 32] {
+                let c = config(capacity, width, 0.9);
+                match (c.validate(), c.slots()) {
+                    (Ok(()), Ok(slots)) => {
+                        assert!(slots >= capacity && slots.is_power_of_two());
+                        assert!(slots <= MAX_CAPACITY && slots >= u64::from(width));
+                    }
+                    (Err(e), _) if capacity == 0 => assert!(!is_overflow(&e), "{e}"),
+                    (Err(e), Err(f)) => {
+                        assert!(capacity > MAX_CAPACITY);
+                        assert!(is_overflow(&e) && is_overflow(&f), "{e} / {f}");
+                    }
+                    other => panic!("capacity {capacity}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    /// The issue's cases: `reserve(n)` for huge n on tables of 1,024 slots (empty or
+    /// holding 500 keys) overflowed `occupied + additional` and the rounding, and
+    /// rebuilt into 128 slots or 1.
+    #[test]
+    fn huge_reserves_overflow_instead_of_shrinking() {
+        let c = config(1024, 1, 0.9);
+        for additional in [u64::MAX, 1 << 63, u64::MAX - 50, u64::MAX - 600, 1 << 40] {
+            for (occupied, live) in [(0, 0), (500, 500), (900, 10)] {
+                let e = c
+                    .reserve_target(1024, occupied, live, additional)
+                    .unwrap_err();
+                assert!(is_overflow(&e), "{additional}: {e}");
+            }
+        }
+        assert_eq!(c.reserve_target(1024, 0, 0, 100).unwrap(), None);
+        assert_eq!(c.reserve_target(1024, 900, 900, 100).unwrap(), Some(2048));
+        // Tombstones only: rebuilt at the same size, never smaller.
+        assert_eq!(c.reserve_target(1024, 921, 0, 1).unwrap(), Some(1024));
+    }
+
+    proptest! {
+        #[test]
+        fn reserve_never_shrinks_and_always_fits(
+            capacity_log in 0u32..=31,
+            width_log in 0u32..=5,
+            load in prop_oneof![Just(1.0f64), Just(0.9), 0.05f64..=1.0],
+            occupied in capacities(),
+            live in capacities(),
+            additional in capacities(),
+        ) {
+            let width = 1u32 << width_log;
+            let capacity = (1u64 << capacity_log).max(u64::from(width));
+            let c = config(capacity, width, load);
+            // A table's occupancy is at most its capacity, its live pairs at most that.
+            let occupied = occupied % (capacity + 1);
+            let live = live % (occupied + 1);
+            match c.reserve_target(capacity, occupied, live, additional) {
+                Ok(None) => {
+                    prop_assert!(occupied + additional <= c.limit(capacity));
+                }
+                Ok(Some(slots)) => {
+                    prop_assert!(slots >= capacity);
+                    prop_assert!(slots.is_power_of_two() && slots <= MAX_CAPACITY);
+                    prop_assert!(c.limit(slots) >= live + additional);
+                }
+                Err(e) => {
+                    prop_assert!(is_overflow(&e), "{}", e);
+                    // No table within the limit holds them.
+                    let keys = u128::from(live) + u128::from(additional);
+                    prop_assert!(keys > u128::from(c.limit(MAX_CAPACITY)));
+                }
+            }
+        }
+    }
 }

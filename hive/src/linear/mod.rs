@@ -186,7 +186,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         config.validate()?;
         let variant = Variant::of::<K, V>(&config);
         let kernels = Kernels::load(gpu, &variant)?;
-        let capacity = config.slots();
+        let capacity = config.slots()?;
         let geometry = Geometry::new(capacity, config.group_width, config.probing)?;
         let slots = Self::empty_slots(gpu, capacity)?;
         let control = gpu.stream().clone_htod(&CONTROL_CLEAR)?;
@@ -212,10 +212,15 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         }
     }
 
+    /// A slot array of `capacity` empty slots: [`gpuds_core::Error::CapacityOverflow`]
+    /// when its size overflows, [`gpuds_core::Error::OutOfMemory`] when the device has no
+    /// room for it.
     fn empty_slots(gpu: &Gpu, capacity: u64) -> Result<CudaSlice<u64>> {
-        let words = capacity as usize * Self::words_per_slot();
+        let words =
+            gpuds_core::size::checked_mul(capacity, Self::words_per_slot() as u64, "slot words")?;
+        let words = gpuds_core::size::to_usize(words, "slot words")?;
         // SAFETY: every word is filled with the empty pattern before use.
-        let mut slots = unsafe { gpu.stream().alloc::<u64>(words) }?;
+        let mut slots = unsafe { gpu.alloc_uninit::<u64>(words, "the table's slots") }?;
         gpuds_core::primitives::fill(gpu, &mut slots, u64::MAX)?;
         Ok(slots)
     }
@@ -359,7 +364,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         // SAFETY: the arguments match linear_insert's signature; the kernel reads n keys
         // and values and touches only the table's slots and status.
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
-        self.occupied_bound += count;
+        self.occupied_bound = self.occupied_bound.saturating_add(count);
         Ok(())
     }
 
@@ -639,7 +644,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             .arg(&count);
         // SAFETY: the arguments match linear_apply's signature; it writes out[..n].
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
-        self.occupied_bound += inserts;
+        self.occupied_bound = self.occupied_bound.saturating_add(inserts);
         self.check()?;
         Ok(stream
             .clone_dtoh(&out)?
@@ -753,6 +758,10 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// two, at least the live pairs at the maximum load factor), dropping tombstones.
     /// The device ref changes. Synchronizes.
     ///
+    /// A capacity past [`MAX_CAPACITY`] is [`gpuds_core::Error::CapacityOverflow`], and a
+    /// table the device has no room for [`gpuds_core::Error::OutOfMemory`]; either way the
+    /// table is left as it was (the new slots are allocated before the old are let go).
+    ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
     /// let mut map = gpuds_hive::LinearProbeMap::<u32, u32>::new(&gpu, 64)?;
@@ -763,13 +772,13 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// ```
     pub fn rehash(&mut self, new_capacity: u64) -> Result<()> {
         let live = self.census(false)?[0];
-        let needed = self.slots_for(live)?;
+        let needed = self.config.slots_for(live)?;
         let config = LinearConfig {
             capacity: new_capacity.max(needed),
             ..self.config
         };
         config.validate()?;
-        let capacity = config.slots();
+        let capacity = config.slots()?;
         let geometry = Geometry::new(capacity, config.group_width, config.probing)?;
         let old = std::mem::replace(&mut self.slots, Self::empty_slots(&self.gpu, capacity)?);
         let old_geometry = std::mem::replace(&mut self.geometry, geometry);
@@ -788,37 +797,32 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     }
 
     /// Makes room for `additional` more keys within the maximum load factor, rebuilding
-    /// into a larger table if needed (see [`rehash`](Self::rehash)). Synchronizes.
+    /// into a larger table if needed (see [`rehash`](Self::rehash)). Never reduces the
+    /// capacity. Synchronizes.
+    ///
+    /// More keys than the largest table ([`MAX_CAPACITY`] slots) holds at the load factor
+    /// is [`gpuds_core::Error::CapacityOverflow`]; a table the device has no room for is
+    /// [`gpuds_core::Error::OutOfMemory`]. Either way nothing changes.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
     /// let mut map = gpuds_hive::LinearProbeMap::<u32, u32>::new(&gpu, 64)?;
     /// map.reserve(1000)?;
     /// assert!(map.capacity() as f64 * map.config().max_load_factor >= 1000.0);
+    /// assert!(map.reserve(u64::MAX).is_err());
+    /// assert_eq!(map.capacity(), 2048);
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn reserve(&mut self, additional: u64) -> Result<()> {
-        let occupied = self.occupied()?;
-        let limit = self.config.limit(self.capacity());
-        if occupied + additional <= limit {
-            return Ok(());
+        let [live, dead, erased, ..] = self.census(false)?;
+        self.occupied_bound = live + dead + erased;
+        let target =
+            self.config
+                .reserve_target(self.capacity(), self.occupied_bound, live, additional)?;
+        match target {
+            Some(wanted) => self.rehash(wanted),
+            None => Ok(()),
         }
-        let live = self.census(false)?[0];
-        let wanted = self.slots_for(live + additional)?;
-        self.rehash(wanted)
-    }
-
-    /// The least power-of-two capacity holding `keys` within the maximum load factor.
-    fn slots_for(&self, keys: u64) -> Result<u64> {
-        let wanted = (keys as f64 / self.config.max_load_factor).ceil() as u64;
-        let slots = wanted.max(1).next_power_of_two();
-        if slots > MAX_CAPACITY {
-            return Err(invalid(format!(
-                "{keys} keys need {slots} slots at load factor {}; at most {MAX_CAPACITY}",
-                self.config.max_load_factor
-            )));
-        }
-        Ok(slots)
     }
 
     /// Occupied slots (live pairs and tombstones), counted on the device.
@@ -833,11 +837,11 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     fn make_room(&mut self, incoming: u64) -> Result<()> {
         let capacity = self.capacity();
         let limit = self.config.limit(capacity);
-        if self.occupied_bound + incoming <= limit {
+        if self.occupied_bound.saturating_add(incoming) <= limit {
             return Ok(());
         }
         let occupied = self.occupied()?;
-        if occupied + incoming <= limit {
+        if occupied.saturating_add(incoming) <= limit {
             return Ok(());
         }
         match self.config.when_full {
