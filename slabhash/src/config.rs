@@ -31,9 +31,13 @@ pub struct SlabHashConfig {
     pub unique_keys: bool,
     /// The slab pool for slabs beyond the base slabs (128-byte units).
     pub alloc: SlabAllocConfig,
-    /// Rounds one request may take (one slab read each) before it gives up with a retry
-    /// limit error; bounds every kernel even on a corrupted list. `0` picks a bound from
-    /// the pool's maximum size.
+    /// The most slabs one bucket's list may have (the base slab included), which is also
+    /// the most slabs a request visits. An insert never makes a list longer: one whose
+    /// list is full at the cap fails alone ([`LIST_FULL`](crate::LIST_FULL)), so every
+    /// read always walks a whole list. A request that would visit more slabs (only on a
+    /// corrupted list) fails with `Status::RETRY_LIMIT`, so the cap bounds every kernel.
+    /// Re-reads of one slab after lost races are bounded separately (by the cap, at
+    /// least 4,096). `0` picks a bound from the pool's maximum size.
     pub step_cap: u32,
 }
 

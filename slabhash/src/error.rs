@@ -23,13 +23,15 @@ pub enum Error {
         /// Number of values (or output slots).
         right: usize,
     },
-    /// The slab pool could not give a slab that an insertion needed. The operations that
-    /// got one were applied, the others were not; the table is valid. Grow the pool
-    /// (`max_units`), flush, or retry the batch.
+    /// The slab pool could not grow as asked (from [`reserve`](crate::SlabHashMap::reserve)
+    /// or the pool's own calls). A batch whose requests ran out of slabs fails with
+    /// [`gpuds_core::Error::NotApplied`] instead, naming them.
     #[error("slab pool exhausted: {0}")]
     PoolExhausted(gpuds_alloc::Error),
-    /// A kernel reported a problem other than exhaustion (a retry limit: a list longer
-    /// than the step cap, or a corrupted list).
+    /// A kernel reported flags that name no request (from
+    /// [`refresh`](crate::SlabHashMap::refresh): what user kernels recorded). Requests a
+    /// batch could not apply are named in [`gpuds_core::Error::NotApplied`] (in
+    /// [`Error::Core`]).
     #[error("a slab hash kernel reported: {0}")]
     Kernel(gpuds_core::Status),
     /// The operation needs a table made with duplicate keys allowed.

@@ -48,6 +48,8 @@ pub(crate) struct Image<'a, P> {
     /// The device's counters.
     pub live: u64,
     pub claimed: u64,
+    /// The most slabs a list may have (the effective step cap).
+    pub step_cap: u32,
 }
 
 /// What a valid table holds.
@@ -61,7 +63,8 @@ pub struct Summary {
     pub slabs: u64,
 }
 
-/// Checks, for every bucket's list: each slab beyond the base slab is allocated in the
+/// Checks, for every bucket's list: it has at most `step_cap` slabs (what every read may
+/// walk); each slab beyond the base slab is allocated in the
 /// pool and reached once; claimed slots (live keys and tombstones) come before empty
 /// slots and every slab but the last is full; empty pairs keep the empty value; the
 /// auxiliary lane is untouched; every live key hashes to its bucket; with unique keys
@@ -134,6 +137,13 @@ pub(crate) fn validate<P: Pool>(img: &Image<'_, P>) -> Result<Summary> {
             length += 1;
             if length > max_chain {
                 return bad(format!("bucket {b}: the list is longer than the pool"));
+            }
+            if length > u64::from(img.step_cap) {
+                return bad(format!(
+                    "bucket {b}: the list has more slabs than the step cap {} (reads would \
+                     not reach its end)",
+                    img.step_cap
+                ));
             }
             if !img.pool.is_allocated(next) {
                 return bad(format!("{place}: next slab {next:#x} is not allocated"));
@@ -249,6 +259,7 @@ mod tests {
             hash,
             live,
             claimed: live,
+            step_cap: 100,
         }
     }
 
@@ -297,6 +308,19 @@ mod tests {
         let mut b = buckets.clone();
         b[AUX_LANE] = 0;
         assert!(check(&b, &pool, live).contains("auxiliary"));
+    }
+
+    #[test]
+    fn a_list_past_the_step_cap_is_caught() {
+        // 40 keys per bucket are three slabs per list.
+        let hash = Universal::from_seed(1);
+        let (buckets, pool, live) = map_image(hash, 40);
+        let mut img = image(&buckets, &pool, hash, live);
+        img.step_cap = 3;
+        assert!(validate(&img).is_ok());
+        img.step_cap = 2;
+        let e = validate(&img).unwrap_err().to_string();
+        assert!(e.contains("step cap 2"), "{e}");
     }
 
     #[test]

@@ -31,6 +31,18 @@
 //! batch may mix keys, buckets and (with `apply`) operation kinds freely. Inputs may be
 //! host slices or device memory ([`BatchInput`]).
 //!
+//! ## Failures
+//!
+//! A call reports its own failures and nothing else: its kernels get a status word and
+//! failure bits of their own, read once where the call synchronizes, so a failed read
+//! never shows up in a later update. A request that cannot be applied (its list full at
+//! the step cap, the slab pool exhausted, a retry cap passed) fails alone: the call
+//! returns [`gpuds_core::Error::NotApplied`] (in [`Error::Core`]) naming exactly those
+//! requests, every other request took effect, and the table stays valid. No list is
+//! ever longer than the step cap ([`SlabHashConfig::step_cap`]): an insert stops there
+//! ([`LIST_FULL`]) rather than append past it, so every later read walks every list to
+//! its end and answers.
+//!
 //! ## Device API
 //!
 //! `#include <gpuds/slabhash/map_ref.cuh>` (or `set_ref.cuh`) through [`cuda_headers`]
@@ -72,6 +84,18 @@ pub use ops::{BatchResults, DeviceBatch, MapOp, MultiValues, OpResult, SetOp};
 pub use refs::{MapRef, SetRef, TableRef};
 pub use set::SlabHashSet;
 pub use stats::SlabHashStats;
+
+/// Status flag (the first structure bit) of a slab hash kernel: an insert found its key's
+/// list full at the step cap ([`SlabHashConfig::step_cap`] slabs, every slot claimed) and
+/// was not applied. Inserts never make a list longer than the step cap, so every read
+/// walks every list to its end. Raise the step cap, use more buckets, or
+/// [`flush`](SlabHashMap::flush) tombstones away.
+///
+/// ```
+/// assert!(gpuds_slabhash::LIST_FULL.to_string().contains("structure flags 0x1"));
+/// ```
+pub const LIST_FULL: gpuds_core::Status =
+    gpuds_core::Status(gpuds_core::Status::FIRST_STRUCTURE_BIT);
 
 /// Every kernel module of gpuds-slabhash, with its instantiations (map of u32 to u32,
 /// set of u32), so that a test can compile all of them without a GPU.

@@ -3,6 +3,7 @@
 use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, PushKernelArg};
+use gpuds_core::failures::CallStatus;
 use gpuds_core::{primitives, Gpu};
 
 use crate::config::SlabHashConfig;
@@ -126,8 +127,13 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// Within one batch, pairs with equal keys are applied in some order. The pool grows
     /// first if the batch may need it. Synchronizes.
     ///
-    /// Fails with [`Error::ReservedKey`] (nothing applied) or [`Error::PoolExhausted`]
-    /// (the pairs that found room were applied; the map is valid).
+    /// Fails with [`Error::ReservedKey`] (nothing applied), or with
+    /// [`gpuds_core::Error::NotApplied`] (in [`Error::Core`]) naming exactly the pairs
+    /// that were not applied, because their key's list was full at the step cap
+    /// ([`LIST_FULL`](crate::LIST_FULL)), the slab pool was exhausted
+    /// (`Status::POOL_EXHAUSTED`) or contention passed a retry cap (`Status::RETRY_LIMIT`).
+    /// Every other pair was applied; the map is valid, and later calls see exactly what
+    /// was applied.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
@@ -192,9 +198,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let guard = self.table.check_keys(keys, &k.view())?;
         let v = values.stage(&gpu)?;
         self.table.reserve_for(n)?;
+        let call = self.table.begin_call(n, true)?;
         let kernel = self.table.kernel("insert")?;
-        let r = self.table.table_ref();
-        let (n64, unique, null) = (n as u64, unique as u32, 0u64);
+        let r = self.table.call_ref(&call);
+        let (n64, unique, null, failed) = (n as u64, unique as u32, 0u64, call.bits_ptr());
         let (kv, vv) = (k.view(), v.view());
         let stream = gpu.stream();
         let mut args = stream.launch_builder(kernel.func());
@@ -206,9 +213,11 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             .arg(&null)
             .arg(&null);
         guard.push(&mut args);
-        // SAFETY: the kernel reads keys[..n] and values[..n] and the table's memory.
+        args.arg(&failed);
+        // SAFETY: the kernel reads keys[..n] and values[..n] and the table's memory, and
+        // writes the call's status and failure bits.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        self.table.finish_keys(&guard, &kv).map(drop)
+        self.table.finish_keys(&call, &guard, &kv)
     }
 
     /// SEARCH for every key: its value (the least recent instance), or `None`.
@@ -229,10 +238,9 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let stream = self.table.gpu().stream();
         let mut values = stream.alloc_zeros::<V>(n)?;
         let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-        let (k, guard) = self.find(keys, &mut values, Some(&mut found))?;
+        self.find(keys, &mut values, Some(&mut found))?;
         let values = stream.clone_dtoh(&values)?;
         let found = stream.clone_dtoh(&found)?;
-        self.table.check_read(&guard, &k.view())?;
         Ok(values
             .into_iter()
             .enumerate()
@@ -243,10 +251,12 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// SEARCH for every key into device memory: `out[i]` gets key `i`'s value, or
     /// [`SlabValue::NOT_FOUND`] (all ones) when it is missing; a value equal to all ones
     /// is therefore ambiguous here (use [`get_many`](Self::get_many)). Device keys are
-    /// checked for reserved values on the device, right before the search, and the
-    /// verdict is read once afterwards (one synchronization); host keys are checked on
-    /// the host and copied, and the call does not wait for the search. Other kernel
-    /// flags show up in the next call that synchronizes.
+    /// checked for reserved values on the device, right before the search; host keys
+    /// are checked on the host and copied. Synchronizes once at the end, to read the
+    /// call's own status: a lookup the kernel could not answer (only a corrupted list
+    /// has more slabs than the step cap) is named in
+    /// [`gpuds_core::Error::NotApplied`], never left as a silent "missing", and nothing
+    /// of this call is left for a later one to report.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
@@ -272,24 +282,24 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         if keys.is_empty() {
             return Ok(());
         }
-        let (k, guard) = self.find(keys, out, None)?;
-        guard.check(self.table.gpu(), &k.view())
+        self.find(keys, out, None)
     }
 
-    /// Launches SEARCH for non-empty `keys`; returns the staged keys and their check.
-    fn find<'a>(
+    /// SEARCH for non-empty `keys`, checked at its end. Synchronizes.
+    fn find(
         &self,
-        keys: &'a (impl BatchInput<K> + ?Sized),
+        keys: &(impl BatchInput<K> + ?Sized),
         values: &mut CudaSlice<V>,
         found: Option<&mut CudaSlice<u32>>,
-    ) -> Result<(Staged<'a, K>, Guard)> {
+    ) -> Result<()> {
         let n = keys.len();
         let gpu = self.table.gpu();
         let k = keys.stage(gpu)?;
         let guard = self.table.check_keys(keys, &k.view())?;
+        let call = self.table.begin_call(n, false)?;
         let kernel = self.table.kernel("find")?;
-        let r = self.table.table_ref();
-        let (n64, null) = (n as u64, 0u64);
+        let r = self.table.call_ref(&call);
+        let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
         let kv = k.view();
         let stream = gpu.stream();
         let mut args = stream.launch_builder(kernel.func());
@@ -299,10 +309,12 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             None => args.arg(&null),
         };
         guard.push(&mut args);
-        // SAFETY: the kernel reads keys[..n] and writes values[..n] and found[..n/32].
+        args.arg(&failed);
+        // SAFETY: the kernel reads keys[..n] and writes values[..n], found[..n/32] and
+        // the call's status and failure bits.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
         drop(args);
-        Ok((k, guard))
+        self.table.check_read(&call, &guard, &kv)
     }
 
     /// Whether each key is present. Synchronizes.
@@ -332,15 +344,18 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let (k, counts, guard) = self.counts(keys)?;
-        let counts = self.table.gpu().stream().clone_dtoh(&counts)?;
-        self.table.check_read(&guard, &k.view())?;
-        Ok(counts)
+        let call = self.table.begin_call(n, false)?;
+        let (k, counts, guard) = self.counts(keys, &call)?;
+        self.table.check_read(&call, &guard, &k.view())?;
+        Ok(self.table.gpu().stream().clone_dtoh(&counts)?)
     }
 
+    /// Launches COUNT for non-empty `keys` under `call`; returns the staged keys, the
+    /// counts on the device and the keys' check.
     fn counts<'a>(
         &self,
         keys: &'a (impl BatchInput<K> + ?Sized),
+        call: &CallStatus,
     ) -> Result<(Staged<'a, K>, CudaSlice<u32>, Guard)> {
         let n = keys.len();
         let gpu = self.table.gpu();
@@ -349,13 +364,15 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let stream = gpu.stream();
         let mut counts = stream.alloc_zeros::<u32>(n)?;
         let kernel = self.table.kernel("count")?;
-        let r = self.table.table_ref();
-        let n64 = n as u64;
+        let r = self.table.call_ref(call);
+        let (n64, failed) = (n as u64, call.bits_ptr());
         let kv = k.view();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&kv).arg(&n64).arg(&mut counts);
         guard.push(&mut args);
-        // SAFETY: the kernel reads keys[..n] and writes counts[..n].
+        args.arg(&failed);
+        // SAFETY: the kernel reads keys[..n] and writes counts[..n] and the call's
+        // status and failure bits.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
         drop(args);
         Ok((k, counts, guard))
@@ -388,13 +405,16 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         }
         let gpu = self.table.gpu();
         let stream = gpu.stream();
-        let (k, counts, guard) = self.counts(keys)?;
+        // One status for both kernels: a request either of them could not serve is
+        // named once.
+        let call = self.table.begin_call(n, false)?;
+        let (k, counts, guard) = self.counts(keys, &call)?;
         let mut offsets = stream.alloc_zeros::<u32>(n)?;
         let total = primitives::exclusive_scan(gpu, &counts, &mut offsets)?;
         let mut values = stream.alloc_zeros::<V>(total.max(1) as usize)?;
         let kernel = self.table.kernel("find_all")?;
-        let r = self.table.table_ref();
-        let n64 = n as u64;
+        let r = self.table.call_ref(&call);
+        let (n64, failed) = (n as u64, call.bits_ptr());
         let kv = k.view();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r)
@@ -404,8 +424,12 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             .arg(&total)
             .arg(&mut values);
         guard.push(&mut args);
-        // SAFETY: request i writes at most offsets[i+1] - offsets[i] values from offsets[i].
+        args.arg(&failed);
+        // SAFETY: request i writes at most offsets[i+1] - offsets[i] values from offsets[i],
+        // and the call's status and failure bits.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
+        drop(args);
+        self.table.check_read(&call, &guard, &kv)?;
         let mut values = stream.clone_dtoh(&values)?;
         values.truncate(total as usize);
         let result = MultiValues {
@@ -413,7 +437,6 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             offsets: stream.clone_dtoh(&offsets)?,
             values,
         };
-        self.table.check_read(&guard, &k.view())?;
         Ok(result)
     }
 
@@ -462,9 +485,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let gpu = self.table.gpu().clone();
         let k = keys.stage(&gpu)?;
         let guard = self.table.check_keys(keys, &k.view())?;
+        let call = self.table.begin_call(n, false)?;
         let kernel = self.table.kernel(kernel)?;
-        let r = self.table.table_ref();
-        let (n64, null) = (n as u64, 0u64);
+        let r = self.table.call_ref(&call);
+        let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
         let kv = k.view();
         let stream = gpu.stream();
         let mut args = stream.launch_builder(kernel.func());
@@ -473,9 +497,11 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
             args.arg(&null);
         }
         guard.push(&mut args);
-        // SAFETY: the kernel reads keys[..n]; its output pointers are null.
+        args.arg(&failed);
+        // SAFETY: the kernel reads keys[..n] and writes the call's status and failure
+        // bits; its output pointers are null.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        self.table.finish_keys(&guard, &kv).map(drop)
+        self.table.finish_keys(&call, &guard, &kv)
     }
 
     /// Runs a mixed batch in one kernel: inserts, removes and gets, each request served
@@ -599,6 +625,24 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// ```
     pub fn stats(&self) -> Result<SlabHashStats> {
         self.table.stats()
+    }
+
+    /// Reports (and clears) what user kernels recorded in the map's status word through
+    /// [`device_ref`](Self::device_ref) (as [`Error::Kernel`]), and re-reads the counters
+    /// they moved. Host calls never read that word: each reports its own kernels' flags
+    /// only. Synchronizes.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_slabhash::SlabHashMap::<u32, u32>::new(&gpu, 10)?;
+    /// let r = map.device_ref();
+    /// // ... a kernel inserts through `r` ...
+    /// # let _ = r;
+    /// map.refresh()?;
+    /// # Ok::<(), gpuds_slabhash::Error>(())
+    /// ```
+    pub fn refresh(&mut self) -> Result<()> {
+        self.table.refresh()
     }
 
     /// Checks every invariant on a host copy: every list well formed (allocated slabs,

@@ -27,7 +27,8 @@ pub struct TableRef {
     pub num_buckets: u32,
     /// 1 when keys are unique (REPLACE), 0 when duplicates are allowed.
     pub unique_keys: u32,
-    /// Rounds one request may take before it fails with a retry limit.
+    /// The most slabs a list may have and a request may visit (see
+    /// [`SlabHashConfig::step_cap`](crate::SlabHashConfig::step_cap)).
     pub step_cap: u32,
 }
 
@@ -89,12 +90,12 @@ mod tests {
 
     #[test]
     fn host_layout_has_no_surprises() {
-        // 3 pointers, the 56-byte allocator ref, the 12-byte hash, 3 words.
-        assert_eq!(size_of::<SlabAllocRef>(), 56);
+        // 3 pointers, the 64-byte allocator ref, the 12-byte hash, 3 words.
+        assert_eq!(size_of::<SlabAllocRef>(), 64);
         assert_eq!(offset_of!(TableRef, alloc), 24);
-        assert_eq!(offset_of!(TableRef, hash), 80);
-        assert_eq!(offset_of!(TableRef, step_cap), 100);
-        assert_eq!(size_of::<TableRef>(), 104);
+        assert_eq!(offset_of!(TableRef, hash), 88);
+        assert_eq!(offset_of!(TableRef, step_cap), 108);
+        assert_eq!(size_of::<TableRef>(), 112);
         assert_eq!(align_of::<TableRef>(), 8);
         assert_eq!(size_of::<MapRef<u32, u32>>(), size_of::<TableRef>());
         assert_eq!(size_of::<SetRef<u32>>(), size_of::<TableRef>());

@@ -7,13 +7,13 @@ use gpuds_core::Gpu;
 
 use crate::config::SlabHashConfig;
 use crate::error::{Error, Result};
-use crate::input::{BatchInput, Staged};
+use crate::input::BatchInput;
 use crate::kernels::Kind;
 use crate::keys::SlabKey;
 use crate::ops::{DeviceBatch, SetOp};
 use crate::refs::SetRef;
 use crate::stats::SlabHashStats;
-use crate::table::{Guard, Table};
+use crate::table::Table;
 
 /// A concurrent hash set on the GPU: the slab list with 30 keys per slab and no values
 /// (Awad, 2022, §5.4), keys unique. The same batch model, reserved keys and
@@ -109,7 +109,8 @@ impl<K: SlabKey> SlabHashSet<K> {
     }
 
     /// Adds every key (present keys stay as they are). Synchronizes. Errors as
-    /// [`SlabHashMap::insert_many`](crate::SlabHashMap::insert_many).
+    /// [`SlabHashMap::insert_many`](crate::SlabHashMap::insert_many): a key that could
+    /// not be added is named in [`gpuds_core::Error::NotApplied`], every other one was.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
@@ -153,9 +154,10 @@ impl<K: SlabKey> SlabHashSet<K> {
         if inserting {
             self.table.reserve_for(n)?;
         }
+        let call = self.table.begin_call(n, inserting)?;
         let kernel = self.table.kernel(name)?;
-        let r = self.table.table_ref();
-        let (n64, null, unique) = (n as u64, 0u64, 1u32);
+        let r = self.table.call_ref(&call);
+        let (n64, null, unique, failed) = (n as u64, 0u64, 1u32, call.bits_ptr());
         let kv = k.view();
         let stream = gpu.stream();
         let mut args = stream.launch_builder(kernel.func());
@@ -168,9 +170,11 @@ impl<K: SlabKey> SlabHashSet<K> {
             args.arg(&n64).arg(&null).arg(&null);
         }
         guard.push(&mut args);
-        // SAFETY: the kernel reads keys[..n]; every output pointer is null.
+        args.arg(&failed);
+        // SAFETY: the kernel reads keys[..n] and writes the call's status and failure
+        // bits; every output pointer is null.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
-        self.table.finish_keys(&guard, &kv).map(drop)
+        self.table.finish_keys(&call, &guard, &kv)
     }
 
     /// Whether each key is present. Synchronizes.
@@ -190,16 +194,14 @@ impl<K: SlabKey> SlabHashSet<K> {
         let gpu = self.table.gpu();
         let stream = gpu.stream();
         let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-        let (k, guard) = self.find(keys, &mut found)?;
+        self.find(keys, &mut found)?;
         let found = stream.clone_dtoh(&found)?;
-        self.table.check_read(&guard, &k.view())?;
         Ok((0..n).map(|i| found[i / 32] >> (i % 32) & 1 == 1).collect())
     }
 
     /// Membership of each key as one bit per key in device memory (`found[i / 32]` bit
-    /// `i % 32`). Synchronizes once for device keys (to read their reserved-key check, as
-    /// [`SlabHashMap::get_many_into`](crate::SlabHashMap::get_many_into)); with host keys
-    /// it does not wait for the search.
+    /// `i % 32`). Synchronizes once at the end, to read the call's own status (as
+    /// [`SlabHashMap::get_many_into`](crate::SlabHashMap::get_many_into)).
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
@@ -225,32 +227,30 @@ impl<K: SlabKey> SlabHashSet<K> {
         if keys.is_empty() {
             return Ok(());
         }
-        let (k, guard) = self.find(keys, found)?;
-        guard.check(self.table.gpu(), &k.view())
+        self.find(keys, found)
     }
 
-    /// Launches SEARCH for non-empty `keys`; returns the staged keys and their check.
-    fn find<'a>(
-        &self,
-        keys: &'a (impl BatchInput<K> + ?Sized),
-        found: &mut CudaSlice<u32>,
-    ) -> Result<(Staged<'a, K>, Guard)> {
+    /// SEARCH for non-empty `keys`, checked at its end. Synchronizes.
+    fn find(&self, keys: &(impl BatchInput<K> + ?Sized), found: &mut CudaSlice<u32>) -> Result<()> {
         let n = keys.len();
         let gpu = self.table.gpu();
         let k = keys.stage(gpu)?;
         let guard = self.table.check_keys(keys, &k.view())?;
+        let call = self.table.begin_call(n, false)?;
         let kernel = self.table.kernel("find")?;
-        let r = self.table.table_ref();
-        let (n64, null) = (n as u64, 0u64);
+        let r = self.table.call_ref(&call);
+        let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
         let kv = k.view();
         let stream = gpu.stream();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&kv).arg(&n64).arg(&null).arg(found);
         guard.push(&mut args);
-        // SAFETY: the kernel reads keys[..n] and writes found[..n.div_ceil(32)].
+        args.arg(&failed);
+        // SAFETY: the kernel reads keys[..n] and writes found[..n.div_ceil(32)] and the
+        // call's status and failure bits.
         unsafe { args.launch(self.table.item_shape(n)?) }?;
         drop(args);
-        Ok((k, guard))
+        self.table.check_read(&call, &guard, &kv)
     }
 
     /// A mixed batch of inserts, removes and lookups in one kernel; each result says
@@ -344,6 +344,23 @@ impl<K: SlabKey> SlabHashSet<K> {
     /// ```
     pub fn stats(&self) -> Result<SlabHashStats> {
         self.table.stats()
+    }
+
+    /// Reports (and clears) what user kernels recorded in the set's status word through
+    /// [`device_ref`](Self::device_ref), and re-reads the counters they moved (see
+    /// [`SlabHashMap::refresh`](crate::SlabHashMap::refresh)). Synchronizes.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut set = gpuds_slabhash::SlabHashSet::<u32>::new(&gpu, 10)?;
+    /// let r = set.device_ref();
+    /// // ... a kernel inserts through `r` ...
+    /// # let _ = r;
+    /// set.refresh()?;
+    /// # Ok::<(), gpuds_slabhash::Error>(())
+    /// ```
+    pub fn refresh(&mut self) -> Result<()> {
+        self.table.refresh()
     }
 
     /// Checks every invariant (see [`SlabHashMap::validate`](crate::SlabHashMap::validate)).

@@ -1,11 +1,18 @@
 //! [`Table`]: the owner core that [`SlabHashMap`](crate::SlabHashMap) and
 //! [`SlabHashSet`](crate::SlabHashSet) share: the base slabs, the slab pool, the
 //! counters and status word, and the launches that do not depend on values.
+//!
+//! Every call that launches request kernels gives them its own status word and failure
+//! bits (a [`CallStatus`], zeroed before its kernels run) in place of the table's, and
+//! reads them at its own synchronization point: a call reports its own failures and no
+//! one else's, and leaves nothing behind for later calls. The table's own word is only
+//! for the device refs handed to user kernels, read by [`Table::refresh`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchArgs, LaunchConfig, PushKernelArg};
 use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+use gpuds_core::failures::{self, CallStatus};
 use gpuds_core::hash::Universal;
 use gpuds_core::{launch, primitives, DeviceType, Gpu, Kernel, Module, Status};
 
@@ -108,7 +115,26 @@ impl Table {
         self.table_ref()
     }
 
-    pub(crate) fn table_ref(&self) -> TableRef {
+    /// The ref a call's kernels get: the table, with the call's own status word.
+    pub(crate) fn call_ref(&self, call: &CallStatus) -> TableRef {
+        TableRef {
+            status: call.status_ptr(),
+            ..self.table_ref()
+        }
+    }
+
+    /// A clear status for a call of `n` requests (see the module documentation), and,
+    /// for calls that may allocate or free slabs (`updates`), the pool's status word
+    /// cleared too, so that the pool's flags after the call are the call's. Does not
+    /// synchronize.
+    pub(crate) fn begin_call(&self, n: usize, updates: bool) -> Result<CallStatus> {
+        if updates {
+            self.alloc.clear_status()?;
+        }
+        Ok(CallStatus::new(&self.gpu, n)?)
+    }
+
+    fn table_ref(&self) -> TableRef {
         let stream = self.gpu.stream();
         let control = self.control.device_ptr(stream).0;
         TableRef {
@@ -203,70 +229,51 @@ impl Table {
         Ok(out)
     }
 
-    /// Ends a batch: reads the counters and the status word (one copy, synchronizing)
-    /// and turns flags into errors, clearing them.
-    pub(crate) fn finish(&mut self) -> Result<u64> {
-        self.settle(|| Ok(()))
+    /// Ends an update call: reads the counters (the claimed slots the next
+    /// [`reserve_for`](Self::reserve_for) starts from) and the call's status. Synchronizes.
+    pub(crate) fn finish(&mut self, call: &CallStatus) -> Result<()> {
+        self.claimed = self.read_control()?[CLAIMED];
+        call_result(call, || Ok(()))
     }
 
     /// [`finish`](Self::finish) for a batch of `keys` checked by `guard`: a batch refused
     /// for a reserved key fails with [`Error::ReservedKey`].
     pub(crate) fn finish_keys<K: SlabKey>(
         &mut self,
-        guard: &Guard,
-        keys: &CudaView<'_, K>,
-    ) -> Result<u64> {
-        let gpu = self.gpu.clone();
-        self.settle(|| guard.check(&gpu, keys))
-    }
-
-    fn settle(&mut self, refused: impl FnOnce() -> Result<()>) -> Result<u64> {
-        let control = self.read_control()?;
-        self.claimed = control[CLAIMED];
-        let flags = Status(control[STATUS] as u32);
-        if flags.is_ok() {
-            return Ok(control[LIVE]);
-        }
-        let stream = self.gpu.stream();
-        stream.memset_zeros(&mut self.control.slice_mut(DEVICE_STATUS..DEVICE_STATUS + 1))?;
-        if flags.contains(Status::RESERVED_KEY) {
-            refused()?;
-        }
-        let flags = Status(flags.0 & !Status::RESERVED_KEY.0);
-        if flags.is_ok() {
-            return Ok(control[LIVE]);
-        }
-        if flags.contains(Status::POOL_EXHAUSTED) {
-            return Err(match self.alloc.check_status() {
-                Err(e @ gpuds_alloc::Error::PoolExhausted { .. }) => Error::PoolExhausted(e),
-                _ => Error::PoolExhausted(gpuds_alloc::Error::PoolExhausted {
-                    needed: 0,
-                    capacity: self.alloc.capacity_units(),
-                    max_units: self.alloc.config().max_units,
-                }),
-            });
-        }
-        Err(Error::Kernel(flags))
-    }
-
-    /// After a read-only batch of `keys` checked by `guard`: a refused batch as
-    /// [`Error::ReservedKey`], other flags its kernels set as an error, left in the word
-    /// (the next batch that changes the table clears them). Synchronizes.
-    pub(crate) fn check_read<K: SlabKey>(
-        &self,
+        call: &CallStatus,
         guard: &Guard,
         keys: &CudaView<'_, K>,
     ) -> Result<()> {
-        let flags = Status(self.read_control()?[STATUS] as u32);
-        if flags.contains(Status::RESERVED_KEY) {
-            guard.check(&self.gpu, keys)?;
-        }
-        let flags = Status(flags.0 & !Status::RESERVED_KEY.0);
+        self.claimed = self.read_control()?[CLAIMED];
+        call_result(call, || guard.check(&self.gpu, keys))
+    }
+
+    /// Ends a read-only call on `keys` checked by `guard`: a refused batch as
+    /// [`Error::ReservedKey`], requests its kernels could not answer as
+    /// [`gpuds_core::Error::NotApplied`]. Synchronizes.
+    pub(crate) fn check_read<K: SlabKey>(
+        &self,
+        call: &CallStatus,
+        guard: &Guard,
+        keys: &CudaView<'_, K>,
+    ) -> Result<()> {
+        call_result(call, || guard.check(&self.gpu, keys))
+    }
+
+    /// Reports (and clears) what user kernels recorded in the table's own status word
+    /// through [`device_ref`](Self::device_ref), and re-reads the counters they may have
+    /// moved. Synchronizes.
+    pub(crate) fn refresh(&mut self) -> Result<()> {
+        let control = self.read_control()?;
+        self.claimed = control[CLAIMED];
+        self.stale.store(false, Ordering::Relaxed);
+        let flags = Status(control[STATUS] as u32);
         if flags.is_ok() {
-            Ok(())
-        } else {
-            Err(Error::Kernel(flags))
+            return Ok(());
         }
+        let stream = self.gpu.stream();
+        stream.memset_zeros(&mut self.control.slice_mut(DEVICE_STATUS..DEVICE_STATUS + 1))?;
+        Err(Error::Kernel(flags))
     }
 
     /// Runs a mixed batch already on the device. Returns each request's outcome code
@@ -277,6 +284,7 @@ impl Table {
     ) -> Result<BatchResults<V>> {
         let n = batch.len();
         self.reserve_for(batch.inserts)?;
+        let call = self.begin_call(n, true)?;
         let stream = self.gpu.stream().clone();
         let mut outcomes = stream.alloc_zeros::<u32>(n.max(1))?;
         let mut seen = match batch.values {
@@ -285,8 +293,8 @@ impl Table {
         };
         if n > 0 {
             let kernel = self.kernel("apply")?;
-            let r = self.table_ref();
-            let (n64, null) = (n as u64, 0u64);
+            let r = self.call_ref(&call);
+            let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&r).arg(&batch.kinds).arg(&batch.keys);
             match &batch.values {
@@ -298,11 +306,12 @@ impl Table {
                 Some(v) => args.arg(v),
                 None => args.arg(&null),
             };
+            args.arg(&failed);
             // SAFETY: the kernel reads kinds, keys (and values) [..n] and writes outcomes
-            // (and seen) [..n].
+            // (and seen) [..n] and the call's failure bits.
             unsafe { args.launch(self.item_shape(n)?) }?;
         }
-        self.finish()?;
+        self.finish(&call)?;
         Ok(BatchResults {
             outcomes,
             seen,
@@ -316,8 +325,9 @@ impl Table {
     }
 
     /// FLUSH: compacts every list and frees the emptied slabs; returns how many.
-    /// Synchronizes.
+    /// Synchronizes. Reports only what its own frees recorded in the pool's word.
     pub(crate) fn flush(&mut self) -> Result<u64> {
+        self.alloc.clear_status()?;
         let stream = self.gpu.stream().clone();
         let kernel = self.kernel("flush")?;
         let shape = self.bucket_shape(&kernel)?;
@@ -334,7 +344,7 @@ impl Table {
         }
         stream.memcpy_htod(&words, &mut self.control)?;
         let freed = stream.clone_dtoh(&freed)?[0];
-        self.finish()?;
+        self.claimed = self.read_control()?[CLAIMED];
         self.alloc.check_status()?;
         Ok(freed)
     }
@@ -435,6 +445,7 @@ impl Table {
             hash: self.hash,
             live: control[LIVE],
             claimed: control[CLAIMED],
+            step_cap: self.config.effective_step_cap(),
         })?;
         self.alloc.validate()?;
         Ok(summary)
@@ -447,6 +458,28 @@ impl Table {
             initial_units: expected_slabs.max(1 << 14),
             ..SlabAllocConfig::default()
         }
+    }
+}
+
+/// The result of a call from its status: a refused batch (RESERVED_KEY) as `refused`
+/// says, requests marked failed as [`gpuds_core::Error::NotApplied`], a flag that names
+/// no request as [`Error::Kernel`]. Synchronizes.
+fn call_result(call: &CallStatus, refused: impl FnOnce() -> Result<()>) -> Result<()> {
+    let flags = call.status()?;
+    if flags.is_ok() {
+        return Ok(());
+    }
+    if flags.contains(Status::RESERVED_KEY) {
+        refused()?;
+    }
+    let flags = Status(flags.0 & !Status::RESERVED_KEY.0);
+    if flags.is_ok() {
+        return Ok(());
+    }
+    match failures::error_of(flags, call.not_applied()?) {
+        Some(gpuds_core::Error::Status(flags)) => Err(Error::Kernel(flags)),
+        Some(e) => Err(Error::Core(e)),
+        None => Ok(()),
     }
 }
 

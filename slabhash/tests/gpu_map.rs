@@ -6,7 +6,6 @@ mod common;
 
 use std::collections::HashMap;
 
-use gpuds_alloc::SlabAllocConfig;
 use gpuds_slabhash::{Error, MapOp, OpResult, SlabHashConfig, SlabHashMap};
 use gpuds_testkit::check::{check_map, check_multimap};
 use gpuds_testkit::model::InsertPolicy;
@@ -14,7 +13,7 @@ use gpuds_testkit::workload::{unique_keys, MixedWorkload, GAMMA_0, GAMMA_1, GAMM
 use gpuds_testkit::{gpu, strategy, Op};
 use proptest::prelude::*;
 
-use common::{contents, instances, reply, RESERVED};
+use common::{contents, instances, not_applied, reply, small_pool, RESERVED};
 
 fn to_map_ops(batch: &[Op<u32, u32>]) -> Vec<MapOp<u32, u32>> {
     batch
@@ -294,26 +293,22 @@ fn flush_keeps_the_contents_and_frees_slabs() {
 #[test]
 fn exhaustion_is_an_error_that_leaves_the_map_valid() {
     let Some(gpu) = gpu() else { return };
-    let config = SlabHashConfig {
-        buckets: 4,
-        alloc: SlabAllocConfig {
-            initial_units: 1024,
-            max_units: 1024,
-            ..SlabAllocConfig::default()
-        },
-        ..Default::default()
-    };
-    let mut map = SlabHashMap::<u32, u32>::with_config(&gpu, config).unwrap();
+    let mut map = SlabHashMap::<u32, u32>::with_config(&gpu, small_pool(4)).unwrap();
     let keys = unique_keys::<u32>(9, 40_000, &RESERVED);
-    match map.insert_many(&keys, &keys) {
-        Err(Error::PoolExhausted(_)) => {}
-        other => panic!("expected exhaustion, got {other:?}"),
-    }
+    let failed = not_applied(
+        map.insert_many(&keys, &keys),
+        gpuds_core::Status::POOL_EXHAUSTED,
+    );
     map.validate().unwrap();
     let stored = contents(&map);
     assert_eq!(stored.len(), map.len().unwrap());
     assert!(stored.len() >= 1024 * 15 / 2 && stored.len() < 40_000);
     assert!(stored.iter().all(|(k, v)| k == v));
+    // The error names exactly the keys that are missing.
+    let missing: Vec<usize> = (0..keys.len())
+        .filter(|&i| !stored.contains_key(&keys[i]))
+        .collect();
+    assert_eq!(failed, missing);
     // The map still works: remove, flush, insert what fits.
     let present: Vec<u32> = stored.keys().copied().collect();
     map.remove_many(&present).unwrap();

@@ -2,6 +2,10 @@
 // thread per request (lanes past the end take part with no request), plus the
 // whole-table kernels: FLUSH, the census behind stats() and the export behind to_vec().
 //
+// The per-request kernels get the call's own status word (in the ref) and its failure
+// bits `failed` (gpuds_core::failures::CallStatus; may be null): a request that gets
+// OP_FAILED is marked there, so that the host names exactly the requests not applied.
+//
 // Compiled once per kind and type: SLAB_SET (0: map, 1: set), KEY_T, VALUE_T (maps) and
 // KERNEL_SUFFIX (`map_u32_u32`, `set_u32`); ITEM_BLOCK, the block size of the per-request
 // kernels.
@@ -48,12 +52,18 @@ extern "C" __global__ void GPUDS_KERNEL(first_reserved)(const K* keys, unsigned 
   if (i < n && is_reserved_key(keys[i])) atomicMax(first, n - i);
 }
 
+// Marks request i failed in the call's bits when its outcome says so.
+__device__ __forceinline__ void note(unsigned* failed, bool active, unsigned long long i,
+                                     unsigned outcome) {
+  if (active && outcome == OP_FAILED) status::mark_not_applied(failed, i);
+}
+
 // REPLACE or INSERT (maps: `unique` picks; sets: always unique). `outcomes` and `olds`
 // may be null.
 extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
                                                 unsigned long long n, unsigned unique,
                                                 unsigned* outcomes, V* olds,
-    const unsigned long long* guard) {
+    const unsigned long long* guard, unsigned* failed) {
   // The request is loaded before the guard is read, so that the two loads overlap.
   const unsigned long long i = item_index();
   const bool active = i < n;
@@ -77,6 +87,7 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;
+  note(failed, active, i, outcome);
 }
 
 // SEARCH. Maps write each value (NOT_FOUND_VALUE when missing) if `values` is not null;
@@ -85,7 +96,7 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
 // the number of resident warps over the memory latency.
 extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
                                               V* values, unsigned* found,
-    const unsigned long long* guard) {
+    const unsigned long long* guard, unsigned* failed) {
   if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
@@ -100,12 +111,13 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
 #endif
   const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);
   if (found != nullptr && active && warp::lane_id() == 0) found[i / 32] = bits;
+  note(failed, active, i, outcome);
 }
 
 // DELETE (the least recent instance). `outcomes` and `olds` may be null.
 extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
                                                unsigned* outcomes, V* olds,
-    const unsigned long long* guard) {
+    const unsigned long long* guard, unsigned* failed) {
   const unsigned long long i = item_index();
   const bool active = i < n;
   const K key = active ? keys[i] : K(0);
@@ -119,13 +131,14 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;
+  note(failed, active, i, outcome);
 }
 
 // A mixed batch: each request's kind, key and value; each gets its outcome and the value
 // it saw (replaced, removed or found; maps only).
 extern "C" __global__ void GPUDS_KERNEL(apply)(ref_t ref, const unsigned* kinds, const K* keys,
                                                const V* values, unsigned long long n,
-                                               unsigned* outcomes, V* seen) {
+                                               unsigned* outcomes, V* seen, unsigned* failed) {
   const unsigned long long i = item_index();
   const bool active = i < n;
   const unsigned kind = active ? kinds[i] : KIND_GET;
@@ -146,30 +159,36 @@ extern "C" __global__ void GPUDS_KERNEL(apply)(ref_t ref, const unsigned* kinds,
   o3 = ref.find(active && kind == KIND_GET, key, v3);
   if (active && seen != nullptr) seen[i] = kind == KIND_INSERT ? v1 : kind == KIND_REMOVE ? v2 : v3;
 #endif
-  if (active) outcomes[i] = kind == KIND_INSERT ? o1 : kind == KIND_REMOVE ? o2 : o3;
+  const unsigned outcome = kind == KIND_INSERT ? o1 : kind == KIND_REMOVE ? o2 : o3;
+  if (active) outcomes[i] = outcome;
+  note(failed, active, i, outcome);
 }
 
 #if !SLAB_SET
 // DELETEALL. `counts` may be null.
 extern "C" __global__ void GPUDS_KERNEL(erase_all)(ref_t ref, const K* keys,
                                                    unsigned long long n, unsigned* counts,
-    const unsigned long long* guard) {
+    const unsigned long long* guard, unsigned* failed) {
   if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
-  const unsigned removed = ref.erase_all(active, active ? keys[i] : K(0));
+  unsigned outcome = OP_ABSENT;
+  const unsigned removed = ref.erase_all(active, active ? keys[i] : K(0), &outcome);
   if (active && counts != nullptr) counts[i] = removed;
+  note(failed, active, i, outcome);
 }
 
 // COUNT: instances of each key.
 extern "C" __global__ void GPUDS_KERNEL(count)(ref_t ref, const K* keys, unsigned long long n,
                                                unsigned* counts,
-    const unsigned long long* guard) {
+    const unsigned long long* guard, unsigned* failed) {
   if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
-  const unsigned c = ref.count_of(active, active ? keys[i] : K(0));
+  unsigned outcome = OP_ABSENT;
+  const unsigned c = ref.count_of(active, active ? keys[i] : K(0), &outcome);
   if (active) counts[i] = c;
+  note(failed, active, i, outcome);
 }
 
 // SEARCHALL: request i writes its key's values at values[offsets[i]..offsets[i + 1]]
@@ -177,14 +196,16 @@ extern "C" __global__ void GPUDS_KERNEL(count)(ref_t ref, const K* keys, unsigne
 extern "C" __global__ void GPUDS_KERNEL(find_all)(ref_t ref, const K* keys, unsigned long long n,
                                                   const unsigned* offsets, unsigned total,
                                                   V* values,
-    const unsigned long long* guard) {
+    const unsigned long long* guard, unsigned* failed) {
   if (refused(ref, guard)) return;
   const unsigned long long i = item_index();
   const bool active = i < n;
   const unsigned begin = active ? offsets[i] : 0u;
   const unsigned end = i + 1 < n ? offsets[i + 1] : total;
   const unsigned capacity = active ? end - begin : 0u;
-  ref.find_all(active, active ? keys[i] : K(0), values + begin, capacity);
+  unsigned outcome = OP_ABSENT;
+  ref.find_all(active, active ? keys[i] : K(0), values + begin, capacity, &outcome);
+  note(failed, active, i, outcome);
 }
 #endif
 

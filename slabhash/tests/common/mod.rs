@@ -3,7 +3,9 @@
 
 use std::collections::HashMap;
 
-use gpuds_slabhash::{OpResult, SlabHashMap};
+use gpuds_alloc::SlabAllocConfig;
+use gpuds_core::Status;
+use gpuds_slabhash::{Error, OpResult, SlabHashConfig, SlabHashMap};
 use gpuds_testkit::check::Reply;
 
 pub const RESERVED: [u32; 2] = [u32::MAX, u32::MAX - 1];
@@ -33,5 +35,36 @@ pub fn reply(r: OpResult<u32>) -> Reply<u32> {
     match r {
         OpResult::Added => Reply::Unknown,
         other => Reply::Value(other.value()),
+    }
+}
+
+/// A table of `buckets` buckets whose slab pool is one memory block (1,024 slabs) that
+/// cannot grow.
+pub fn small_pool(buckets: u32) -> SlabHashConfig {
+    SlabHashConfig {
+        buckets,
+        alloc: SlabAllocConfig {
+            initial_units: 1024,
+            max_units: 1024,
+            ..SlabAllocConfig::default()
+        },
+        ..Default::default()
+    }
+}
+
+/// The requests a call reports not applied, with `flag` among its flags (none when the
+/// call succeeded); any other error fails the test.
+pub fn not_applied(result: Result<(), Error>, flag: Status) -> Vec<usize> {
+    match result {
+        Ok(()) => Vec::new(),
+        Err(Error::Core(gpuds_core::Error::NotApplied {
+            status,
+            not_applied,
+        })) => {
+            assert!(status.contains(flag), "{status} lacks {flag}");
+            assert!(not_applied.windows(2).all(|w| w[0] < w[1]), "not ascending");
+            not_applied
+        }
+        Err(e) => panic!("expected requests not applied ({flag}), got {e}"),
     }
 }

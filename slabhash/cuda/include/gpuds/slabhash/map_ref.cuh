@@ -19,8 +19,11 @@
 //   find      SEARCH: the least recent instance; OP_PRESENT with its value, or OP_ABSENT
 //   find_all  SEARCHALL: every value, written to the lane's own buffer; returns how many
 //   count     COUNT: how many instances
-// A request with a reserved key (EMPTY_KEY, TOMBSTONE_KEY) reports RESERVED_KEY and
-// fails; a request whose list cannot take a slab reports POOL_EXHAUSTED and fails.
+// A request that is not applied returns OP_FAILED, and a status flag says why: a
+// reserved key (EMPTY_KEY, TOMBSTONE_KEY) RESERVED_KEY; an insert whose list is full at
+// the step cap LIST_FULL (no list grows past it, see detail/table.cuh); an insert whose
+// list cannot take a slab POOL_EXHAUSTED; a request past a cap RETRY_LIMIT. erase_all,
+// find_all and count_of report it through their optional `outcome` pointer.
 #pragma once
 #include <gpuds/slabhash/detail/table.cuh>
 
@@ -62,7 +65,7 @@ struct map_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits != 0) {
             // __ffs is one-based: the lane after the key, which holds its value.
@@ -91,7 +94,7 @@ struct map_ref : detail::table {
       // concurrent DELETE of the same key, which removed the only instance: k is absent.
       unsigned long long seen = pack_pair(EMPTY_KEY, EMPTY_VALUE);
       walk(active, key, outcome,
-           [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+           [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -109,7 +112,7 @@ struct map_ref : detail::table {
       // Duplicates: a lost race must look further (a later instance), so each CAS is
       // checked before the walk moves on.
       walk(active, key, outcome,
-           [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+           [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -132,14 +135,16 @@ struct map_ref : detail::table {
     return outcome;
   }
 
-  __device__ unsigned erase_all(bool active, K key) const {
+  // `*outcome_out` (when not null) gets OP_FAILED when the request was cut off by a cap
+  // (some instances may be left), else OP_PRESENT (some removed) or OP_ABSENT.
+  __device__ unsigned erase_all(bool active, K key, unsigned* outcome_out = nullptr) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     unsigned removed = 0;
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits == 0) return !advance(slab, word);
@@ -155,19 +160,25 @@ struct map_ref : detail::table {
           return !advance(slab, word);
         });
     count(-static_cast<long long>(detail::warp_sum(removed)), 0);
+    if (outcome_out != nullptr) {
+      *outcome_out = outcome == OP_FAILED ? OP_FAILED : (removed != 0 ? OP_PRESENT : OP_ABSENT);
+    }
     return removed;
   }
 
   // Writes up to `capacity` values of `key` to `out` (this lane's buffer) and returns
-  // how many instances there are (possibly more than `capacity`).
-  __device__ unsigned find_all(bool active, K key, V* out, unsigned capacity) const {
+  // how many instances there are (possibly more than `capacity`). `*outcome_out` (when
+  // not null) gets OP_FAILED when the request was cut off by a cap (the count is partial),
+  // else OP_PRESENT or OP_ABSENT.
+  __device__ unsigned find_all(bool active, K key, V* out, unsigned capacity,
+                               unsigned* outcome_out = nullptr) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     unsigned found = 0;
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits != 0) {
             const unsigned before = __shfl_sync(warp::FULL_MASK, found, src);
@@ -182,11 +193,14 @@ struct map_ref : detail::table {
           }
           return !advance(slab, word);
         });
+    if (outcome_out != nullptr) {
+      *outcome_out = outcome == OP_FAILED ? OP_FAILED : (found != 0 ? OP_PRESENT : OP_ABSENT);
+    }
     return found;
   }
 
-  __device__ unsigned count_of(bool active, K key) const {
-    return find_all(active, key, nullptr, 0);
+  __device__ unsigned count_of(bool active, K key, unsigned* outcome_out = nullptr) const {
+    return find_all(active, key, nullptr, 0, outcome_out);
   }
 
  private:
@@ -205,7 +219,7 @@ struct map_ref : detail::table {
     const unsigned lane = warp::lane_id();
     // The walk does not wait for a request's CAS: it goes on to the next request, and
     // each lane checks its own CAS after the walk; requests whose CAS lost run again
-    // (another pass over the lanes that lost), bounded by step_cap passes. A lane keeps
+    // (another pass over the lanes that lost), bounded by retry_cap() passes. A lane keeps
     // what it needs to check its CAS in registers it has anyway: `outcome` says whether
     // it replaces (OP_PRESENT) or claims, `old` holds the value a replacement expects,
     // and `seen` the pair the CAS returned. Later requests of the warp may read slabs
@@ -221,7 +235,7 @@ struct map_ref : detail::table {
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
       walk(pending, key, outcome,
-           [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+           [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
              const unsigned hits =
                  unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
              const unsigned empties =
@@ -229,8 +243,13 @@ struct map_ref : detail::table {
              const unsigned targets = hits | empties;
              if (targets == 0) {
                if (advance(slab, word)) return false;
-               // The list ends here: the request stops and keeps its tail in `seen`; a
-               // slab is appended after the walk and the request runs again.
+               // The list ends here. At the step cap the request fails (LIST_FULL);
+               // otherwise it stops and keeps its tail in `seen`, a slab is appended
+               // after the walk and the request runs again.
+               if (!may_append(depth)) {
+                 if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+                 return true;
+               }
                if (lane == static_cast<unsigned>(src)) {
                  outcome = NEEDS_SLAB;
                  seen = reinterpret_cast<unsigned long long>(slab);
@@ -274,7 +293,7 @@ struct map_ref : detail::table {
         }
       }
       if (!__any_sync(warp::FULL_MASK, lost)) break;
-      if (pass >= step_cap) {
+      if (pass >= retry_cap()) {
         report(status::RETRY_LIMIT);
         if (lost) outcome = OP_FAILED;
         break;

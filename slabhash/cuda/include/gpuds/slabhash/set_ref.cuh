@@ -8,6 +8,8 @@
 //   insert  OP_ABSENT: added; OP_PRESENT: it was there already
 //   erase   OP_PRESENT: removed (left as a tombstone until FLUSH); OP_ABSENT: not there
 //   find    OP_PRESENT or OP_ABSENT
+// Each returns OP_FAILED for a request that was not applied (a status flag says why:
+// LIST_FULL, POOL_EXHAUSTED, RETRY_LIMIT, RESERVED_KEY).
 #pragma once
 #include <gpuds/slabhash/detail/table.cuh>
 
@@ -32,13 +34,13 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
           const unsigned targets = hits | empties;
           if (targets == 0) {
-            if (move_on(allocator, slab, word)) return false;
-            if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;  // pool exhausted
+            if (move_on(allocator, slab, word, depth)) return false;
+            if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;  // list full, pool exhausted
             return true;
           }
           const int dest = __ffs(targets) - 1;
@@ -61,7 +63,7 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits == 0) return !advance(slab, word);
           const int dest = __ffs(hits) - 1;
@@ -80,7 +82,7 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word) -> bool {
+        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
           if (__ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES) {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
             return true;

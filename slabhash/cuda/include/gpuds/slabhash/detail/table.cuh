@@ -6,8 +6,14 @@
 // request vote, the warp takes the lowest voter's key and bucket and reads one slab per
 // round, all lanes together (reading the next request's base slab ahead, see walk); the operation's body looks at the slab with
 // ballots and decides to finish, re-read the same slab (a CAS lost a race) or move on.
-// Every request is bounded by `step_cap` rounds: past it, RETRY_LIMIT is reported and
-// the request fails, so a corrupted list (a cycle) cannot hang a kernel.
+//
+// The step cap is the most slabs a list may have, and so the most slabs a request
+// visits: an insert never appends a slab to a list that already has `step_cap` slabs
+// (it fails alone with LIST_FULL instead), so every read walks every list to its end
+// within the cap, before and after any failed insert. A request that would visit more
+// slabs (only a corrupted list, a cycle, has them) or re-read one slab more often than
+// `retry_cap()` (CASes lost to other warps) reports RETRY_LIMIT and fails alone, so no
+// kernel can hang.
 #pragma once
 #include <gpuds/core/hash.cuh>
 #include <gpuds/core/status.cuh>
@@ -16,6 +22,14 @@
 namespace gpuds {
 namespace slabhash {
 namespace detail {
+
+// Status flag (the first structure bit): an insert found its key's list full at the step
+// cap and was not applied (Rust: gpuds_slabhash::LIST_FULL).
+constexpr unsigned LIST_FULL = status::FIRST_STRUCTURE_BIT;
+
+// The least number of re-reads of one slab and of store passes a request may take,
+// whatever the step cap: losing a CAS is contention, not a long list.
+constexpr unsigned RETRY_FLOOR = 1u << 12;
 
 // The counters' stripes: lines of 16 words (128 bytes), live keys in word 0, claimed
 // slots (live + tombstones) in word 1. The host sums them.
@@ -36,9 +50,11 @@ struct table {
   hash::universal hash;             // bucket = ((a*k + b) mod p) mod num_buckets
   unsigned num_buckets;
   unsigned unique_keys;             // 1: keys are unique (REPLACE); 0: duplicates allowed
-  unsigned step_cap;                // rounds one request may take
+  unsigned step_cap;                // slabs a list may have and a request may visit
 
   __device__ unsigned bucket_of(unsigned key) const { return hash(key, num_buckets); }
+  // Re-reads of one slab (lost CASes) and store passes one request may take.
+  __device__ unsigned retry_cap() const { return step_cap > RETRY_FLOOR ? step_cap : RETRY_FLOOR; }
   __device__ unsigned* base_slab(unsigned bucket) const {
     return buckets + static_cast<unsigned long long>(bucket) * SLAB_WORDS;
   }
@@ -98,12 +114,13 @@ struct table {
     return active;
   }
 
-  // Runs the work-sharing loop over the lanes with `active`. `visit(src, key, slab, word)`
-  // is called by all lanes with src's key, the slab it is at and this lane's word of it;
-  // it returns true when src's request is finished, and may move `slab` (to the next
-  // slab, or to one it appended); returning false with `slab` unchanged re-reads it.
-  // A request that passes the step cap reports RETRY_LIMIT and gets OP_FAILED in its
-  // lane's `outcome`.
+  // Runs the work-sharing loop over the lanes with `active`. `visit(src, key, slab, word,
+  // depth)` is called by all lanes with src's key, the slab it is at (the `depth`-th of
+  // its list, the base slab being the first) and this lane's word of it; it returns true
+  // when src's request is finished, and may move `slab` (to the next slab, or to one it
+  // appended); returning false with `slab` unchanged re-reads it. A request that would
+  // visit more than `step_cap` slabs or re-read more than `retry_cap()` times reports
+  // RETRY_LIMIT and gets OP_FAILED in its lane's `outcome`.
   //
   // The loop is the paper's (vote, take the lowest requester, broadcast its key), with
   // two additions. Each lane hashes its own key before the loop, all lanes at once, so a
@@ -137,9 +154,15 @@ struct table {
         next_word = read_slab(base_slab(next_bucket));
       }
       const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
-      for (unsigned steps = 1;; ++steps) {
-        if (visit(src, k, slab, word)) break;
-        if (steps >= step_cap) {
+      for (unsigned depth = 1, rereads = 0;;) {
+        const unsigned* const at = slab;
+        if (visit(src, k, slab, word, depth)) break;
+        if (slab != at) {
+          ++depth;
+        } else {
+          ++rereads;
+        }
+        if (depth > step_cap || rereads > retry_cap()) {
           report(status::RETRY_LIMIT);
           if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
           break;
@@ -161,11 +184,21 @@ struct table {
     return true;
   }
 
-  // For an inserting request with no slot in this slab: moves `slab` to the next slab of
-  // the list, appending one at its end. False when the pool is exhausted.
+  // Whether a slab may be appended after the `depth`-th slab of a list: only below the
+  // step cap (else LIST_FULL is reported), so that no list ever has more than `step_cap`
+  // slabs.
+  __device__ bool may_append(unsigned depth) const {
+    if (depth < step_cap) return true;
+    report(LIST_FULL);
+    return false;
+  }
+
+  // For an inserting request with no slot in this slab (the `depth`-th of its list):
+  // moves `slab` to the next slab of the list, appending one at its end. False when the
+  // list is at the step cap (LIST_FULL) or the pool is exhausted (POOL_EXHAUSTED).
   template <class Allocator>
-  __device__ bool move_on(Allocator& allocator, unsigned*& slab, unsigned word) const {
-    return advance(slab, word) || append(allocator, slab);
+  __device__ bool move_on(Allocator& allocator, unsigned*& slab, unsigned word, unsigned depth) const {
+    return advance(slab, word) || (may_append(depth) && append(allocator, slab));
   }
 
   // One slab from the warp's allocator, or from one made for this allocation only when
