@@ -83,6 +83,7 @@ pub mod address;
 mod config;
 mod ebr;
 mod error;
+pub mod faults;
 mod memory;
 mod slab_alloc;
 mod snapshot;
@@ -104,6 +105,7 @@ pub fn programs() -> Vec<gpuds_core::Program> {
 /// gpuds-alloc's device headers and those of the crates below, as (include name, text).
 pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     let mut headers = gpuds_core::cuda_headers();
+    headers.push(("gpuds/alloc/faults.cuh", faults::HEADER));
     headers.push((
         "gpuds/alloc/slab_alloc.cuh",
         include_str!("../cuda/include/gpuds/alloc/slab_alloc.cuh"),

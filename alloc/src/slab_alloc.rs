@@ -12,6 +12,7 @@ use parking_lot::Mutex;
 use crate::address::{BLOCK_BITS, SUPER_BITS, UNITS_PER_BLOCK, WORDS_PER_BLOCK};
 use crate::config::{Layout, SlabAllocConfig};
 use crate::error::{Error, Result};
+use crate::faults::FaultState;
 use crate::memory::{vmm_supported, Memory, SuperBlocks, VirtualRange};
 use crate::snapshot::PoolSnapshot;
 
@@ -71,8 +72,11 @@ pub struct SlabAllocRef {
     pub max_changes: u32,
     /// Start of the warps' block hash sequence; differs between `device_ref` calls.
     pub seed: u32,
-    /// Zero.
-    pub reserved: u32,
+    /// Fault injection (tests with the `fault-injection` feature): the request that fails;
+    /// 0 when off.
+    pub fail_at: u32,
+    /// Fault injection: device address of the request counter; 0 when off.
+    pub faults: u64,
 }
 
 // SAFETY: #[repr(C)] plain data with the layout of slab_alloc_ref (checked by a GPU
@@ -147,6 +151,7 @@ pub struct SlabAlloc {
     seed: AtomicU32,
     modules: [OnceLock<Module>; 2],
     memory: Memory,
+    faults: FaultState,
 }
 
 impl std::fmt::Debug for SlabAlloc {
@@ -193,6 +198,7 @@ impl SlabAlloc {
             status: Mutex::new(StatusWord::new(gpu)?),
             seed: AtomicU32::new(0x2545_f491),
             modules: Default::default(),
+            faults: FaultState::default(),
             memory,
             config,
         };
@@ -238,6 +244,7 @@ impl SlabAlloc {
             Memory::Light(range) => (range.base(), 0),
             Memory::Classic(supers) => (0, supers.table_ptr(stream)),
         };
+        let (fail_at, faults) = self.faults.device_fields(stream);
         SlabAllocRef {
             bitmap: self.bitmap.device_ptr(stream).0,
             base,
@@ -248,7 +255,8 @@ impl SlabAlloc {
             unit_shift: self.config.unit_shift(),
             max_changes: self.config.max_resident_changes,
             seed: self.seed.fetch_add(0x9e37_79b9, Ordering::Relaxed),
-            reserved: 0,
+            fail_at,
+            faults,
         }
     }
 
@@ -302,6 +310,7 @@ impl SlabAlloc {
     fn grow_blocks(&mut self, blocks: u64) -> Result<()> {
         let blocks = blocks.min(self.config.max_blocks());
         let block_bytes = self.config.block_bytes();
+        self.faults.before_growth(blocks * block_bytes)?;
         let new_blocks = match &mut self.memory {
             Memory::Light(range) => {
                 let mapped = range.grow_to((blocks * block_bytes) as usize)? as u64;
@@ -360,6 +369,50 @@ impl SlabAlloc {
     /// ```
     pub fn clear_status(&self) -> Result<()> {
         Ok(self.status.lock().clear()?)
+    }
+
+    /// Injects `faults` (see [`crate::faults`]), replacing earlier ones and restarting their
+    /// counts; `Faults::default()` lifts them. Refs taken before this call keep the old
+    /// setting. Only with the `fault-injection` feature.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// use gpuds_alloc::{faults::Faults, SlabAlloc, SlabAllocConfig};
+    /// let mut pool = SlabAlloc::new(&gpu, SlabAllocConfig::default())?;
+    /// pool.inject_faults(Faults { fail_growth: Some(1), ..Default::default() })?;
+    /// assert!(pool.reserve(1 << 22).is_err());
+    /// pool.inject_faults(Faults::default())?;
+    /// pool.reserve(1 << 22)?;
+    /// # Ok::<(), gpuds_alloc::Error>(())
+    /// ```
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_faults(&mut self, faults: crate::faults::Faults) -> Result<()> {
+        let counter = match faults.fail_request {
+            Some(_) => Some(self.gpu.stream().alloc_zeros::<u32>(1)?),
+            None => None,
+        };
+        self.faults = FaultState {
+            faults,
+            counter,
+            growths: 0,
+        };
+        Ok(())
+    }
+
+    /// Fault injection: the allocation requests counted since the last
+    /// [`SlabAlloc::inject_faults`] with `fail_request` set (0 without one). Synchronizes.
+    #[cfg(feature = "fault-injection")]
+    pub fn fault_requests(&self) -> Result<u32> {
+        match &self.faults.counter {
+            Some(c) => Ok(self
+                .gpu
+                .stream()
+                .clone_dtoh(c)?
+                .first()
+                .copied()
+                .unwrap_or(0)),
+            None => Ok(0),
+        }
     }
 
     /// Reads and clears the status word, returning the raw flags. Synchronizes.

@@ -54,7 +54,7 @@ fn the_header_serves_a_user_kernel() {
         r#"#include <gpuds/alloc/slab_alloc.cuh>
            using namespace gpuds::alloc;
            struct my_ref { slab_alloc_ref pool; unsigned* out; };
-           static_assert(sizeof(slab_alloc_ref) == 56, "mirror size");
+           static_assert(sizeof(slab_alloc_ref) == 64, "mirror size");
            extern "C" __global__ void user(my_ref r) {
                warp_allocator allocator(r.pool);
                unit_addr a = allocator.allocate();
@@ -96,7 +96,7 @@ fn the_ebr_header_serves_a_generic_kernel() {
            extern "C" __global__ void without(unit_addr* cells) {
                body<null_block>(null_reclaimer_ref{0}, cells);
            }
-           static_assert(sizeof(ebr_ref) == 128, "mirror size");"#,
+           static_assert(sizeof(ebr_ref) == 136, "mirror size");"#,
     )
     .headers(gpuds_alloc::cuda_headers());
     for arch in gpuds_testkit::compile_targets() {

@@ -31,7 +31,8 @@ fn refs_match_their_cpp_twins() {
         unit_shift,
         max_changes,
         seed,
-        reserved,
+        fail_at,
+        faults,
     );
     assert_layout!(
         &gpu,

@@ -338,6 +338,20 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         Ok(())
     }
 
+    /// Injects faults into the node pool (tests only: the `fault-injection` feature; see
+    /// [`gpuds_alloc::faults`]); `Faults::default()` lifts them.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_faults(&mut self, faults: gpuds_alloc::faults::Faults) -> Result<()> {
+        Ok(self.pool.inject_faults(faults)?)
+    }
+
+    /// The node pool's allocation requests since faults were injected (tests only).
+    /// Synchronizes.
+    #[cfg(feature = "fault-injection")]
+    pub fn fault_requests(&self) -> Result<u32> {
+        Ok(self.pool.fault_requests()?)
+    }
+
     /// Reads and clears both status words (the pool's first: an exhausted pool also
     /// ends operations early). Synchronizes. The synchronizing forms clear the words
     /// before their kernels and check them after, so each reports its own failures only;
@@ -392,6 +406,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let before = self.pool.capacity_units();
         match self.pool.reserve(before.max(split_bound(failed))) {
             Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
+            // No device memory for more nodes: the batch ends naming what it did not apply.
+            Err(gpuds_alloc::Error::Core(gpuds_core::Error::OutOfMemory { .. })) => {
+                return Ok(false)
+            }
             Err(e) => return Err(e.into()),
         }
         self.used_bound = self.pool.units_in_use()?;

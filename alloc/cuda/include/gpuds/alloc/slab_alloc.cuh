@@ -35,6 +35,8 @@
 #include <gpuds/core/memory.cuh>
 #include <gpuds/core/status.cuh>
 #include <gpuds/core/warp.cuh>
+// Defines GPUDS_ALLOC_FAULTS when the crate's `fault-injection` feature is on (tests only).
+#include <gpuds/alloc/faults.cuh>
 
 namespace gpuds {
 namespace alloc {
@@ -64,7 +66,8 @@ struct slab_alloc_ref {
   unsigned unit_shift;              // log2(unit bytes)
   unsigned max_changes;             // resident-block changes before an allocation fails
   unsigned seed;                    // varies per SlabAlloc::device_ref call
-  unsigned reserved;                // zero
+  unsigned fail_at;                 // fault injection (tests): the fail_at-th request fails
+  unsigned* faults;                 // fault injection: the request counter; nullptr when off
 
   // Pointer to unit `a`; any thread, no checks (a must be an allocated address).
   __device__ __forceinline__ void* pointer(unit_addr a) const {
@@ -134,19 +137,8 @@ class warp_allocator {
   // One unit for the warp: the same address on every lane, or null_unit after
   // max_changes resident-block changes without a free unit (POOL_EXHAUSTED recorded).
   __device__ unit_addr allocate() {
-    unsigned changes_here = 0u;
-    for (;;) {
-      const unsigned lanes_with_room = __ballot_sync(warp::FULL_MASK, word_ != 0xFFFFFFFFu);
-      if (lanes_with_room == 0u) {
-        if (!change_block(changes_here)) return null_unit;
-        continue;
-      }
-      const int src = first_at_or_after(lanes_with_room, spread_);
-      unit_addr claimed = null_unit;
-      if (static_cast<int>(lane_) == src) claimed = claim_in_own_word();
-      claimed = __shfl_sync(warp::FULL_MASK, claimed, src);
-      if (claimed != null_unit) return claimed;
-    }
+    if (injected_fault()) return null_unit;
+    return claim_one();
   }
 
   // One unit for each lane with `want`: lanes whose register word has a free bit claim
@@ -154,6 +146,7 @@ class warp_allocator {
   // served one at a time by allocate(). Returns this lane's address (null_unit for lanes
   // without `want`, and for lanes left over when the pool is exhausted).
   __device__ unit_addr allocate_lane(bool want) {
+    if (injected_fault()) return null_unit;
     unit_addr mine = null_unit;
     // A lost race refreshes the lane's word, so a few parallel rounds settle most lanes
     // before the serial fallback.
@@ -165,7 +158,7 @@ class warp_allocator {
     unsigned pending = __ballot_sync(warp::FULL_MASK, want && mine == null_unit);
     while (pending != 0u) {  // at most 32 rounds
       const int src = __ffs(pending) - 1;
-      const unit_addr a = allocate();
+      const unit_addr a = claim_one();
       if (static_cast<int>(lane_) == src) mine = a;
       if (a == null_unit) break;
       pending &= pending - 1u;
@@ -225,6 +218,40 @@ class warp_allocator {
     ++changes_;
     move_to(pick());
     return true;
+  }
+
+  // allocate() without the fault check.
+  __device__ unit_addr claim_one() {
+    unsigned changes_here = 0u;
+    for (;;) {
+      const unsigned lanes_with_room = __ballot_sync(warp::FULL_MASK, word_ != 0xFFFFFFFFu);
+      if (lanes_with_room == 0u) {
+        if (!change_block(changes_here)) return null_unit;
+        continue;
+      }
+      const int src = first_at_or_after(lanes_with_room, spread_);
+      unit_addr claimed = null_unit;
+      if (static_cast<int>(lane_) == src) claimed = claim_in_own_word();
+      claimed = __shfl_sync(warp::FULL_MASK, claimed, src);
+      if (claimed != null_unit) return claimed;
+    }
+  }
+
+  // Fault injection, compiled only with the `fault-injection` feature: every warp-wide
+  // request (a call of allocate or allocate_lane) is counted, and the fail_at-th fails as
+  // an exhausted pool does (null_unit and POOL_EXHAUSTED).
+  __device__ __forceinline__ bool injected_fault() const {
+#ifdef GPUDS_ALLOC_FAULTS
+    if (ref_.faults == nullptr) return false;
+    unsigned n = 0u;
+    if (lane_ == 0u) n = atomicAdd(ref_.faults, 1u) + 1u;
+    n = __shfl_sync(warp::FULL_MASK, n, 0);
+    if (n != ref_.fail_at) return false;
+    if (lane_ == 0u) status::report(ref_.status, status::POOL_EXHAUSTED);
+    return true;
+#else
+    return false;
+#endif
   }
 
   slab_alloc_ref ref_;
