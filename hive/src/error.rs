@@ -7,7 +7,11 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An error of gpuds-core: driver, compilation, launch or invalid argument.
+    /// An error of gpuds-core: driver, compilation, launch or invalid argument; and
+    /// [`gpuds_core::Error::NotApplied`] for a batch whose kernels could not apply some
+    /// operations (a full table, a full stash, a retry cap reached under contention): it
+    /// names exactly those operations, every other one was applied and the table is
+    /// valid. Expanding the table (or turning on automatic resizing) makes room.
     #[error(transparent)]
     Core(#[from] gpuds_core::Error),
     /// A reserved (sentinel) key was found in a batch; nothing of the batch was applied.
@@ -44,20 +48,6 @@ pub enum Error {
         /// The table's capacity in slots.
         capacity: u64,
     },
-    /// Some operations of a HiveMap batch failed (no room even in the stash, or a retry
-    /// cap reached under contention); every other operation was applied and the table is
-    /// valid. Expanding the table (or turning on automatic resizing) makes room.
-    #[error(
-        "{failed} operation(s) of the batch failed ({status}); first failed indices: {indices:?}"
-    )]
-    OperationsFailed {
-        /// How many operations failed.
-        failed: u64,
-        /// Batch indices of the first failures (at most 64).
-        indices: Vec<usize>,
-        /// The status flags the kernel reported.
-        status: gpuds_core::Status,
-    },
     /// `validate()` found a broken invariant; the message names the slot and the rule.
     #[error("invalid table: {0}")]
     Invalid(String),
@@ -66,6 +56,27 @@ pub enum Error {
 impl From<cudarc::driver::DriverError> for Error {
     fn from(e: cudarc::driver::DriverError) -> Self {
         Error::Core(e.into())
+    }
+}
+
+impl Error {
+    /// The batch's operations that were not applied, ascending, when this is
+    /// [`gpuds_core::Error::NotApplied`] (every other operation of the batch was).
+    ///
+    /// ```
+    /// use gpuds_core::Status;
+    /// let e = gpuds_hive::Error::from(gpuds_core::Error::NotApplied {
+    ///     status: Status::STASH_FULL,
+    ///     not_applied: vec![3, 9],
+    /// });
+    /// assert_eq!(e.not_applied(), Some(&[3, 9][..]));
+    /// assert_eq!(gpuds_hive::Error::Invalid("x".into()).not_applied(), None);
+    /// ```
+    pub fn not_applied(&self) -> Option<&[usize]> {
+        match self {
+            Error::Core(gpuds_core::Error::NotApplied { not_applied, .. }) => Some(not_applied),
+            _ => None,
+        }
     }
 }
 

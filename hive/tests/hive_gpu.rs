@@ -311,10 +311,10 @@ fn mixed_concurrent_batches_up_to_load_0_95() {
                         }
                     }
                 }
-                Err(Error::OperationsFailed { indices, .. }) => {
+                Err(e) => {
+                    let indices = e.not_applied().unwrap_or_else(|| panic!("{e}"));
                     assert!(indices.iter().all(|&i| matches!(ops[i], Op::Insert(..))));
                 }
-                Err(e) => panic!("{e}"),
             }
             map.validate().unwrap();
         }
@@ -403,21 +403,22 @@ fn a_full_stash_fails_single_operations_and_the_table_stays_valid() {
     let mut map = HiveMap::with_config(&gpu, cfg(1024, 16, HashPair::BitHash, false)).unwrap();
     let keys = unique_keys::<u32>(3, 1400, &RESERVED);
     let err = map.insert_many(&keys, &keys).unwrap_err();
-    let Error::OperationsFailed {
-        failed, indices, ..
-    } = err
+    let Error::Core(gpuds_core::Error::NotApplied {
+        status,
+        not_applied: indices,
+    }) = err
     else {
-        panic!("expected OperationsFailed, got {err}");
+        panic!("expected NotApplied, got {err}");
     };
+    assert!(status.contains(gpuds_core::Status::STASH_FULL), "{status}");
     map.validate().unwrap();
     let stats = map.stats().unwrap();
-    assert_eq!(map.len() as u64 + failed, keys.len() as u64, "{stats:?}");
+    assert_eq!(map.len() + indices.len(), keys.len(), "{stats:?}");
     assert!(stats.stash_used > 0 && !indices.is_empty());
+    // Exactly the named inserts are missing.
     let got = map.get_many(&keys).unwrap();
     for (i, g) in got.iter().enumerate() {
-        if indices.contains(&i) {
-            assert_eq!(*g, None, "failed insert {i} must not be applied");
-        }
+        assert_eq!(g.is_none(), indices.contains(&i), "insert {i}");
     }
     assert_eq!(got.iter().filter(|g| g.is_some()).count(), map.len());
     // Expanding makes room; the stash drains back into the table.
@@ -534,8 +535,10 @@ fn concurrent_inserts_of_one_key_store_it_once() {
             }
             match map.insert_many(&keys, &values) {
                 Ok(()) => {}
-                Err(Error::OperationsFailed { failed: f, .. }) => failed += f,
-                Err(e) => panic!("{slots} slots, round {round}: {e}"),
+                Err(e) => match e.not_applied() {
+                    Some(indices) => failed += indices.len() as u64,
+                    None => panic!("{slots} slots, round {round}: {e}"),
+                },
             }
             map.validate().unwrap();
         }

@@ -9,10 +9,12 @@
 //! - [`model`]: serial reference models over `std::collections`;
 //! - [`check`]: concurrency-tolerant checks of a GPU batch's results (accepted when some
 //!   serial order of the batch explains them);
+//! - [`failed`]: checks of a batch that failed in part (the operations it names);
 //! - [`strategy`]: proptest strategies for operation sequences.
 #![warn(missing_docs)]
 
 pub mod check;
+pub mod failed;
 mod harness;
 pub mod model;
 mod op;

@@ -578,10 +578,12 @@ fn insert_counted(
             *failed = 0;
             Ok(())
         }
-        Err(gpuds_hive::Error::OperationsFailed { failed: f, .. }) => {
-            *failed = f;
-            Ok(())
-        }
-        Err(e) => Err(core_error(e)),
+        Err(e) => match e.not_applied() {
+            Some(indices) => {
+                *failed = indices.len() as u64;
+                Ok(())
+            }
+            None => Err(core_error(e)),
+        },
     }
 }

@@ -1123,7 +1123,9 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_erase(hive_ref t, const unsig
     for (unsigned j = 0; j < count; ++j) {
       const unsigned k = tile::shfl(my_key, j);
       unsigned v = 0;
-      const bool hit = t.erase_with(k, tile::shfl(my_meta, j), v, counts);
+      bool gave_up = false;
+      const bool hit = t.erase_with(k, tile::shfl(my_meta, j), v, counts, &gave_up);
+      if (gave_up) t.record_failure(base + j);
       if (r == j) my_hit = hit;
     }
     if (r < count && found != nullptr) found[base + r] = my_hit ? 1 : 0;
@@ -1133,7 +1135,8 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_erase(hive_ref t, const unsig
 
 // A mixed batch: kinds[i] is 0 (insert keys[i] -> values[i]), 1 (remove) or 2 (get).
 // out[i] is what the operation observed: (1 << 32) | value when the key was present
-// before it, 0 when absent, 1 << 33 when it failed (stash full, retry cap).
+// before it, 0 when absent, 1 << 33 when it failed (stash full, retry cap; its failure
+// bit is set too).
 constexpr unsigned long long OBSERVED = 1ull << 32;
 constexpr unsigned long long FAILED = 1ull << 33;
 
@@ -1153,18 +1156,19 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_apply(hive_ref t, const unsig
       const unsigned long long m = tile::shfl(my_meta, j);
       unsigned long long seen = 0;
       unsigned value = 0;
+      bool gave_up = false;
       if (kind == 0) {
         const unsigned step = t.insert_with(k, v, m, value, counts);
-        if (step == STEP_FAILED) {
-          seen = FAILED;
-          t.record_failure(base + j);
-        } else if (step == STEP_REPLACE) {
-          seen = OBSERVED | value;
-        }
+        gave_up = step == STEP_FAILED;
+        if (step == STEP_REPLACE) seen = OBSERVED | value;
       } else if (kind == 1) {
-        if (t.erase_with(k, m, value, counts)) seen = OBSERVED | value;
+        if (t.erase_with(k, m, value, counts, &gave_up)) seen = OBSERVED | value;
       } else {
-        if (t.find_concurrent(k, m, value)) seen = OBSERVED | value;
+        if (t.find_concurrent(k, m, value, &gave_up)) seen = OBSERVED | value;
+      }
+      if (gave_up) {
+        seen = FAILED;
+        t.record_failure(base + j);
       }
       if (r == j) my_out = seen;
     }

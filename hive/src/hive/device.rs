@@ -8,10 +8,9 @@ use crate::error::Result;
 
 const SOURCE: &str = include_str!("../../cuda/kernels/hive.cu");
 
-/// Control-block words, as in `gpuds/hive/hive_ref.cuh`: two single words, then the
-/// striped counters (one 128-byte line per stripe, summed here).
+/// Control-block words, as in `gpuds/hive/hive_ref.cuh`: the stash tail (word 1 is
+/// unused), then the striped counters (one 128-byte line per stripe, summed here).
 pub(crate) const CTRL_STASH_TAIL: usize = 0;
-pub(crate) const CTRL_FAILED: usize = 1;
 const CTRL_STRIPE_BASE: usize = 16;
 const CTRL_STRIPE_WORDS: usize = 16;
 const CTRL_STRIPES: usize = 32;
@@ -87,11 +86,14 @@ pub struct HiveRef {
     pub meta: u64,
     /// The stash's words.
     pub stash: u64,
-    /// The control block (stash tail, failures, striped length and step counts).
+    /// The control block (stash tail, striped length and step counts).
     pub ctrl: u64,
-    /// The table's status word.
+    /// The status word kernels report to: the table's own in a ref for user kernels
+    /// (read by [`HiveMap::refresh`](super::HiveMap::refresh)), a call's own in the
+    /// table's batches.
     pub status: u64,
-    /// Indices of failed operations.
+    /// Failure bits: bit `i` (word `i / 32`, bit `i % 32`) set when operation `i` was not
+    /// applied, for `i < failed_capacity`.
     pub failed: u64,
     /// `2^level - 1`.
     pub level_mask: u32,
@@ -101,7 +103,7 @@ pub struct HiveRef {
     pub buckets: u32,
     /// Stash capacity in words.
     pub stash_capacity: u32,
-    /// Capacity of the failed-index list.
+    /// Operations that have a failure bit.
     pub failed_capacity: u32,
     /// Eviction rounds before the stash.
     pub eviction_bound: u32,

@@ -17,13 +17,14 @@ mod resize;
 mod stats;
 
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchConfig, PushKernelArg};
-use gpuds_core::{Gpu, Status, StatusWord};
+use gpuds_core::failures::{self, CallStatus};
+use gpuds_core::{Gpu, StatusWord};
 
 pub use config::{HashPair, HiveConfig, MAX_BUCKETS};
 pub use device::HiveRef;
 pub use stats::HiveStats;
 
-use device::{Counters, Kernels, CTRL_FAILED, CTRL_STASH_TAIL, CTRL_WORDS, EMPTY};
+use device::{Counters, Kernels, CTRL_STASH_TAIL, CTRL_WORDS, EMPTY};
 use image::Image;
 
 use crate::error::{Error, Result};
@@ -36,8 +37,9 @@ const BLOCK: u32 = 256;
 /// The most operations of a bulk insert per pair of kernels (the queue between them has
 /// room for that many indices, 64 MiB).
 const QUEUED: usize = 1 << 24;
-/// Failed operations whose indices a batch error lists.
-const FAILED_CAPACITY: usize = 64;
+/// Operations of a user kernel (through [`HiveMap::device_ref`]) whose failure the
+/// table's own failure bits record (indices below this; 8 KiB of bits).
+const OWN_FAILED_OPS: usize = 1 << 16;
 /// What the table's allocations are for, as out-of-memory errors name them.
 const SLOTS: &str = "the table's slots";
 const META: &str = "the table's bucket metadata";
@@ -161,7 +163,7 @@ impl HiveMap {
             meta,
             stash,
             ctrl: stream.alloc_zeros::<u64>(CTRL_WORDS)?,
-            failed: stream.alloc_zeros::<u32>(FAILED_CAPACITY)?,
+            failed: stream.alloc_zeros::<u32>(failures::words_for(OWN_FAILED_OPS))?,
             status: StatusWord::new(gpu)?,
             level_mask,
             split,
@@ -231,7 +233,10 @@ impl HiveMap {
 
     /// The device view for user kernels (valid until the next `&mut self` call). After
     /// a user kernel changed the table through it, call [`refresh`](Self::refresh)
-    /// before the next host call, so that the host's length and stash state are current.
+    /// before the next host call, so that the host's length and stash state are current
+    /// and what the kernel recorded is reported. The ref carries the table's own status
+    /// word and failure bits (operations with an index below 65,536 get one); host calls
+    /// never use or read them, each having its own.
     pub fn device_ref(&self) -> HiveRef {
         let stream = self.gpu.stream();
         let ptr = |p: u64| p;
@@ -252,14 +257,27 @@ impl HiveMap {
             split: self.split,
             buckets: self.buckets() as u32,
             stash_capacity: self.stash.len() as u32,
-            failed_capacity: FAILED_CAPACITY as u32,
+            failed_capacity: OWN_FAILED_OPS as u32,
             eviction_bound: self.config.eviction_bound,
         }
     }
 
+    /// The ref a host call's kernels get: the call's own status word and a failure bit
+    /// for each of its operations.
+    fn call_ref(&self, call: &CallStatus) -> HiveRef {
+        HiveRef {
+            status: call.status_ptr(),
+            failed: call.bits_ptr(),
+            failed_capacity: u32::try_from(call.ops()).unwrap_or(u32::MAX),
+            ..self.device_ref()
+        }
+    }
+
     /// Reads the length and the stash state back from the device, after user kernels
-    /// wrote through [`device_ref`](Self::device_ref), and reports what they recorded in
-    /// the status word. Synchronizes.
+    /// wrote through [`device_ref`](Self::device_ref), and reports (and clears) what they
+    /// recorded in the table's status word and failure bits:
+    /// [`gpuds_core::Error::NotApplied`] naming the operations marked failed, or
+    /// [`gpuds_core::Error::Status`] for flags that name none. Synchronizes.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -271,7 +289,16 @@ impl HiveMap {
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn refresh(&mut self) -> Result<()> {
-        self.finish_update()
+        let status = self.status.take()?;
+        let failure = if status.is_ok() {
+            None
+        } else {
+            let stream = self.gpu.stream().clone();
+            let bits = stream.clone_dtoh(&self.failed)?;
+            stream.memset_zeros(&mut self.failed)?;
+            failures::error_of(status, failures::indices(&bits, OWN_FAILED_OPS))
+        };
+        self.finish_update(failure.map(Error::from))
     }
 
     fn shape(&self, kernel: &gpuds_core::Kernel, items: usize) -> Result<LaunchConfig> {
@@ -355,10 +382,12 @@ impl HiveMap {
     /// slices or device buffers ([`Input`]). Synchronizes.
     ///
     /// A reserved key fails the whole batch before anything is applied
-    /// ([`Error::ReservedKey`]). An insert that finds no room even in the stash fails
-    /// alone: the others are applied and [`Error::OperationsFailed`] lists the failed
-    /// indices; the table stays valid. With several pairs of one key in a batch, one of
-    /// them wins (the batch runs concurrently).
+    /// ([`Error::ReservedKey`]). An insert that finds no room even in the stash
+    /// (`Status::STASH_FULL`) or passes a retry cap under contention
+    /// (`Status::RETRY_LIMIT`) fails alone: the others are applied and
+    /// [`gpuds_core::Error::NotApplied`] (in [`Error::Core`]) names exactly the failed
+    /// indices; the table stays valid and later calls see what was applied. With several
+    /// pairs of one key in a batch, one of them wins (the batch runs concurrently).
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -391,8 +420,9 @@ impl HiveMap {
     ) -> Result<()> {
         update_len(keys.len())?;
         self.grow_for(keys.len())?;
+        let call = CallStatus::new(&self.gpu, keys.len())?;
         if self.config.slots_per_bucket > 16 {
-            let r = self.device_ref();
+            let r = self.call_ref(&call);
             let n = keys.len() as u64;
             let null = 0u64;
             let kernel = &self.kernels.insert;
@@ -402,7 +432,7 @@ impl HiveMap {
             // SAFETY: the kernel reads n keys and values and works inside the ref's arrays
             // (with 32-slot buckets it queues nothing).
             unsafe { args.launch(shape) }?;
-            return self.finish_update();
+            return self.finish_call(&call);
         }
         // Buckets of up to 16 slots insert in two kernels per part of at most QUEUED
         // operations: the first fills empty slots lane by lane and queues what it leaves
@@ -418,7 +448,7 @@ impl HiveMap {
             // entry below its count before the second kernel reads them.
             self.queue = Some(unsafe { stream.alloc::<u32>(room) }?);
         }
-        let r = self.device_ref();
+        let r = self.call_ref(&call);
         let queue = self.queue.as_mut().expect("allocated above");
         for start in (0..keys.len()).step_by(QUEUED) {
             let end = (start + QUEUED).min(keys.len());
@@ -440,10 +470,12 @@ impl HiveMap {
             // SAFETY: the kernel reads the entries the first kernel queued (indices below n).
             unsafe { args.launch(shape) }?;
         }
-        self.finish_update()
+        self.finish_call(&call)
     }
 
-    /// Looks keys up: the value of each, or `None`. Synchronizes.
+    /// Looks keys up: the value of each, or `None`. Synchronizes. Lookups cannot fail
+    /// (no writer runs beside them, so they never wait or retry) and report nothing; in
+    /// particular nothing an earlier call or a user kernel recorded.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -463,7 +495,6 @@ impl HiveMap {
         self.launch_find(&k.view(), Some(&mut values), Some(&mut found), 0)?;
         let values = stream.clone_dtoh(&values)?;
         let found = stream.clone_dtoh(&found)?;
-        self.check_status()?;
         Ok(values
             .into_iter()
             .zip(found)
@@ -473,7 +504,9 @@ impl HiveMap {
 
     /// Looks keys up into `values` (`absent` for missing keys). Device keys are not
     /// checked for the reserved key, which is simply never found; host keys are. Does
-    /// not synchronize for device keys: the work is enqueued on [`Gpu::stream`].
+    /// not synchronize for device keys: the work is enqueued on [`Gpu::stream`]. As for
+    /// [`get_many`](Self::get_many), the lookups cannot fail, so there is no status to
+    /// read later.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -523,7 +556,6 @@ impl HiveMap {
         let mut found = stream.alloc_zeros::<u8>(keys.len())?;
         self.launch_find(&k.view(), None, Some(&mut found), 0)?;
         let found = stream.clone_dtoh(&found)?;
-        self.check_status()?;
         Ok(found.into_iter().map(|f| f != 0).collect())
     }
 
@@ -561,7 +593,9 @@ impl HiveMap {
     }
 
     /// Removes keys (host or device); returns how many were present. A reserved key fails
-    /// the batch before anything is removed. Synchronizes.
+    /// the batch before anything is removed. A removal that passes the retry cap under
+    /// contention fails alone and is named in [`gpuds_core::Error::NotApplied`].
+    /// Synchronizes.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -581,7 +615,8 @@ impl HiveMap {
     fn remove_staged(&mut self, keys: &CudaView<'_, u32>) -> Result<usize> {
         update_len(keys.len())?;
         let before = self.len;
-        let r = self.device_ref();
+        let call = CallStatus::new(&self.gpu, keys.len())?;
+        let r = self.call_ref(&call);
         let n = keys.len() as u64;
         let null = 0u64;
         let kernel = &self.kernels.erase;
@@ -590,8 +625,8 @@ impl HiveMap {
         args.arg(&r).arg(keys).arg(&n).arg(&null);
         // SAFETY: the kernel reads n keys and works inside the ref's arrays.
         unsafe { args.launch(shape) }?;
-        let result = self.finish_update();
-        result.map(|()| before.saturating_sub(self.len))
+        self.finish_call(&call)
+            .map(|()| before.saturating_sub(self.len))
     }
 
     /// Runs a mixed batch in one kernel (inserts, removes and gets interleaved, as the
@@ -599,8 +634,9 @@ impl HiveMap {
     /// key's value just before it (`None`: absent). Synchronizes.
     ///
     /// Operations on different keys are independent; operations on one key take effect
-    /// in some serial order. Failed inserts (stash full) are listed in
-    /// [`Error::OperationsFailed`]; the rest of the batch is applied.
+    /// in some serial order. Operations that fail (an insert with the stash full, any
+    /// operation past the retry cap) are named in [`gpuds_core::Error::NotApplied`] (in
+    /// [`Error::Core`]); the rest of the batch is applied.
     ///
     /// ```no_run
     /// use gpuds_hive::{HiveMap, Operation};
@@ -643,9 +679,16 @@ impl HiveMap {
         let kinds = stream.clone_htod(&kinds)?;
         let values = stream.clone_htod(&values)?;
         let mut out = stream.alloc_zeros::<u64>(ops.len())?;
-        self.launch_apply(&kinds.as_view(), &k.view(), &values.as_view(), &mut out)?;
+        let call = CallStatus::new(&self.gpu, ops.len())?;
+        self.launch_apply(
+            &call,
+            &kinds.as_view(),
+            &k.view(),
+            &values.as_view(),
+            &mut out,
+        )?;
         let out = stream.clone_dtoh(&out)?;
-        self.finish_update()?;
+        self.finish_call(&call)?;
         Ok(out
             .into_iter()
             .map(|w| (w & (1 << 32) != 0).then_some(w as u32))
@@ -656,8 +699,10 @@ impl HiveMap {
     /// generate operations on the GPU: `kinds[i]` is 0 (insert `keys[i]` with
     /// `values[i]`), 1 (remove) or 2 (get), and `out[i]` receives what the operation
     /// observed: `(1 << 32) | value` when the key was present just before it, 0 when it
-    /// was absent, `1 << 33` when it failed. Reserved keys are rejected first (a pass
-    /// over the keys); kinds other than 0 and 1 are gets. Synchronizes.
+    /// was absent, `1 << 33` when it failed (the call then returns
+    /// [`gpuds_core::Error::NotApplied`] naming those operations). Reserved keys are
+    /// rejected first (a pass over the keys); kinds other than 0 and 1 are gets.
+    /// Synchronizes.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -692,18 +737,20 @@ impl HiveMap {
         self.check_device_keys(keys)?;
         // Every operation might be an insert of a new key.
         self.grow_for(n)?;
-        self.launch_apply(kinds, keys, values, out)?;
-        self.finish_update()
+        let call = CallStatus::new(&self.gpu, n)?;
+        self.launch_apply(&call, kinds, keys, values, out)?;
+        self.finish_call(&call)
     }
 
     fn launch_apply(
         &self,
+        call: &CallStatus,
         kinds: &CudaView<'_, u8>,
         keys: &CudaView<'_, u32>,
         values: &CudaView<'_, u32>,
         out: &mut CudaSlice<u64>,
     ) -> Result<()> {
-        let r = self.device_ref();
+        let r = self.call_ref(call);
         let n = keys.len() as u64;
         let kernel = &self.kernels.apply;
         let shape = self.shape(kernel, keys.len())?;
@@ -813,44 +860,20 @@ impl HiveMap {
         })
     }
 
-    /// Reads the status word of a query batch.
-    fn check_status(&self) -> Result<()> {
-        let stream = self.gpu.stream();
-        let word = stream.clone_dtoh(self.status.slice())?;
-        let status = Status(word[0]);
-        if status.is_ok() {
-            Ok(())
-        } else {
-            Err(gpuds_core::Error::Status(status).into())
-        }
+    /// After an update call: its own status (the operations it could not apply, see
+    /// [`finish_update`](Self::finish_update)). Synchronizes.
+    fn finish_call(&mut self, call: &CallStatus) -> Result<()> {
+        let failure = call.check().err().map(Error::from);
+        self.finish_update(failure)
     }
 
-    /// After an update batch: reads the length, the failures and the status, then
-    /// resizes if the load asks for it.
-    fn finish_update(&mut self) -> Result<()> {
-        let stream = self.gpu.stream().clone();
-        let ctrl = stream.clone_dtoh(&self.ctrl)?;
+    /// After an update: reads the length and the stash state, resizes if the load asks
+    /// for it (also after a failure: the table is valid and the failed operations took
+    /// no room), then returns `failure`, the update's own error, if any.
+    fn finish_update(&mut self, failure: Option<Error>) -> Result<()> {
+        let ctrl = self.gpu.stream().clone_dtoh(&self.ctrl)?;
         self.len = Counters::of(&ctrl).len as usize;
         self.stash_tail = ctrl[CTRL_STASH_TAIL];
-        let failed = ctrl[CTRL_FAILED];
-        let status = self.status.take()?;
-        let failure = if failed > 0 {
-            let shown = (failed as usize).min(FAILED_CAPACITY);
-            let indices = stream.clone_dtoh(&self.failed.slice(..shown))?;
-            stream.memcpy_htod(
-                &[0u64],
-                &mut self.ctrl.slice_mut(CTRL_FAILED..CTRL_FAILED + 1),
-            )?;
-            Some(Error::OperationsFailed {
-                failed,
-                indices: indices.into_iter().map(|i| i as usize).collect(),
-                status,
-            })
-        } else if !status.is_ok() {
-            Some(gpuds_core::Error::Status(status).into())
-        } else {
-            None
-        };
         self.after_update()?;
         match failure {
             Some(e) => Err(e),

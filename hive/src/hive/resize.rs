@@ -11,12 +11,17 @@
 
 use cudarc::driver::PushKernelArg;
 
-use super::device::{Counters, CTRL_FAILED, CTRL_STASH_TAIL, EMPTY};
+use gpuds_core::failures::CallStatus;
+
+use super::device::{Counters, CTRL_STASH_TAIL, EMPTY};
 
 /// A stash tail (words reserved since the last drain) past which an update batch ends
 /// with a drain: a lookup whose first bucket is flagged scans the whole tail, 64 words
 /// per round, so a few thousand words cost more than the drain of the pairs behind them.
 pub(super) const STASH_TAIL_LIMIT: u64 = 1024;
+/// Rounds of reinsertion a drain gives the pairs that failed (a retry cap reached under
+/// contention): each round runs only those, so contention fades at once.
+const REINSERT_ROUNDS: usize = 8;
 use super::config::{expanded, MAX_BUCKETS};
 use super::{HiveMap, META, SLOTS, STASH};
 use crate::error::{Error, Result};
@@ -221,7 +226,7 @@ impl HiveMap {
             return Ok(());
         }
         // Past the largest table the batch runs in the largest one; inserts that find no
-        // room then fail alone (OperationsFailed), as without auto_resize.
+        // room then fail alone (NotApplied), as without auto_resize.
         let pairs = (self.len as u64).saturating_add(incoming as u64);
         let buckets = self.config.buckets_for(pairs).unwrap_or(MAX_BUCKETS);
         if buckets > self.buckets() {
@@ -308,25 +313,40 @@ impl HiveMap {
         args.arg(&r);
         // SAFETY: the kernel rewrites the metadata words of the buckets in use.
         unsafe { args.launch(shape) }?;
-        let n = used as u64;
-        let kernel = &self.kernels.reinsert;
-        let shape = self.shape(kernel, used)?;
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&words).arg(&n);
-        // SAFETY: the kernel reads n words and works inside the ref's arrays.
-        unsafe { args.launch(shape) }?;
+        let mut words = words;
+        let mut left = used;
+        for round in 1.. {
+            let call = CallStatus::new(&self.gpu, left)?;
+            let r = self.call_ref(&call);
+            let n = left as u64;
+            let kernel = &self.kernels.reinsert;
+            let shape = self.shape(kernel, left)?;
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r).arg(&words).arg(&n);
+            // SAFETY: the kernel reads n words and works inside the ref's arrays.
+            unsafe { args.launch(shape) }?;
+            // Each reinsert parks at most one pair in the emptied stash, so a failure is a
+            // retry cap reached under contention: the failed pairs (still in `words`) go
+            // round again, alone.
+            let status = call.status()?;
+            if status.is_ok() {
+                break;
+            }
+            let failed = call.not_applied()?;
+            if round == REINSERT_ROUNDS || failed.is_empty() {
+                return Err(Error::Invalid(format!(
+                    "{} stash pairs could not be reinserted in {round} rounds ({status})",
+                    failed.len()
+                )));
+            }
+            let host = stream.clone_dtoh(&words)?;
+            let again: Vec<u64> = failed.iter().map(|&i| host[i]).collect();
+            words = stream.clone_htod(&again)?;
+            left = again.len();
+        }
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         self.len = Counters::of(&ctrl).len as usize;
         self.stash_tail = ctrl[CTRL_STASH_TAIL];
-        if ctrl[CTRL_FAILED] > 0 {
-            // Each reinsert parks at most one pair in the emptied stash, so this takes a
-            // retry cap reached under contention: say so rather than drop pairs silently.
-            let status = self.status.take()?;
-            return Err(Error::Invalid(format!(
-                "{} stash pairs could not be reinserted ({status})",
-                ctrl[CTRL_FAILED]
-            )));
-        }
         Ok(())
     }
 }

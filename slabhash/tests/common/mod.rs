@@ -57,14 +57,7 @@ pub fn small_pool(buckets: u32) -> SlabHashConfig {
 pub fn not_applied(result: Result<(), Error>, flag: Status) -> Vec<usize> {
     match result {
         Ok(()) => Vec::new(),
-        Err(Error::Core(gpuds_core::Error::NotApplied {
-            status,
-            not_applied,
-        })) => {
-            assert!(status.contains(flag), "{status} lacks {flag}");
-            assert!(not_applied.windows(2).all(|w| w[0] < w[1]), "not ascending");
-            not_applied
-        }
+        Err(Error::Core(e)) => gpuds_testkit::failed::not_applied(&e, flag),
         Err(e) => panic!("expected requests not applied ({flag}), got {e}"),
     }
 }

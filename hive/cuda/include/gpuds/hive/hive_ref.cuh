@@ -47,8 +47,7 @@ namespace hive {
 // Control block words (unsigned long long each). The counters that every tile adds to
 // are striped over CTRL_STRIPES lines of 128 bytes (the host sums them), so that no
 // single word takes an atomic from every tile.
-constexpr unsigned CTRL_STASH_TAIL = 0;     // stash reservations so far
-constexpr unsigned CTRL_FAILED = 1;         // operations that failed (stash full, retry cap)
+constexpr unsigned CTRL_STASH_TAIL = 0;     // stash reservations so far (word 1 is unused)
 constexpr unsigned CTRL_STRIPE_BASE = 16;   // first word of stripe 0
 constexpr unsigned CTRL_STRIPE_WORDS = 16;  // one 128-byte line per stripe
 constexpr unsigned CTRL_STRIPES = 32;
@@ -107,13 +106,13 @@ struct hive_ref {
   unsigned long long* meta;   // one metadata word per bucket
   unsigned long long* stash;  // stash_capacity words
   unsigned long long* ctrl;   // CTRL_WORDS counters
-  unsigned* status;           // the table's status word
-  unsigned* failed;           // indices of failed operations (failed_capacity)
+  unsigned* status;           // the status word of the call (or of the table, for user kernels)
+  unsigned* failed;           // failure bits: bit i for operation i < failed_capacity
   unsigned level_mask;        // 2^level - 1
   unsigned split;             // buckets below this are split
   unsigned buckets;           // level_mask + 1 + split
   unsigned stash_capacity;
-  unsigned failed_capacity;
+  unsigned failed_capacity;   // operations with a failure bit
   unsigned eviction_bound;
 
   __device__ __forceinline__ unsigned bucket_of(unsigned h) const {
@@ -172,9 +171,11 @@ struct hive_ref {
   // again. A miss (false) is concluded only from an unlocked first bucket whose word did
   // not change while the lookup looked; `m` is that word as the caller read it (with
   // acquire semantics) before. Every look after the first backs off and reads the word
-  // again; after RETRY_CAP looks the status says RETRY_LIMIT and false is returned.
+  // again; after RETRY_CAP looks the status says RETRY_LIMIT, `*gave_up` (when not null)
+  // is set and false is returned: the operation was not done.
   template <typename Found>
-  __device__ __forceinline__ bool locate_concurrent(unsigned k, unsigned long long m, Found&& found) const {
+  __device__ __forceinline__ bool locate_concurrent(unsigned k, unsigned long long m, Found&& found,
+                                                    bool* gave_up = nullptr) const {
     if (k == EMPTY_KEY) return false;
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
@@ -192,15 +193,20 @@ struct hive_ref {
       if ((m & META_LOCK) == 0 && meta1.unchanged(m)) return false;
     }
     status::report(status, status::RETRY_LIMIT);
+    if (gave_up != nullptr) *gave_up = true;
     return false;
   }
 
-  // Lookup with writers in flight (see locate_concurrent).
-  __device__ bool find_concurrent(unsigned k, unsigned long long m, unsigned& value) const {
-    return locate_concurrent(k, m, [&](const match& mt) {
-      value = value_of(mt.word);
-      return true;
-    });
+  // Lookup with writers in flight (see locate_concurrent, also for `gave_up`).
+  __device__ bool find_concurrent(unsigned k, unsigned long long m, unsigned& value,
+                                  bool* gave_up = nullptr) const {
+    return locate_concurrent(
+        k, m,
+        [&](const match& mt) {
+          value = value_of(mt.word);
+          return true;
+        },
+        gave_up);
   }
 
   // Lookup (§IV-B). CONCURRENT: writers may run in the same kernel (mixed batches).
@@ -235,9 +241,10 @@ struct hive_ref {
   }
 
   // Delete (§IV-B): the lookup, then one compare-and-swap to the empty word by rank 0,
-  // which then frees the slot's bit. `m` as for locate_concurrent. Returns whether k was
-  // present (and its value).
-  __device__ bool erase_with(unsigned k, unsigned long long m, unsigned& value, tally& t) const {
+  // which then frees the slot's bit. `m` and `gave_up` as for locate_concurrent. Returns
+  // whether k was present (and its value).
+  __device__ bool erase_with(unsigned k, unsigned long long m, unsigned& value, tally& t,
+                             bool* gave_up = nullptr) const {
     return locate_concurrent(k, m, [&](const match& mt) {
       unsigned done = 0;
       if (tile::rank() == 0 && mem::cas_relaxed(mt.at, mt.word, EMPTY) == mt.word) {
@@ -252,7 +259,7 @@ struct hive_ref {
       value = value_of(mt.word);
       t.len -= 1;
       return true;
-    });
+    }, gave_up);
   }
 
   __device__ bool erase(unsigned k, unsigned& value, tally& t) const {
@@ -696,12 +703,11 @@ struct hive_ref {
     return outcome(step, moves);
   }
 
-  // Records a failed operation for the host (index list and count).
+  // Records that operation `index` of the batch was not applied: its failure bit, when
+  // below failed_capacity (a host batch gives every operation one, so the host names
+  // exactly the operations not applied).
   __device__ void record_failure(unsigned long long index) const {
-    if (tile::rank() == 0) {
-      const unsigned long long slot = mem::fetch_add_relaxed(ctrl + CTRL_FAILED, 1ull);
-      if (slot < failed_capacity) failed[slot] = static_cast<unsigned>(index);
-    }
+    if (tile::rank() == 0 && index < failed_capacity) status::mark_not_applied(failed, index);
   }
 
   // Adds a tile's counts to its stripe of the control block (rank 0, once per kernel).

@@ -1,0 +1,29 @@
+//! Checks of batches that failed in part ([`gpuds_core::Error::NotApplied`]).
+
+use gpuds_core::{Error, Status};
+
+/// The operations `error` names as not applied, after checking that it is
+/// [`Error::NotApplied`] with `flag` among its flags and its indices ascending; any other
+/// error fails the test. Crates unwrap their own error's core variant first.
+///
+/// ```
+/// use gpuds_core::{Error, Status};
+/// let e = Error::NotApplied { status: Status::STASH_FULL, not_applied: vec![1, 4] };
+/// assert_eq!(gpuds_testkit::failed::not_applied(&e, Status::STASH_FULL), vec![1, 4]);
+/// ```
+pub fn not_applied(error: &Error, flag: Status) -> Vec<usize> {
+    match error {
+        Error::NotApplied {
+            status,
+            not_applied,
+        } => {
+            assert!(status.contains(flag), "{status} lacks {flag}");
+            assert!(
+                not_applied.windows(2).all(|w| w[0] < w[1]),
+                "indices not ascending: {not_applied:?}"
+            );
+            not_applied.clone()
+        }
+        e => panic!("expected operations not applied ({flag}), got {e}"),
+    }
+}
