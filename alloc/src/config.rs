@@ -19,6 +19,9 @@ pub enum Layout {
     Classic,
 }
 
+/// The most units a pool may have (`max_units`): 2^22 - 1 memory blocks of 1,024 units.
+pub const MAX_UNITS: u64 = MAX_BLOCKS * UNITS_PER_BLOCK as u64;
+
 /// Configuration of a [`crate::SlabAlloc`].
 ///
 /// # Examples
@@ -63,7 +66,10 @@ impl Default for SlabAllocConfig {
 }
 
 impl SlabAllocConfig {
-    /// Checks every field; the error says which is wrong and why.
+    /// Checks every field; the error says which is wrong and why. Sizes past their
+    /// limits (`max_units` past [`MAX_UNITS`], `initial_units` past `max_units`) are
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) errors, every other bad
+    /// field [`Error::InvalidConfig`].
     ///
     /// ```
     /// use gpuds_alloc::SlabAllocConfig;
@@ -72,21 +78,24 @@ impl SlabAllocConfig {
     /// ```
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidConfig(m));
+        let overflow = |m: String| Err(Error::Core(gpuds_core::Error::CapacityOverflow(m)));
         if ![64, 128, 256].contains(&self.unit_bytes) {
             return bad(format!(
                 "unit_bytes is {}, must be 64, 128 or 256",
                 self.unit_bytes
             ));
         }
-        let max = MAX_BLOCKS * UNITS_PER_BLOCK as u64;
-        if self.max_units == 0 || self.max_units > max {
-            return bad(format!(
-                "max_units is {}, must be between 1 and {max}",
+        if self.max_units == 0 {
+            return bad(format!("max_units is 0, must be between 1 and {MAX_UNITS}"));
+        }
+        if self.max_units > MAX_UNITS {
+            return overflow(format!(
+                "max_units is {}, must be between 1 and {MAX_UNITS}",
                 self.max_units
             ));
         }
         if self.initial_units > self.max_units {
-            return bad(format!(
+            return overflow(format!(
                 "initial_units ({}) is more than max_units ({})",
                 self.initial_units, self.max_units
             ));
@@ -215,5 +224,35 @@ mod tests {
         assert_eq!(c.max_blocks(), 5);
         assert_eq!(c.blocks_for(1 << 20), 5);
         assert_eq!(c.unit_shift(), 8);
+    }
+
+    #[test]
+    fn sizes_past_their_limits_are_overflows() {
+        let overflow = |c: &SlabAllocConfig| {
+            matches!(
+                c.validate(),
+                Err(Error::Core(gpuds_core::Error::CapacityOverflow(_)))
+            )
+        };
+        for n in gpuds_testkit::strategy::capacity_edges() {
+            let max = SlabAllocConfig {
+                initial_units: 0,
+                max_units: n,
+                ..Default::default()
+            };
+            match max.validate() {
+                Ok(()) => assert!((1..=MAX_UNITS).contains(&n)),
+                Err(Error::InvalidConfig(_)) => assert_eq!(n, 0),
+                Err(e) => assert!(n > MAX_UNITS && overflow(&max), "{n}: {e}"),
+            }
+            let initial = SlabAllocConfig {
+                initial_units: n,
+                ..Default::default()
+            };
+            assert_eq!(initial.validate().is_ok(), n <= initial.max_units, "{n}");
+            assert!(n <= initial.max_units || overflow(&initial), "{n}");
+            // Block counts never overflow, whatever the request.
+            assert!(initial.blocks_for(n) <= initial.max_blocks());
+        }
     }
 }

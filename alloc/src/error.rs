@@ -43,3 +43,15 @@ impl From<cudarc::driver::DriverError> for Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// The driver's out-of-memory error of an allocation of `bytes` bytes for `what` as
+    /// [`gpuds_core::Error::OutOfMemory`] (see [`gpuds_core::Error::out_of_memory`]);
+    /// any other error as it is.
+    pub(crate) fn out_of_memory(self, what: &str, bytes: u64) -> Error {
+        match self {
+            Error::Core(e) => Error::Core(e.out_of_memory(what, bytes)),
+            other => other,
+        }
+    }
+}

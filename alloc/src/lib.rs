@@ -90,7 +90,7 @@ mod snapshot;
 pub mod workload;
 
 pub use address::NULL_UNIT;
-pub use config::{Layout, SlabAllocConfig};
+pub use config::{Layout, SlabAllocConfig, MAX_UNITS};
 pub use ebr::{Collector, CollectorConfig, CollectorStats, EbrRef, LIMBO_FULL};
 pub use error::{Error, Result};
 pub use slab_alloc::{SlabAlloc, SlabAllocRef, SlabAllocStats, SuperBlockStats, DOUBLE_FREE};

@@ -179,15 +179,21 @@ impl SuperBlocks {
         })
     }
 
-    /// Adds super blocks until there are `count`.
+    /// Adds super blocks until there are `count`. On an error the super blocks added by
+    /// this call are freed again: the pool is as it was.
     pub(crate) fn grow_to(&mut self, gpu: &Gpu, count: usize) -> Result<()> {
         let stream = gpu.stream();
         let old = self.blocks.len();
         while self.blocks.len() < count {
             // SAFETY: units are the caller's to initialise after allocation (the
             // allocator never reads them), so uninitialised memory is fine.
-            self.blocks
-                .push(unsafe { stream.alloc::<u8>(self.super_bytes) }?);
+            match unsafe { stream.alloc::<u8>(self.super_bytes) } {
+                Ok(block) => self.blocks.push(block),
+                Err(e) => {
+                    self.blocks.truncate(old);
+                    return Err(e.into());
+                }
+            }
         }
         if self.blocks.len() != old {
             let table = self.host_table(stream);

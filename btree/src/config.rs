@@ -47,7 +47,10 @@ impl Default for BTreeConfig {
 }
 
 impl BTreeConfig {
-    /// Checks every field; the error says which is wrong and why.
+    /// Checks every field; the error says which is wrong and why. Pool sizes past their
+    /// limits (`max_nodes` past [`gpuds_alloc::MAX_UNITS`], `initial_nodes` past
+    /// `max_nodes`) are [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) errors
+    /// (in [`Error::Core`]), every other bad field [`Error::InvalidConfig`].
     ///
     /// ```
     /// use gpuds_btree::BTreeConfig;
@@ -74,12 +77,56 @@ impl BTreeConfig {
                 self.max_steps
             ));
         }
-        if self.max_nodes == 0 || self.initial_nodes > self.max_nodes {
-            return bad(format!(
-                "initial_nodes ({}) and max_nodes ({}) must satisfy 0 <= initial <= max, max > 0",
+        if self.max_nodes == 0 {
+            return bad("max_nodes is 0, must be at least 1".into());
+        }
+        let overflow = |m: String| Err(Error::Core(gpuds_core::Error::CapacityOverflow(m)));
+        if self.max_nodes > gpuds_alloc::MAX_UNITS {
+            return overflow(format!(
+                "max_nodes is {}, a node pool holds at most {}",
+                self.max_nodes,
+                gpuds_alloc::MAX_UNITS
+            ));
+        }
+        if self.initial_nodes > self.max_nodes {
+            return overflow(format!(
+                "initial_nodes ({}) is more than max_nodes ({})",
                 self.initial_nodes, self.max_nodes
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pool_sizes_validate_or_overflow() {
+        let overflow = |c: &BTreeConfig| {
+            matches!(
+                c.validate(),
+                Err(Error::Core(gpuds_core::Error::CapacityOverflow(_)))
+            )
+        };
+        for n in gpuds_testkit::strategy::capacity_edges() {
+            let max = BTreeConfig {
+                initial_nodes: 0,
+                max_nodes: n,
+                ..Default::default()
+            };
+            match max.validate() {
+                Ok(()) => assert!((1..=gpuds_alloc::MAX_UNITS).contains(&n)),
+                Err(Error::InvalidConfig(_)) => assert_eq!(n, 0),
+                Err(e) => assert!(n > gpuds_alloc::MAX_UNITS && overflow(&max), "{n}: {e}"),
+            }
+            let initial = BTreeConfig {
+                initial_nodes: n,
+                ..Default::default()
+            };
+            assert_eq!(initial.validate().is_ok(), n <= initial.max_nodes, "{n}");
+            assert!(n <= initial.max_nodes || overflow(&initial), "{n}");
+        }
     }
 }

@@ -13,7 +13,7 @@ pub enum Error {
     /// reached its `max_units`: the tree is still valid, but some pairs of the batch were
     /// not inserted (see [`crate::GpuBTreeMap::insert_many`]).
     #[error(transparent)]
-    Alloc(#[from] gpuds_alloc::Error),
+    Alloc(gpuds_alloc::Error),
     /// A configuration field is out of range; the message says which and why.
     #[error("invalid B-Tree configuration: {0}")]
     InvalidConfig(String),
@@ -67,6 +67,19 @@ impl Error {
 
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl From<gpuds_alloc::Error> for Error {
+    fn from(e: gpuds_alloc::Error) -> Self {
+        match e {
+            // Sizes that cannot be met read the same in every crate: as core errors.
+            gpuds_alloc::Error::Core(
+                e
+                @ (gpuds_core::Error::CapacityOverflow(_) | gpuds_core::Error::OutOfMemory { .. }),
+            ) => Error::Core(e),
+            e => Error::Alloc(e),
+        }
+    }
+}
 
 impl From<gpuds_core::cudarc::driver::DriverError> for Error {
     fn from(e: gpuds_core::cudarc::driver::DriverError) -> Self {

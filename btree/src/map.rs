@@ -124,13 +124,10 @@ fn split_bound(inserts: usize) -> u64 {
     n + n.div_ceil(3) + 64
 }
 
+/// The batch length as the kernels' 32-bit count: more than `u32::MAX` operations is a
+/// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), never truncated.
 pub(crate) fn batch_len(n: usize) -> Result<u32> {
-    u32::try_from(n).map_err(|_| {
-        Error::from(gpuds_core::Error::InvalidArgument(format!(
-            "a batch of {n} operations; at most {} per call",
-            u32::MAX
-        )))
-    })
+    Ok(gpuds_core::size::u32_len(n, "operations in one batch")?)
 }
 
 pub(crate) fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
@@ -158,7 +155,7 @@ pub(crate) fn query_len(keys: usize, out: usize, bits: usize) -> Result<u32> {
 fn capped_len(n: u32, cap: u32) -> Result<u64> {
     let needed = n as u64 * cap as u64;
     if needed > u32::MAX as u64 {
-        return Err(gpuds_core::Error::InvalidArgument(format!(
+        return Err(gpuds_core::Error::CapacityOverflow(format!(
             "{n} ranges of capacity {cap} need {needed} output pairs; at most {} per call",
             u32::MAX
         ))
@@ -329,7 +326,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             self.used_bound += extra;
             return Ok(());
         }
-        match self.pool.reserve(extra) {
+        match self.pool.reserve_within_max(extra) {
             // At the maximum the bound may still be pessimistic: let the kernels try.
             Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
             Err(e) => return Err(e.into()),
@@ -404,7 +401,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// retries end after a few rounds); false when it is at its maximum.
     fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
         let before = self.pool.capacity_units();
-        match self.pool.reserve(before.max(split_bound(failed))) {
+        match self
+            .pool
+            .reserve_within_max(before.max(split_bound(failed)))
+        {
             Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
             // No device memory for more nodes: the batch ends naming what it did not apply.
             Err(gpuds_alloc::Error::Core(gpuds_core::Error::OutOfMemory { .. })) => {
@@ -889,7 +889,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let counts_host = stream.clone_dtoh(&counts)?;
         let total: u64 = counts_host.iter().map(|&c| c as u64).sum();
         if total > u32::MAX as u64 {
-            return Err(gpuds_core::Error::InvalidArgument(format!(
+            return Err(gpuds_core::Error::CapacityOverflow(format!(
                 "the ranges hold {total} pairs; at most {} per call",
                 u32::MAX
             ))
@@ -1091,13 +1091,23 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
 
     /// [`GpuBTreeMap::bulk_build`] from device buffers, which it sorts in place.
     /// Synchronizes once (it reads the number of distinct keys); the build itself is one
-    /// kernel with node addresses computed, not allocated. On an error the tree is left
-    /// empty.
+    /// kernel with node addresses computed, not allocated. More pairs than one sort takes
+    /// ([`RadixSorter::MAX_LEN`]) is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) with the tree unchanged;
+    /// on another error the tree is left empty.
     pub fn bulk_build_device(
         &mut self,
         keys: &mut CudaSlice<K>,
         values: &mut CudaSlice<V>,
     ) -> Result<()> {
+        if keys.len().max(values.len()) > RadixSorter::MAX_LEN {
+            return Err(gpuds_core::Error::CapacityOverflow(format!(
+                "a bulk build of {} pairs; one sort takes at most {}",
+                keys.len().max(values.len()),
+                RadixSorter::MAX_LEN
+            ))
+            .into());
+        }
         let result = self.try_bulk_build(keys, values);
         if result.is_err() {
             // A partial build is not a tree: start over empty (keep the first error).
@@ -1234,7 +1244,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         // Headroom as well as room: warps find free units quickly in a pool that is not full.
         let wanted = total + total / 4 + 1024;
         if self.pool.capacity_units() < wanted {
-            match self.pool.reserve(wanted) {
+            match self.pool.reserve_within_max(wanted) {
                 Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
                 Err(e) => return Err(e.into()),
             }

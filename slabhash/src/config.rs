@@ -63,13 +63,21 @@ impl SlabHashConfig {
         }
     }
 
-    /// Checks every field; the error says which is wrong and why.
+    /// Checks every field; the error says which is wrong and why (more buckets than
+    /// [`MAX_BUCKETS`], or a pool past its limits, is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow)).
     pub fn validate(&self) -> Result<()> {
-        if self.buckets == 0 || self.buckets > MAX_BUCKETS {
+        if self.buckets == 0 {
             return Err(Error::InvalidConfig(format!(
+                "buckets is 0, must be 1 to {MAX_BUCKETS}"
+            )));
+        }
+        if self.buckets > MAX_BUCKETS {
+            return Err(gpuds_core::Error::CapacityOverflow(format!(
                 "buckets is {}, must be 1 to {MAX_BUCKETS}",
                 self.buckets
-            )));
+            ))
+            .into());
         }
         if self.alloc.unit_bytes != 128 {
             return Err(Error::InvalidConfig(format!(

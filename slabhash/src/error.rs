@@ -55,6 +55,11 @@ impl From<gpuds_alloc::Error> for Error {
     fn from(e: gpuds_alloc::Error) -> Self {
         match e {
             e @ gpuds_alloc::Error::PoolExhausted { .. } => Error::PoolExhausted(e),
+            // Sizes that cannot be met read the same in every crate: as core errors.
+            gpuds_alloc::Error::Core(
+                e
+                @ (gpuds_core::Error::CapacityOverflow(_) | gpuds_core::Error::OutOfMemory { .. }),
+            ) => Error::Core(e),
             e => Error::Alloc(e),
         }
     }

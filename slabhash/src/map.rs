@@ -57,7 +57,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// ```
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
         let mut config = SlabHashConfig::for_len(expected_len, Kind::Map.slots());
-        config.alloc = Table::default_alloc(expected_len, Kind::Map.slots());
+        config.alloc = Table::default_alloc(expected_len, Kind::Map.slots())?;
         Self::with_config(gpu, config)
     }
 
@@ -112,6 +112,12 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// (up to the pool's maximum), e.g. before a user kernel inserts through
     /// [`device_ref`](Self::device_ref). Synchronizes when the pool grows.
     ///
+    /// More slabs than the pool's `max_units` could fill is [`Error::PoolExhausted`],
+    /// a count overflowing 64 bits
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), and a pool the device
+    /// has no room for [`OutOfMemory`](gpuds_core::Error::OutOfMemory); the pool is
+    /// unchanged in each case.
+    ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
     /// let mut map = gpuds_slabhash::SlabHashMap::<u32, u32>::new(&gpu, 10)?;
@@ -119,7 +125,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn reserve(&mut self, additional: usize) -> Result<()> {
-        self.table.reserve_for(additional)
+        self.table.reserve(additional)
     }
 
     /// Inserts the pairs `keys[i] → values[i]`: REPLACE (the paper's unique-key insert)
@@ -379,7 +385,9 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     }
 
     /// SEARCHALL: every value of every key, least recent first, as counts, offsets and
-    /// one array of values (a COUNT, a scan and a second walk). Synchronizes.
+    /// one array of values (a COUNT, a scan and a second walk). Synchronizes. The offsets
+    /// are 32-bit: more than `u32::MAX` values in all is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) (ask for fewer keys).
     ///
     /// ```no_run
     /// use gpuds_slabhash::{SlabHashConfig, SlabHashMap};
@@ -409,6 +417,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         // named once.
         let call = self.table.begin_call(n, false)?;
         let (k, counts, guard) = self.counts(keys, &call)?;
+        // The offsets are 32-bit: more values than that is refused, never wrapped.
+        let counts_host = stream.clone_dtoh(&counts)?;
+        let all: u64 = counts_host.iter().map(|&c| u64::from(c)).sum();
+        gpuds_core::size::u32_len(all as usize, "values of one get_all_many call")?;
         let mut offsets = stream.alloc_zeros::<u32>(n)?;
         let total = primitives::exclusive_scan(gpu, &counts, &mut offsets)?;
         let mut values = stream.alloc_zeros::<V>(total.max(1) as usize)?;
@@ -433,7 +445,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let mut values = stream.clone_dtoh(&values)?;
         values.truncate(total as usize);
         let result = MultiValues {
-            counts: stream.clone_dtoh(&counts)?,
+            counts: counts_host,
             offsets: stream.clone_dtoh(&offsets)?,
             values,
         };

@@ -48,7 +48,7 @@ impl<K: SlabKey> SlabHashSet<K> {
     /// ```
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
         let mut config = SlabHashConfig::for_len(expected_len, Kind::Set.slots());
-        config.alloc = Table::default_alloc(expected_len, Kind::Set.slots());
+        config.alloc = Table::default_alloc(expected_len, Kind::Set.slots())?;
         Self::with_config(gpu, config)
     }
 
@@ -105,7 +105,7 @@ impl<K: SlabKey> SlabHashSet<K> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn reserve(&mut self, additional: usize) -> Result<()> {
-        self.table.reserve_for(additional)
+        self.table.reserve(additional)
     }
 
     /// Adds every key (present keys stay as they are). Synchronizes. Errors as

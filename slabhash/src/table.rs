@@ -81,11 +81,14 @@ impl Table {
         config.validate()?;
         let module = gpu.load(&kernels::program::<K, V>(kind))?;
         let stream = gpu.stream();
+        // The pool first: a pool past the device's memory fails before the base slabs
+        // are allocated.
+        let alloc = SlabAlloc::new(gpu, config.alloc.clone())?;
+        // At most MAX_BUCKETS (2^27) buckets of 32 words (validated): no overflow.
         let words = config.buckets as usize * 32;
         // SAFETY: filled with all ones (empty slots, NULL next) right below.
-        let mut buckets = unsafe { stream.alloc::<u32>(words) }?;
+        let mut buckets = unsafe { gpu.alloc_uninit::<u32>(words, "the table's base slabs") }?;
         primitives::fill(gpu, &mut buckets, u32::MAX)?;
-        let alloc = SlabAlloc::new(gpu, config.alloc.clone())?;
         Ok(Self {
             gpu: gpu.clone(),
             kind,
@@ -201,19 +204,44 @@ impl Table {
     /// left as large as it may be: the batch runs and reports exhaustion if it really
     /// runs out.
     pub(crate) fn reserve_for(&mut self, n: usize) -> Result<()> {
-        if self.stale.swap(false, Ordering::Relaxed) {
-            self.claimed = self.read_control()?[CLAIMED];
-        }
+        self.refresh_claimed()?;
         let warps = self.gpu.info().sm_count as u64 * 64;
         let bound = slab_bound(self.claimed, n as u64, self.kind.slots() as u64, warps);
-        if self.alloc.capacity_units() >= bound + bound / 4 {
+        if self.alloc.capacity_units() >= bound.saturating_add(bound / 4) {
             return Ok(());
         }
         let in_use = self.alloc.units_in_use()?;
-        match self.alloc.reserve((2 * bound).saturating_sub(in_use)) {
-            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => Ok(()),
-            Err(e) => Err(e.into()),
+        self.alloc
+            .reserve_within_max(bound.saturating_mul(2).saturating_sub(in_use))?;
+        Ok(())
+    }
+
+    /// `reserve(additional)` of a map or set: [`reserve_for`](Self::reserve_for), after a
+    /// check that the slabs `additional` more elements can fill fit the pool's maximum:
+    /// past it [`Error::PoolExhausted`], past 64 bits
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), the pool unchanged
+    /// either way. Synchronizes when the pool grows.
+    pub(crate) fn reserve(&mut self, additional: usize) -> Result<()> {
+        self.refresh_claimed()?;
+        let slabs = slabs_for(self.claimed, additional as u64, self.kind.slots() as u64)?;
+        let max_units = self.alloc.config().max_units;
+        if slabs > max_units {
+            return Err(Error::PoolExhausted(gpuds_alloc::Error::PoolExhausted {
+                needed: slabs,
+                capacity: self.alloc.capacity_units(),
+                max_units,
+            }));
         }
+        self.reserve_for(additional)
+    }
+
+    /// Reads the claimed slots again when a device ref was handed out since the last
+    /// batch (a user kernel may have moved them). Synchronizes then.
+    fn refresh_claimed(&mut self) -> Result<()> {
+        if self.stale.swap(false, Ordering::Relaxed) {
+            self.claimed = self.read_control()?[CLAIMED];
+        }
+        Ok(())
     }
 
     /// Live keys, claimed slots and the status word (indices LIVE, CLAIMED, STATUS),
@@ -451,13 +479,27 @@ impl Table {
         Ok(summary)
     }
 
-    /// The default slab pool for a table of `buckets` buckets.
-    pub(crate) fn default_alloc(expected_len: usize, slots: u32) -> SlabAllocConfig {
-        let expected_slabs = (expected_len as u64).div_ceil(slots as u64);
-        SlabAllocConfig {
-            initial_units: expected_slabs.max(1 << 14),
-            ..SlabAllocConfig::default()
+    /// The default slab pool for about `expected_len` elements at `slots` per slab: room
+    /// for all of them from the start (at least 2^14 slabs), a maximum of at least the
+    /// default's. More slabs than any pool holds
+    /// ([`MAX_UNITS`](gpuds_alloc::MAX_UNITS)) is a
+    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
+    pub(crate) fn default_alloc(expected_len: usize, slots: u32) -> Result<SlabAllocConfig> {
+        let expected_slabs = (expected_len as u64).div_ceil(u64::from(slots.max(1)));
+        if expected_slabs > gpuds_alloc::MAX_UNITS {
+            return Err(gpuds_core::Error::CapacityOverflow(format!(
+                "{expected_len} elements need {expected_slabs} slabs of {slots}; a pool holds \
+                 at most {}",
+                gpuds_alloc::MAX_UNITS
+            ))
+            .into());
         }
+        let default = SlabAllocConfig::default();
+        Ok(SlabAllocConfig {
+            initial_units: expected_slabs.max(1 << 14),
+            max_units: default.max_units.max(expected_slabs),
+            ..default
+        })
     }
 }
 
@@ -551,13 +593,72 @@ impl Guard {
 /// after `n` more claims, while `warps` warps run: every slab of a list but the last is
 /// full, so there are at most (claimed + n) / slots of them, and each resident warp may
 /// hold one more for a moment (a slab it allocated but lost the race to link).
+/// Saturates rather than overflowing: it is a bound to grow towards, capped by the
+/// pool's maximum.
 pub(crate) fn slab_bound(claimed: u64, n: u64, slots: u64, warps: u64) -> u64 {
-    (claimed + n).div_ceil(slots) + warps
+    claimed
+        .saturating_add(n)
+        .div_ceil(slots.max(1))
+        .saturating_add(warps)
+}
+
+/// Slabs that `claimed + n` claimed slots fill at `slots` per slab (the bound without the
+/// racing warps), or [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
+pub(crate) fn slabs_for(claimed: u64, n: u64, slots: u64) -> Result<u64> {
+    let total = gpuds_core::size::checked_add(claimed, n, "claimed and new slots")?;
+    Ok(total.div_ceil(slots.max(1)))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::slab_bound;
+    use super::{slab_bound, slabs_for, Table};
+    use crate::error::Error;
+    use gpuds_testkit::strategy::capacity_edges;
+
+    #[test]
+    fn bounds_saturate_and_slab_counts_are_checked() {
+        for claimed in [0u64, 1, 1 << 32, u64::MAX] {
+            for n in capacity_edges() {
+                let bound = slab_bound(claimed, n, 15, 8448);
+                let exact = (u128::from(claimed) + u128::from(n)).div_ceil(15) + 8448;
+                let sum = (u128::from(claimed) + u128::from(n)).min(u128::from(u64::MAX));
+                assert_eq!(
+                    u128::from(bound),
+                    sum.div_ceil(15) + 8448,
+                    "{claimed} + {n}"
+                );
+                assert!(u128::from(bound) <= exact);
+                match slabs_for(claimed, n, 15) {
+                    Ok(s) => assert_eq!(u128::from(s), exact - 8448),
+                    Err(Error::Core(gpuds_core::Error::CapacityOverflow(_))) => {
+                        assert!(u128::from(claimed) + u128::from(n) > u128::from(u64::MAX))
+                    }
+                    Err(e) => panic!("{claimed} + {n}: {e}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn default_pools_hold_the_expected_length_or_refuse_it() {
+        for len in capacity_edges() {
+            let Ok(len) = usize::try_from(len) else {
+                continue;
+            };
+            for slots in [15u32, 30] {
+                match Table::default_alloc(len, slots) {
+                    Ok(config) => {
+                        config.validate().unwrap();
+                        assert!(config.initial_units * u64::from(slots) >= len as u64);
+                    }
+                    Err(Error::Core(gpuds_core::Error::CapacityOverflow(_))) => {
+                        assert!((len as u64).div_ceil(u64::from(slots)) > gpuds_alloc::MAX_UNITS)
+                    }
+                    Err(e) => panic!("{len}: {e}"),
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_bound_covers_full_lists_and_racing_warps() {

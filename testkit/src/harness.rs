@@ -38,6 +38,22 @@ pub fn gpu() -> Option<Gpu> {
     }
 }
 
+/// `true` when `gpu` has less memory in all than `bytes`, so that a request for `bytes`
+/// must fail with an out-of-memory error; otherwise prints `skipped: the device holds
+/// {bytes} bytes` and returns `false` (the out-of-memory test is then skipped).
+///
+/// ```
+/// let Some(gpu) = gpuds_testkit::gpu() else { return };
+/// assert!(gpuds_testkit::memory_below(&gpu, u64::MAX));
+/// ```
+pub fn memory_below(gpu: &Gpu, bytes: u64) -> bool {
+    if (gpu.info().total_memory as u64) < bytes {
+        return true;
+    }
+    println!("skipped: the device holds {bytes} bytes");
+    false
+}
+
 /// `true` when NVRTC can be loaded; otherwise prints `skipped: no NVRTC` and returns
 /// `false`. Panics instead when `GPUDS_REQUIRE_NVRTC=1` (CI sets it).
 pub fn nvrtc() -> bool {

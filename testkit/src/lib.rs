@@ -21,5 +21,5 @@ mod op;
 pub mod strategy;
 pub mod workload;
 
-pub use harness::{assert_cubins, compile_targets, gpu, nvrtc, ptx};
+pub use harness::{assert_cubins, compile_targets, gpu, memory_below, nvrtc, ptx};
 pub use op::{Op, OrderedOp};

@@ -26,7 +26,7 @@ const RADIX_BITS: u32 = 8;
 const RADIX: usize = 1 << RADIX_BITS;
 const MAX_PASSES: usize = 8;
 /// A look-back word keeps a 2-bit state beside a 30-bit count.
-const MAX_LEN: usize = (1 << 30) - 1;
+const MAX_LEN: usize = RadixSorter::MAX_LEN;
 
 /// Keys per thread of the pass kernel: as many as fit the 48 KiB of static shared
 /// memory (the tile is staged there in digit order) and 64 registers per thread (two
@@ -119,6 +119,11 @@ impl std::fmt::Debug for RadixSorter {
 }
 
 impl RadixSorter {
+    /// The most elements one sort takes, 2^30 - 1 (a look-back word keeps a 2-bit state
+    /// beside a 30-bit count); longer inputs are
+    /// [`Error::CapacityOverflow`](crate::Error::CapacityOverflow).
+    pub const MAX_LEN: usize = (1 << 30) - 1;
+
     /// A sorter for `gpu`, with no temporary memory yet beyond a few KiB.
     ///
     /// # Examples
