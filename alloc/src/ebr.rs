@@ -200,7 +200,9 @@ impl std::fmt::Debug for Collector {
 }
 
 impl Collector {
-    /// A collector at epoch 0 with empty bags. Synchronizes.
+    /// A collector at epoch 0 with empty bags. Synchronizes. Bags the device has no room
+    /// for (`slots × 3 × bag_capacity` units) are
+    /// [`OutOfMemory`](gpuds_core::Error::OutOfMemory).
     pub fn new(gpu: &Gpu, config: CollectorConfig) -> Result<Self> {
         config.validate()?;
         let info = gpu.info();
@@ -210,6 +212,8 @@ impl Collector {
             config.slots
         };
         let stream = gpu.stream();
+        // At most 2^20 slots of 3 bags of 2^24 units (validated): no overflow; bags the
+        // device has no room for are OutOfMemory.
         let bag_words = slots as usize * BAGS * config.bag_capacity as usize;
         let collector = Self {
             gpu: gpu.clone(),
@@ -220,7 +224,9 @@ impl Collector {
             slot_counts: stream.alloc_zeros::<u32>(slots as usize * BAGS)?,
             // SAFETY: bag entries are written before they are counted, and only counted
             // entries are read.
-            slot_bags: unsafe { stream.alloc::<u32>(bag_words.max(1)) }?,
+            slot_bags: unsafe {
+                gpu.alloc_uninit::<u32>(bag_words.max(1), "the collector's bags")
+            }?,
             counters: stream.alloc_zeros::<u64>(3)?,
             status: Mutex::new(StatusWord::new(gpu)?),
             config,

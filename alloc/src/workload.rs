@@ -105,7 +105,7 @@ pub fn read_retire(
     violations: &mut CudaSlice<u64>,
 ) -> Result<u64> {
     let gpu = pool.gpu();
-    let n = cells.len() as u32;
+    let n = gpuds_core::size::u32_len(cells.len(), "cells")?;
     let stream = gpu.stream();
     let shape = match reclaimer {
         Reclaimer::Epoch(collector) => {

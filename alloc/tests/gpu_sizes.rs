@@ -4,7 +4,9 @@
 //! was; a pool larger than the device is `OutOfMemory` before anything is allocated.
 //! Without a GPU each test prints `skipped: no CUDA device` and passes.
 
-use gpuds_alloc::{Error, Layout, SlabAlloc, SlabAllocConfig, MAX_UNITS};
+use gpuds_alloc::{
+    Collector, CollectorConfig, Error, Layout, SlabAlloc, SlabAllocConfig, MAX_UNITS,
+};
 use gpuds_testkit::strategy::capacity_edges;
 
 /// The most units a test lets a pool hold: 8 MiB of 128-byte units.
@@ -123,5 +125,32 @@ fn reserving_more_than_the_device_holds_is_out_of_memory() {
         pool.validate_in_use(100).unwrap();
         pool.deallocate(&units).unwrap();
         pool.check_status().unwrap();
+    }
+}
+
+/// A collector whose bags (slots × 3 × bag_capacity units) pass the device's memory is
+/// `OutOfMemory`, decided before anything is allocated; small ones are made.
+#[test]
+fn collectors_past_device_memory_are_out_of_memory() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let config = CollectorConfig {
+        slots: 1 << 20,
+        bag_capacity: 1 << 24,
+        ..Default::default()
+    };
+    if !gpuds_testkit::memory_below(&gpu, 3 << 46) {
+        return;
+    }
+    let e = Collector::new(&gpu, config).unwrap_err();
+    assert!(is_out_of_memory(&e), "{e}");
+    for slots in [1, 64, 1 << 10] {
+        let config = CollectorConfig {
+            slots,
+            bag_capacity: 1 << 10,
+            ..Default::default()
+        };
+        assert_eq!(Collector::new(&gpu, config).unwrap().config().slots, slots);
     }
 }

@@ -237,9 +237,10 @@ impl HiveConfig {
             .max(1)
     }
 
-    /// Stash capacity, in pairs, for a table of `slots` slots.
+    /// Stash capacity, in pairs, for a table of `slots` slots (at most `u32::MAX`: the
+    /// device ref counts the stash in 32 bits).
     pub fn stash_capacity(&self, slots: usize) -> usize {
-        ((slots as f64 * self.stash_fraction).ceil() as usize).max(64)
+        ((slots as f64 * self.stash_fraction).ceil() as usize).clamp(64, u32::MAX as usize)
     }
 
     /// Buckets that hold `pairs` pairs under the upper threshold `max_load`, or
@@ -378,6 +379,13 @@ mod tests {
         for pairs in [u64::MAX, 1 << 63, u64::MAX - 50, (MAX_BUCKETS as u64) << 5] {
             assert!(is_overflow(&c.buckets_for(pairs).unwrap_err()), "{pairs}");
         }
+        // The device ref counts the stash in 32 bits.
+        let quarter = HiveConfig {
+            stash_fraction: 0.25,
+            ..c.clone()
+        };
+        assert_eq!(quarter.stash_capacity(MAX_BUCKETS * 32), u32::MAX as usize);
+        assert_eq!(quarter.stash_capacity(0), 64);
         assert_eq!(expanded(10, 5).unwrap(), 15);
         assert_eq!(expanded(MAX_BUCKETS - 1, 1).unwrap(), MAX_BUCKETS);
         for more in [usize::MAX, 1 << 63, MAX_BUCKETS] {
