@@ -123,8 +123,9 @@ pub fn slots_for_load(count: u64, load: f64, limit: u64, what: &str) -> Result<u
 
 impl Gpu {
     /// `len` uninitialised elements on the device (stream-ordered), for `what`: the byte
-    /// count is checked first ([`Error::CapacityOverflow`]) and the driver's
-    /// out-of-memory error comes back as [`Error::OutOfMemory`] naming `what`.
+    /// count is checked first ([`Error::CapacityOverflow`]; `len` must be at least 1) and
+    /// the driver's out-of-memory error comes back as [`Error::OutOfMemory`] naming
+    /// `what`.
     ///
     /// # Safety
     /// The memory is uninitialised: the caller writes every element before it is read
@@ -153,11 +154,17 @@ impl Gpu {
             .map_err(|e| Error::from(e).out_of_memory(what, bytes))
     }
 
-    /// The bytes of `len` elements of `T` for `what`: [`Error::CapacityOverflow`] when
-    /// they overflow, [`Error::OutOfMemory`] at once when they pass the device's whole
-    /// memory (the driver is not asked: its error for absurd sizes is not always
+    /// The bytes of `len` elements of `T` for `what`: [`Error::InvalidArgument`] for 0
+    /// (the driver refuses empty allocations), [`Error::CapacityOverflow`] when they
+    /// overflow, [`Error::OutOfMemory`] at once when they pass the device's whole memory
+    /// (the driver is not asked: its error for absurd sizes is not always
     /// out-of-memory).
     fn allocation_bytes<T>(&self, len: usize, what: &str) -> Result<u64> {
+        if len == 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: an allocation needs at least one element"
+            )));
+        }
         let bytes = checked_bytes::<T>(len as u64, what)?;
         to_usize(bytes, "bytes")?;
         if bytes > self.info().total_memory as u64 {
