@@ -217,13 +217,19 @@ impl Table {
     }
 
     /// `reserve(additional)` of a map or set: [`reserve_for`](Self::reserve_for), after a
-    /// check that the slabs `additional` more elements can fill fit the pool's maximum:
-    /// past it [`Error::PoolExhausted`], past 64 bits
+    /// check that the table can hold `additional` more elements at all (base slabs and
+    /// the pool at its maximum, every slot used): past that [`Error::PoolExhausted`],
+    /// past 64 bits
     /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), the pool unchanged
     /// either way. Synchronizes when the pool grows.
     pub(crate) fn reserve(&mut self, additional: usize) -> Result<()> {
         self.refresh_claimed()?;
-        let slabs = slabs_for(self.claimed, additional as u64, self.kind.slots() as u64)?;
+        let slabs = pool_slabs_for(
+            self.claimed,
+            additional as u64,
+            self.kind.slots() as u64,
+            self.config.buckets,
+        )?;
         let max_units = self.alloc.config().max_units;
         if slabs > max_units {
             return Err(Error::PoolExhausted(gpuds_alloc::Error::PoolExhausted {
@@ -602,16 +608,19 @@ pub(crate) fn slab_bound(claimed: u64, n: u64, slots: u64, warps: u64) -> u64 {
         .saturating_add(warps)
 }
 
-/// Slabs that `claimed + n` claimed slots fill at `slots` per slab (the bound without the
-/// racing warps), or [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
-pub(crate) fn slabs_for(claimed: u64, n: u64, slots: u64) -> Result<u64> {
+/// Pool slabs (beyond the `buckets` base slabs) that `claimed + n` claimed slots need at
+/// least, every slab full at `slots` per slab, or
+/// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
+pub(crate) fn pool_slabs_for(claimed: u64, n: u64, slots: u64, buckets: u32) -> Result<u64> {
     let total = gpuds_core::size::checked_add(claimed, n, "claimed and new slots")?;
-    Ok(total.div_ceil(slots.max(1)))
+    Ok(total
+        .div_ceil(slots.max(1))
+        .saturating_sub(u64::from(buckets)))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{slab_bound, slabs_for, Table};
+    use super::{pool_slabs_for, slab_bound, Table};
     use crate::error::Error;
     use gpuds_testkit::strategy::capacity_edges;
 
@@ -628,8 +637,8 @@ mod tests {
                     "{claimed} + {n}"
                 );
                 assert!(u128::from(bound) <= exact);
-                match slabs_for(claimed, n, 15) {
-                    Ok(s) => assert_eq!(u128::from(s), exact - 8448),
+                match pool_slabs_for(claimed, n, 15, 64) {
+                    Ok(s) => assert_eq!(u128::from(s), (exact - 8448).saturating_sub(64)),
                     Err(Error::Core(gpuds_core::Error::CapacityOverflow(_))) => {
                         assert!(u128::from(claimed) + u128::from(n) > u128::from(u64::MAX))
                     }
