@@ -23,14 +23,19 @@ __device__ __forceinline__ bool reserved_key(KEY_T k) {
   return k == ref_t::EMPTY_KEY || k == ref_t::ERASED_KEY;
 }
 
-// guard[0] keeps the least (index << 1 | key is the erased sentinel) of reserved keys
-// seen: the index and, since only two keys are reserved, which key it was.
-__device__ __forceinline__ void record_reserved_key(unsigned long long* guard, unsigned long long i, KEY_T k) {
-  atomicMin(guard, (i << 1) | (k == ref_t::ERASED_KEY ? 1ull : 0ull));
+// `guard` is a region of the host's control words (gpuds_hive's linear/control.rs):
+// [0] the first reserved key of a write batch, [1] its first reserved value, [2] the
+// status word, [3] the first reserved key of a lookup. Keys are kept as the least
+// (index << 1 | key is the erased sentinel): the index and, since only two keys are
+// reserved, which key it was.
+constexpr unsigned GUARD_READ_KEY = 3;
+__device__ __forceinline__ void record_reserved_key(unsigned long long* word, unsigned long long i, KEY_T k) {
+  atomicMin(word, (i << 1) | (k == ref_t::ERASED_KEY ? 1ull : 0ull));
 }
 
 // The batch's reserved-key check (linear_first_reserved) found something, in this batch
-// or in an earlier one not yet reported: skip it all.
+// or in an earlier write batch of the region not yet reported: skip it all. A lookup's
+// reserved key (guard[3]) never stops a write.
 __device__ __forceinline__ bool rejected(const unsigned long long* guard) {
   return gpuds::mem::ld_relaxed(guard) != ~0ull || gpuds::mem::ld_relaxed(guard + 1) != ~0ull;
 }
@@ -42,18 +47,20 @@ __device__ __forceinline__ unsigned long long group_count() {
   return (static_cast<unsigned long long>(gridDim.x) * blockDim.x) / LINEAR_TILE;
 }
 
+// An insert that finds no room (TABLE_FULL, RETRY_LIMIT) sets its bit in `failed`.
 extern "C" __global__ void GPUDS_KERNEL(linear_insert)(ref_t ref, const unsigned long long* guard, const KEY_T* __restrict__ keys,
                                                        const VALUE_T* __restrict__ values,
-                                                       unsigned long long n) {
+                                                       unsigned long long n, unsigned* failed) {
   if (rejected(guard)) return;
   for (unsigned long long i = first_group(); i < n; i += group_count()) {
     VALUE_T before;
-    ref.template insert<false>(keys[i], values[i], &before);
+    const bool done = ref.template insert<false>(keys[i], values[i], &before);
+    if (!done && gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) gpuds::status::mark_not_applied(failed, i);
   }
 }
 
 // out[i]: the value of keys[i], or the empty value when absent. Reserved keys are never
-// present: they read as absent and are recorded in guard[0] (queries change nothing, so
+// present: they read as absent and are recorded in guard[3] (queries change nothing, so
 // they need no check before the batch).
 extern "C" __global__ void GPUDS_KERNEL(linear_find)(ref_t ref, unsigned long long* guard,
                                                      const KEY_T* __restrict__ keys,
@@ -62,7 +69,7 @@ extern "C" __global__ void GPUDS_KERNEL(linear_find)(ref_t ref, unsigned long lo
     const KEY_T key = keys[i];
     VALUE_T v = ref_t::EMPTY_VALUE;
     if (reserved_key(key)) {
-      if (gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) record_reserved_key(guard, i, key);
+      if (gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) record_reserved_key(guard + GUARD_READ_KEY, i, key);
     } else if (!ref.template find<true>(key, &v)) {
       v = ref_t::EMPTY_VALUE;
     }
@@ -82,25 +89,32 @@ extern "C" __global__ void GPUDS_KERNEL(linear_erase)(ref_t ref, const unsigned 
 }
 
 // A mixed batch: every operation runs concurrently with the others and writes what it
-// observed (the key's value just before it; the empty value when absent) to out[i].
+// observed (the key's value just before it; the empty value when absent) to out[i]. An
+// insert that finds no room, or an operation of an unknown kind, sets its bit in `failed`.
 extern "C" __global__ void GPUDS_KERNEL(linear_apply)(ref_t ref, const unsigned long long* guard, const unsigned* __restrict__ kinds,
                                                       const KEY_T* __restrict__ keys,
                                                       const VALUE_T* __restrict__ values,
-                                                      VALUE_T* __restrict__ out, unsigned long long n) {
+                                                      VALUE_T* __restrict__ out, unsigned long long n,
+                                                      unsigned* failed) {
   if (rejected(guard)) return;
   for (unsigned long long i = first_group(); i < n; i += group_count()) {
     VALUE_T seen = ref_t::EMPTY_VALUE;
     const unsigned kind = kinds[i];
+    bool done = true;
     if (kind == OP_INSERT) {
-      ref.template insert<true>(keys[i], values[i], &seen);
+      done = ref.template insert<true>(keys[i], values[i], &seen);
     } else if (kind == OP_REMOVE) {
       ref.template erase<true>(keys[i], &seen);
     } else if (kind == OP_GET) {
       if (!ref.template find<false>(keys[i], &seen)) seen = ref_t::EMPTY_VALUE;
     } else {
       gpuds::status::report(ref.status, gpuds::status::OUT_OF_BOUNDS);
+      done = false;
     }
-    if (gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) out[i] = seen;
+    if (gpuds::warp::tile<LINEAR_TILE>::rank() == 0u) {
+      out[i] = seen;
+      if (!done) gpuds::status::mark_not_applied(failed, i);
+    }
   }
 }
 

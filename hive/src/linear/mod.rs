@@ -35,18 +35,19 @@
 //! | call | synchronizes the stream? |
 //! | --- | --- |
 //! | `insert_many`, `get_many(_into)`, `contains_many`, `remove_many`, `apply`, `check`, `len`, `stats`, `to_vec`, `validate`, `clear`, `rehash`, `reserve` | yes: each reads the table's status (or its result) back |
-//! | `insert_many_async`, `get_many_into_async`, `remove_many_async` | no: work is enqueued on the GPU's stream and problems are reported by the next `check` (or synchronizing call); they synchronize only to count occupied slots when an insert batch may pass the maximum load factor |
+//! | `insert_many_async`, `get_many_into_async`, `remove_many_async` | no: work is enqueued on the GPU's stream and problems are reported by the next `check` (never by a synchronizing call, which reports its own kernels only); they synchronize only to count occupied slots when an insert batch may pass the maximum load factor |
 //! | `device_ref`, `capacity`, `config` | no |
 
 mod check;
 mod config;
+mod control;
 mod input;
 pub(crate) mod kernels;
 
 use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
-use gpuds_core::{DeviceKey, DeviceValue, Gpu, Kernel, Status};
+use gpuds_core::{DeviceKey, DeviceValue, Gpu, Kernel};
 
 pub use check::LinearStats;
 pub use config::{Deletion, LinearConfig, WhenFull, MAX_CAPACITY};
@@ -54,6 +55,7 @@ pub use input::Input;
 
 use crate::error::{Error, Result};
 use crate::probe::Geometry;
+use control::{Control, Region, Reserved};
 use input::Staged;
 use kernels::{Kernels, Variant};
 
@@ -62,9 +64,6 @@ const BLOCK: u32 = 256;
 /// Threads per block of the erase kernel, launched with one tile per key (see
 /// `erase_shape`).
 const ERASE_BLOCK: u32 = 1024;
-/// Control words: [first reserved key (index << 1 | key is the erased sentinel), first
-/// reserved value index, status].
-const CONTROL_CLEAR: [u64; 3] = [u64::MAX, u64::MAX, 0];
 
 /// One operation of a mixed batch ([`LinearProbeMap::apply`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -131,7 +130,9 @@ pub struct LinearProbeMap<K: DeviceKey, V: DeviceValue> {
     variant: Variant,
     geometry: Geometry,
     slots: CudaSlice<u64>,
-    control: CudaSlice<u64>,
+    /// Where kernels report: the running synchronizing call's region and the pending
+    /// region of the `_async` calls (see `control.rs`).
+    control: Control,
     /// An upper bound on the occupied slots (live pairs and tombstones).
     occupied_bound: u64,
     pairs: PhantomData<(K, V)>,
@@ -189,7 +190,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         let capacity = config.slots()?;
         let geometry = Geometry::new(capacity, config.group_width, config.probing)?;
         let slots = Self::empty_slots(gpu, capacity)?;
-        let control = gpu.stream().clone_htod(&CONTROL_CLEAR)?;
+        let control = Control::new(gpu)?;
         Ok(LinearProbeMap {
             gpu: gpu.clone(),
             config,
@@ -273,12 +274,42 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     pub fn device_ref(&self) -> LinearRef {
         let stream = self.gpu.stream();
         let (slots, _slots_sync) = self.slots.device_ptr(stream);
-        let (control, _control_sync) = self.control.device_ptr(stream);
         LinearRef {
             slots,
             geometry: self.geometry,
-            status: control + 16,
+            status: self.control.status_ptr(Region::Pending),
         }
+    }
+
+    /// The ref a launch reporting to `region` passes.
+    fn table_ref(&self, region: Region) -> LinearRef {
+        LinearRef {
+            status: self.control.status_ptr(region),
+            ..self.device_ref()
+        }
+    }
+
+    /// The reserved values, to name what a region recorded.
+    fn reserved() -> Reserved {
+        Reserved {
+            keys: Self::reserved_keys().map(|k| k.to_u64()),
+            value: Self::reserved_value().to_u64(),
+        }
+    }
+
+    /// Before the kernels of a launch reporting to `region`: a synchronizing call's region
+    /// is cleared, so that the call reports its own failures only.
+    fn open(&mut self, region: Region) -> Result<()> {
+        match region {
+            Region::Call => self.control.begin_call(),
+            Region::Pending => Ok(()),
+        }
+    }
+
+    /// The end of a synchronizing call: what its kernels recorded, as its error.
+    /// Synchronizes.
+    fn finish_call(&mut self) -> Result<()> {
+        self.control.finish(Region::Call, Self::reserved())
     }
 
     /// The C++ type [`device_ref`](Self::device_ref) mirrors, e.g.
@@ -300,8 +331,13 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     ///
     /// Reserved keys or values: error naming the first, nothing applied. Past the
     /// maximum load factor (every key counted as new): the table grows first or the call
-    /// fails with [`Error::LoadFactor`], by [`WhenFull`]. A table that still runs out of
-    /// room reports `Status::TABLE_FULL`; the inserts that found room took effect.
+    /// fails with [`Error::LoadFactor`], by [`WhenFull`]. Inserts that still find no room
+    /// (the table was filled behind the host's back, by user kernels through
+    /// [`device_ref`](Self::device_ref)) fail alone with `Status::TABLE_FULL` (or
+    /// `RETRY_LIMIT`, key tombstones under contention): [`gpuds_core::Error::NotApplied`]
+    /// names exactly them, every other insert took effect and the table stays valid. The
+    /// call reports its own kernels only, never what an `_async` call left for
+    /// [`check`](Self::check).
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -318,17 +354,18 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         KI: Input<K> + ?Sized,
         VI: Input<V> + ?Sized,
     {
-        self.insert_many_async(keys, values)?;
-        self.check()
+        self.launch_insert(keys, values, Region::Call)?;
+        self.finish_call()
     }
 
     /// [`insert_many`](Self::insert_many) without synchronizing: the work is enqueued on
     /// [`Gpu::stream`] (host inputs are copied first). Reserved keys and values in device
-    /// inputs, and a full table, are recorded on the device and returned by the next
-    /// [`check`](Self::check) or synchronizing call; until then later batches that write
-    /// are skipped, so a rejected batch is never partly applied. Host inputs are checked
-    /// at once. Synchronizes only to count occupied slots when the batch may pass the
-    /// maximum load factor.
+    /// inputs, and inserts that find no room, are recorded on the device and returned by
+    /// the next [`check`](Self::check) (synchronizing calls never report them); after a
+    /// rejected batch, later async batches that write are skipped until that check, so a
+    /// rejected batch is never partly applied and the check says where the pending work
+    /// stopped. Host inputs are checked at once. Synchronizes only to count occupied
+    /// slots when the batch may pass the maximum load factor.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -344,25 +381,42 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         KI: Input<K> + ?Sized,
         VI: Input<V> + ?Sized,
     {
+        self.launch_insert(keys, values, Region::Pending)
+    }
+
+    /// Launches an insert batch reporting to `region`. Does not synchronize, but to
+    /// count occupied slots (`make_room`).
+    fn launch_insert<KI, VI>(&mut self, keys: &KI, values: &VI, region: Region) -> Result<()>
+    where
+        KI: Input<K> + ?Sized,
+        VI: Input<V> + ?Sized,
+    {
         let n = same_len(keys.len(), values.len())?;
         if n == 0 {
             return Ok(());
         }
         self.make_room(n as u64)?;
+        self.open(region)?;
         let (keys_in, values_in) = (keys, values);
         let stream = self.gpu.stream().clone();
         let keys = Staged::new(&stream, keys)?;
         let values = Staged::new(&stream, values)?;
         let (k, v) = (keys.view(), values.view());
-        self.precheck(keys_in, Some(values_in), &k, Some(&v))?;
-        let table = self.device_ref();
-        let guard = self.guard_ptr();
+        self.precheck(keys_in, Some(values_in), &k, Some(&v), region)?;
+        let table = self.table_ref(region);
+        let guard = self.control.ptr(region);
+        let failed = self.control.bits(&self.gpu, region, n)?;
         let count = n as u64;
         let kernel = self.kernels.insert.clone();
         let mut args = stream.launch_builder(kernel.func());
-        args.arg(&table).arg(&guard).arg(&k).arg(&v).arg(&count);
+        args.arg(&table)
+            .arg(&guard)
+            .arg(&k)
+            .arg(&v)
+            .arg(&count)
+            .arg(&failed);
         // SAFETY: the arguments match linear_insert's signature; the kernel reads n keys
-        // and values and touches only the table's slots and status.
+        // and values and touches only the table's slots, its region and its failure bits.
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
         self.occupied_bound = self.occupied_bound.saturating_add(count);
         Ok(())
@@ -408,14 +462,15 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         keys: &KI,
         out: &mut CudaSlice<V>,
     ) -> Result<()> {
-        self.get_many_into_async(keys, out)?;
-        self.check()
+        self.launch_find(keys, out, Region::Call)?;
+        self.finish_call()
     }
 
     /// [`get_many_into`](Self::get_many_into) without synchronizing: the lookups are
     /// enqueued on [`Gpu::stream`]. A reserved key reads as absent and is reported by the
     /// next [`check`](Self::check) (reserved keys are never present; the lookups change
-    /// nothing, so they run without a check before the batch).
+    /// nothing, so they run without a check before the batch, and keep no later write
+    /// from running).
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -433,6 +488,16 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         keys: &KI,
         out: &mut CudaSlice<V>,
     ) -> Result<()> {
+        self.launch_find(keys, out, Region::Pending)
+    }
+
+    /// Launches a lookup batch reporting to `region`. Does not synchronize.
+    fn launch_find<KI: Input<K> + ?Sized>(
+        &mut self,
+        keys: &KI,
+        out: &mut CudaSlice<V>,
+        region: Region,
+    ) -> Result<()> {
         let n = keys.len();
         if out.len() < n {
             return Err(invalid(format!(
@@ -443,11 +508,12 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         if n == 0 {
             return Ok(());
         }
+        self.open(region)?;
         let stream = self.gpu.stream().clone();
         let keys = Staged::new(&stream, keys)?;
         let k = keys.view();
-        let table = self.device_ref();
-        let guard = self.guard_ptr();
+        let table = self.table_ref(region);
+        let guard = self.control.ptr(region);
         let count = n as u64;
         let kernel = self.kernels.find.clone();
         let mut args = stream.launch_builder(kernel.func());
@@ -457,7 +523,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             .arg(&mut *out)
             .arg(&count);
         // SAFETY: the arguments match linear_find's signature; it writes out[..n] and
-        // may lower the guard word.
+        // may lower its region's lookup key word.
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
         Ok(())
     }
@@ -492,8 +558,8 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn remove_many<KI: Input<K> + ?Sized>(&mut self, keys: &KI) -> Result<()> {
-        self.remove_many_async(keys)?;
-        self.check()
+        self.launch_erase(keys, Region::Call)?;
+        self.finish_call()
     }
 
     /// [`remove_many`](Self::remove_many) without synchronizing, with the reporting rules
@@ -509,17 +575,23 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn remove_many_async<KI: Input<K> + ?Sized>(&mut self, keys: &KI) -> Result<()> {
+        self.launch_erase(keys, Region::Pending)
+    }
+
+    /// Launches a removal batch reporting to `region`. Does not synchronize.
+    fn launch_erase<KI: Input<K> + ?Sized>(&mut self, keys: &KI, region: Region) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
+        self.open(region)?;
         let keys_in = keys;
         let stream = self.gpu.stream().clone();
         let keys = Staged::new(&stream, keys)?;
         let k = keys.view();
-        self.precheck::<KI, [V]>(keys_in, None, &k, None)?;
-        let table = self.device_ref();
-        let guard = self.guard_ptr();
+        self.precheck::<KI, [V]>(keys_in, None, &k, None, region)?;
+        let table = self.table_ref(region);
+        let guard = self.control.ptr(region);
         let count = n as u64;
         let kernel = self.kernels.erase.clone();
         let mut args = stream.launch_builder(kernel.func());
@@ -529,10 +601,14 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         Ok(())
     }
 
-    /// Reports what earlier calls recorded on the device and clears it: the first
-    /// reserved key or value of a rejected batch (`Error::ReservedKey` /
-    /// `Error::ReservedValue`, naming its index in that batch), else status flags (a
-    /// full table, a retry cap). Synchronizes.
+    /// Reports what the `_async` calls since the last check (and user kernels through
+    /// [`device_ref`](Self::device_ref)) recorded on the device, and clears it: the first
+    /// reserved key or value of a rejected write batch (`Error::ReservedKey` /
+    /// `Error::ReservedValue`, naming its index in that batch; later async write batches
+    /// were skipped), else a lookup's reserved key, else the operations that found no
+    /// room as [`gpuds_core::Error::NotApplied`], their indices counted over the async
+    /// insert batches since the last check in call order (one sequence). Synchronizing
+    /// calls never read or clear this. Synchronizes.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
@@ -544,30 +620,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn check(&mut self) -> Result<()> {
-        let stream = self.gpu.stream().clone();
-        let words = stream.clone_dtoh(&self.control)?;
-        if words[..] == CONTROL_CLEAR[..] {
-            return Ok(());
-        }
-        stream.memcpy_htod(&CONTROL_CLEAR, &mut self.control)?;
-        let (key_code, bad_value) = (words[0], words[1]);
-        if key_code != u64::MAX {
-            let [empty, erased] = Self::reserved_keys();
-            let key = if key_code & 1 == 1 { erased } else { empty };
-            return Err(Error::ReservedKey {
-                index: (key_code >> 1) as usize,
-                key: key.to_u64(),
-            });
-        }
-        if bad_value != u64::MAX {
-            return Err(Error::ReservedValue {
-                index: bad_value as usize,
-                value: Self::reserved_value().to_u64(),
-            });
-        }
-        Err(Error::Core(gpuds_core::Error::Status(Status(
-            words[2] as u32,
-        ))))
+        self.control.finish(Region::Pending, Self::reserved())
     }
 
     /// Runs a mixed batch in one kernel, every operation concurrently with the others,
@@ -575,7 +628,8 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// The results are those of some serial order of the batch (per key). Synchronizes.
     ///
     /// With [`Deletion::KeyTombstones`] a batch may not mix inserts and removes
-    /// (invalid-argument error, nothing applied).
+    /// (invalid-argument error, nothing applied). Inserts that find no room fail alone,
+    /// named in [`gpuds_core::Error::NotApplied`] (see [`insert_many`](Self::insert_many)).
     ///
     /// ```no_run
     /// use gpuds_hive::{LinearProbeMap, Operation};
@@ -624,14 +678,16 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             ));
         }
         self.make_room(inserts)?;
+        self.open(Region::Call)?;
         let stream = self.gpu.stream().clone();
         let kinds = stream.clone_htod(&kinds)?;
         let keys = stream.clone_htod(&keys)?;
         let values = stream.clone_htod(&values)?;
         // SAFETY: the kernel writes every element.
         let mut out = unsafe { stream.alloc::<V>(n) }?;
-        let table = self.device_ref();
-        let guard = self.guard_ptr();
+        let table = self.table_ref(Region::Call);
+        let guard = self.control.ptr(Region::Call);
+        let failed = self.control.bits(&self.gpu, Region::Call, n)?;
         let count = n as u64;
         let kernel = self.kernels.apply.clone();
         let mut args = stream.launch_builder(kernel.func());
@@ -641,11 +697,13 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             .arg(&keys)
             .arg(&values)
             .arg(&mut out)
-            .arg(&count);
-        // SAFETY: the arguments match linear_apply's signature; it writes out[..n].
+            .arg(&count)
+            .arg(&failed);
+        // SAFETY: the arguments match linear_apply's signature; it writes out[..n] and its
+        // failure bits.
         unsafe { args.launch(self.shape(&kernel, n)?) }?;
         self.occupied_bound = self.occupied_bound.saturating_add(inserts);
-        self.check()?;
+        self.finish_call()?;
         Ok(stream
             .clone_dtoh(&out)?
             .into_iter()
@@ -690,7 +748,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     pub fn clear(&mut self) -> Result<()> {
         gpuds_core::primitives::fill(&self.gpu, &mut self.slots, u64::MAX)?;
         self.occupied_bound = 0;
-        self.check()
+        Ok(self.gpu.synchronize()?)
     }
 
     /// Every pair, in slot order. Copies the table to the host; synchronizes.
@@ -783,15 +841,21 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
         let old = std::mem::replace(&mut self.slots, Self::empty_slots(&self.gpu, capacity)?);
         let old_geometry = std::mem::replace(&mut self.geometry, geometry);
         let old_slots = old_geometry.slots(self.config.group_width);
+        self.open(Region::Call)?;
         let stream = self.gpu.stream().clone();
-        let table = self.device_ref();
+        let table = self.table_ref(Region::Call);
         let kernel = self.kernels.migrate.clone();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&table).arg(&old).arg(&old_slots);
         // SAFETY: the arguments match linear_migrate's signature; it reads old's slots.
         unsafe { args.launch(self.shape(&kernel, old_slots as usize)?) }?;
+        if let Err(e) = self.finish_call() {
+            // A pair that found no room in the new table: keep the old one, as it was.
+            self.slots = old;
+            self.geometry = old_geometry;
+            return Err(e);
+        }
         self.occupied_bound = live;
-        self.check()?;
         drop(old);
         Ok(())
     }
@@ -874,14 +938,16 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     }
 
     /// Checks a batch for reserved keys (and values): on the host for host inputs, by a
-    /// kernel for device inputs, whose finding the operation kernels read (they skip the
-    /// whole batch when it is set) and [`check`](Self::check) reports.
+    /// kernel for device inputs, which records its finding in `region`, where the
+    /// operation kernels read it (they skip the whole batch when it is set) and the
+    /// region's reader reports it.
     fn precheck<KI, VI>(
         &mut self,
         keys_in: &KI,
         values_in: Option<&VI>,
         keys: &CudaView<'_, K>,
         values: Option<&CudaView<'_, V>>,
+        region: Region,
     ) -> Result<()>
     where
         KI: Input<K> + ?Sized,
@@ -926,9 +992,10 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             Some(values) if !values_on_host => args.arg(values),
             _ => args.arg(&null),
         };
-        args.arg(&n).arg(&mut self.control);
+        let mut words = self.control.region_mut(region);
+        args.arg(&n).arg(&mut words);
         // SAFETY: the arguments match linear_first_reserved's signature (a null pointer
-        // skips keys or values); it lowers control[0..2].
+        // skips keys or values); it lowers the region's first two words.
         unsafe { args.launch(shape) }?;
         Ok(())
     }
@@ -941,11 +1008,6 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
             }),
             None => Ok(()),
         }
-    }
-
-    fn guard_ptr(&self) -> u64 {
-        let (ptr, _sync) = self.control.device_ptr(self.gpu.stream());
-        ptr
     }
 
     fn shape(&self, kernel: &Kernel, ops: usize) -> Result<LaunchConfig> {
