@@ -26,6 +26,7 @@
 //! reclaimer (`null_reclaimer_ref` / `null_block`), which has the same interface.
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
+use gpuds_core::failures::CallStatus;
 use gpuds_core::{Gpu, Kernel, Program, Status, StatusWord};
 use parking_lot::Mutex;
 
@@ -285,19 +286,25 @@ impl Collector {
 
     /// Hands every unit in limbo back to `pool`. Only when no kernel that uses this
     /// collector runs (the stream order guarantees that for kernels on the same stream).
-    /// Synchronizes; returns the number of units reclaimed.
+    /// Synchronizes; returns the number of units reclaimed. Its frees report to a status
+    /// word of the call's own: a unit freed twice or outside the pool fails the drain
+    /// itself (`Error::Core(Status)`), and nothing is left in the pool's word.
     pub fn drain(&self, pool: &SlabAlloc) -> Result<u64> {
         let before = self.counters()?[1];
         let kernel = pool.kernel_of(Modules::Ebr, "ebr_drain")?;
         let shape = self
             .gpu
             .grid_for(&kernel, self.slots as usize * BAGS * 32, 256)?;
-        let r = self.device_ref(pool);
+        let call = CallStatus::new(&self.gpu, 0)?;
+        let mut r = self.device_ref(pool);
+        r.pool.status = call.status_ptr();
         let mut args = self.gpu.stream().launch_builder(kernel.func());
         args.arg(&r);
         // SAFETY: the kernel reads the collector's arrays within their lengths.
         unsafe { args.launch(shape) }?;
-        Ok(self.counters()?[1] - before)
+        let reclaimed = self.counters()?[1] - before;
+        call.check()?;
+        Ok(reclaimed)
     }
 
     fn counters(&self) -> Result<Vec<u64>> {

@@ -40,7 +40,11 @@
 //! warp that still finds no free unit after a bounded number of resident-block changes
 //! gets `null_unit`, the allocator's status word records `POOL_EXHAUSTED`, and
 //! [`SlabAlloc::check_status`] turns that into [`Error::PoolExhausted`]. The allocator
-//! stays consistent; grow and retry.
+//! stays consistent; grow and retry. That word collects what the non-synchronizing calls
+//! and kernels record until `check_status`; the synchronizing calls give their kernels a
+//! word of their own and report their own failures: [`SlabAlloc::try_allocate_into`]
+//! names exactly the entries that got no unit (`gpuds_core::Error::NotApplied`) and
+//! keeps the rest, [`SlabAlloc::allocate`] gives back what it got and allocates nothing.
 //!
 //! ## A walk-through
 //!
