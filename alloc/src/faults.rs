@@ -3,7 +3,7 @@
 //! works again once the fault is lifted.
 //!
 //! Only with the crate's `fault-injection` feature (enable it in a `[dev-dependencies]`
-//! entry): without it [`SlabAlloc::inject_faults`](crate::SlabAlloc::inject_faults) does
+//! entry): without it `SlabAlloc::inject_faults` does
 //! not exist and the device check is not compiled, so no user path can reach it. Three
 //! faults, each optional:
 //!
