@@ -140,6 +140,21 @@ impl VirtualRange {
             }
             return Err(e);
         }
+        // Zeroed, in stream order before any kernel that may use it: structures read whole
+        // units (a node's unused pair slots included), so fresh memory reads as zeros,
+        // never as whatever the device held before (and compute-sanitizer's initcheck
+        // stays clean). One pass over the new memory per growth.
+        // SAFETY: [ptr, ptr + size) was just mapped read-write; the stream is this range's.
+        if let Err(e) = unsafe {
+            cudarc::driver::result::memset_d8_async(ptr, 0, size, self.stream.cu_stream())
+        } {
+            // SAFETY: undo the mapping and the handle made above.
+            unsafe {
+                sys::cuMemUnmap(ptr, size);
+                sys::cuMemRelease(handle);
+            }
+            return Err(e.into());
+        }
         self.pieces.push((start, size, handle));
         Ok(target)
     }
@@ -185,9 +200,8 @@ impl SuperBlocks {
         let stream = gpu.stream();
         let old = self.blocks.len();
         while self.blocks.len() < count {
-            // SAFETY: units are the caller's to initialise after allocation (the
-            // allocator never reads them), so uninitialised memory is fine.
-            match unsafe { stream.alloc::<u8>(self.super_bytes) } {
+            // Zeroed like the light layout's growth (see VirtualRange::grow_to).
+            match stream.alloc_zeros::<u8>(self.super_bytes) {
                 Ok(block) => self.blocks.push(block),
                 Err(e) => {
                     self.blocks.truncate(old);
