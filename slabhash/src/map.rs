@@ -639,6 +639,20 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         self.table.stats()
     }
 
+    /// Injects faults into the slab pool (tests only: the `fault-injection` feature; see
+    /// [`gpuds_alloc::faults`]); `Faults::default()` lifts them.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_faults(&mut self, faults: gpuds_alloc::faults::Faults) -> Result<()> {
+        self.table.inject_faults(faults)
+    }
+
+    /// The slab pool's allocation requests since faults were injected (tests only).
+    /// Synchronizes.
+    #[cfg(feature = "fault-injection")]
+    pub fn fault_requests(&self) -> Result<u32> {
+        self.table.fault_requests()
+    }
+
     /// Reports (and clears) what user kernels recorded in the map's status word through
     /// [`device_ref`](Self::device_ref) (as [`Error::Kernel`]), and re-reads the counters
     /// they moved. Host calls never read that word: each reports its own kernels' flags

@@ -108,6 +108,18 @@ impl Table {
         &self.gpu
     }
 
+    /// Injects faults into the slab pool (tests only).
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn inject_faults(&mut self, faults: gpuds_alloc::faults::Faults) -> Result<()> {
+        Ok(self.alloc.inject_faults(faults)?)
+    }
+
+    /// The slab pool's allocation requests since faults were injected (tests only).
+    #[cfg(feature = "fault-injection")]
+    pub(crate) fn fault_requests(&self) -> Result<u32> {
+        Ok(self.alloc.fault_requests()?)
+    }
+
     pub(crate) fn config(&self) -> &SlabHashConfig {
         &self.config
     }
