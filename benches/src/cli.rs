@@ -1,32 +1,17 @@
-//! The command line: experiment names and a few options, parsed by hand.
+//! The command line, on `clap`'s derive API: one subcommand per experiment (its help line
+//! comes from the experiment's entry in the [registry](crate::experiments::registry)),
+//! `compare` for two saved runs, `plot` for drawing a saved run, and `completions` for
+//! shell completion scripts.
+//!
+//! The run options (`--reps`, `--device`, `--json`, `--csv`, `--plot`, `--quiet`) are
+//! global: they may come before or after the subcommand. A bad command line gets clap's
+//! message, which names the option, and exit code 2.
 
 use std::path::PathBuf;
 
-use crate::experiments::registry;
+use clap::{Args, Parser, Subcommand};
 
-/// What the command line asks for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Command {
-    /// Print [`help`] and exit.
-    Help,
-    /// Run experiments.
-    Run(Args),
-}
-
-/// Options of a run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Args {
-    /// Experiments to run, in order, without repeats (`quick` or registry names).
-    pub experiments: Vec<String>,
-    /// Counted repetitions per figure, after one warm-up.
-    pub reps: usize,
-    /// Also write the rows as CSV here.
-    pub csv: Option<PathBuf>,
-    /// Also write the rows as JSON here.
-    pub json: Option<PathBuf>,
-    /// CUDA device ordinal.
-    pub device: usize,
-}
+use crate::experiments::find;
 
 /// The name that runs every experiment at its quick size.
 pub const QUICK: &str = "quick";
@@ -34,132 +19,223 @@ pub const QUICK: &str = "quick";
 /// Default counted repetitions.
 pub const DEFAULT_REPS: usize = 5;
 
-/// Parses the arguments after the program name. The error says what is wrong; the
-/// caller prints it and exits with code 2.
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
-    let mut out = Args {
-        experiments: Vec::new(),
-        reps: DEFAULT_REPS,
-        csv: None,
-        json: None,
-        device: 0,
-    };
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
-            _ => (arg.clone(), None),
-        };
-        let mut value = |what: &str| {
-            inline
-                .clone()
-                .or_else(|| args.next())
-                .ok_or_else(|| format!("{flag} needs {what}"))
-        };
-        match flag.as_str() {
-            "-h" | "--help" => return Ok(Command::Help),
-            "--reps" => out.reps = number(&flag, &value("a number")?, 1)?,
-            "--device" => out.device = number(&flag, &value("an ordinal")?, 0)?,
-            "--csv" => out.csv = Some(PathBuf::from(value("a file")?)),
-            "--json" => out.json = Some(PathBuf::from(value("a file")?)),
-            f if f.starts_with('-') => return Err(format!("unknown option `{arg}`")),
-            name if name == QUICK || registry().iter().any(|e| e.name == name) => {
-                if !out.experiments.iter().any(|e| e == name) {
-                    out.experiments.push(name.to_string());
-                }
+/// The default `--json` file when the option is given without one.
+pub const DEFAULT_JSON: &str = "gpuds-bench.json";
+/// The default `--csv` file when the option is given without one.
+pub const DEFAULT_CSV: &str = "gpuds-bench.csv";
+/// The default `--plot` folder when the option is given without one.
+pub const DEFAULT_PLOT_DIR: &str = "gpuds-plots";
+
+/// `gpuds-bench`: the command line.
+#[derive(Clone, Debug, Parser)]
+#[command(
+    name = "gpuds-bench",
+    version = crate::report::COMMIT,
+    about = "Reproduces the gpuds papers' experiments on the local GPU",
+    after_help = "Each figure is the median of the repetitions, timed with CUDA events on fresh \
+                  random inputs, with L2 evicted before each repetition. Rates are in billions \
+                  per second (GB/s for bandwidth). Exit codes: 0 success, 1 GPU or output \
+                  failure (or `compare --fail-below` tripped), 2 bad command line."
+)]
+pub struct Cli {
+    /// Options of a run.
+    #[command(flatten)]
+    pub options: RunOptions,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options of a run, accepted before or after the subcommand.
+#[derive(Clone, Debug, PartialEq, Eq, Args)]
+pub struct RunOptions {
+    /// Counted repetitions per figure, after one warm-up.
+    #[arg(long, global = true, value_name = "N", default_value_t = DEFAULT_REPS,
+          value_parser = reps_parser)]
+    pub reps: usize,
+    /// CUDA device ordinal.
+    #[arg(long, global = true, value_name = "N", default_value_t = 0)]
+    pub device: usize,
+    /// Also write the rows as JSON (an array of rows; default file gpuds-bench.json).
+    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1,
+          default_missing_value = DEFAULT_JSON)]
+    pub json: Option<PathBuf>,
+    /// Also write the rows as CSV (one header line; default file gpuds-bench.csv).
+    #[arg(long, global = true, value_name = "FILE", num_args = 0..=1,
+          default_missing_value = DEFAULT_CSV)]
+    pub csv: Option<PathBuf>,
+    /// Draw the experiments' figures as SVG files into this folder (default gpuds-plots).
+    #[arg(long, global = true, value_name = "DIR", num_args = 0..=1,
+          default_missing_value = DEFAULT_PLOT_DIR)]
+    pub plot: Option<PathBuf>,
+    /// No progress bar and no per-row log on standard error.
+    #[arg(long, short, global = true)]
+    pub quiet: bool,
+}
+
+fn reps_parser(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("`{text}` is not a whole number of at least 1")),
+    }
+}
+
+fn about(name: &str) -> String {
+    find(name).map(|e| e.about.to_string()).unwrap_or_default()
+}
+
+/// The subcommands: an experiment, or a tool on saved runs.
+#[derive(Clone, Debug, PartialEq, Subcommand)]
+pub enum Command {
+    /// Every experiment at a small size in one table (limits first).
+    Quick,
+    /// The device's physical ceilings (DESIGN.md's table).
+    #[command(about = about("limits"))]
+    Limits,
+    /// gpuds-core's scan and compaction.
+    #[command(about = about("primitives"))]
+    Primitives,
+    /// LinearProbeMap.
+    #[command(about = about("linear"))]
+    Linear,
+    /// HiveMap.
+    #[command(about = about("hive"))]
+    Hive,
+    /// HiveMap's target rows.
+    #[command(about = about("hive-targets"))]
+    HiveTargets,
+    /// SlabAlloc.
+    #[command(about = about("alloc"))]
+    Alloc,
+    /// GpuBTreeMap.
+    #[command(about = about("btree"))]
+    Btree,
+    /// GpuBTreeMap's range rows.
+    #[command(about = about("btree-range"))]
+    BtreeRange,
+    /// SlabHashMap.
+    #[command(about = about("slabhash"))]
+    Slabhash,
+    /// SlabHashMap's target rows.
+    #[command(about = about("slabhash-targets"))]
+    SlabhashTargets,
+    /// Sets two saved runs (JSON or CSV) side by side: NEW/OLD for every figure in both.
+    Compare(CompareArgs),
+    /// Draws the figures of a saved run (JSON or CSV) into --plot DIR.
+    Plot {
+        /// The saved run.
+        file: PathBuf,
+    },
+    /// Prints a shell completion script, e.g. `gpuds-bench completions bash`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+}
+
+/// Options of `compare`.
+#[derive(Clone, Debug, PartialEq, Args)]
+pub struct CompareArgs {
+    /// The earlier run (JSON or CSV, by extension).
+    pub old: PathBuf,
+    /// The later run.
+    pub new: PathBuf,
+    /// Flag figures whose NEW/OLD ratio moved more than this fraction.
+    #[arg(long, value_name = "FRACTION", default_value_t = 0.05,
+          value_parser = fraction_parser)]
+    pub threshold: f64,
+    /// Exit with code 1 when any figure's NEW/OLD ratio is below this.
+    #[arg(long, value_name = "RATIO", value_parser = fraction_parser)]
+    pub fail_below: Option<f64>,
+}
+
+fn fraction_parser(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(format!("`{text}` is not a non-negative number")),
+    }
+}
+
+impl Command {
+    /// The experiment this subcommand runs (`quick` or a registry name), if it runs one.
+    pub fn experiment(&self) -> Option<&'static str> {
+        Some(match self {
+            Command::Quick => QUICK,
+            Command::Limits => "limits",
+            Command::Primitives => "primitives",
+            Command::Linear => "linear",
+            Command::Hive => "hive",
+            Command::HiveTargets => "hive-targets",
+            Command::Alloc => "alloc",
+            Command::Btree => "btree",
+            Command::BtreeRange => "btree-range",
+            Command::Slabhash => "slabhash",
+            Command::SlabhashTargets => "slabhash-targets",
+            Command::Compare(_) | Command::Plot { .. } | Command::Completions { .. } => {
+                return None
             }
-            name => return Err(format!("unknown experiment `{name}`")),
-        }
+        })
     }
-    if out.experiments.is_empty() {
-        return Err("name at least one experiment".to_string());
-    }
-    Ok(Command::Run(out))
 }
 
-fn number(flag: &str, text: &str, min: usize) -> Result<usize, String> {
-    text.parse::<usize>()
-        .ok()
-        .filter(|&n| n >= min)
-        .ok_or_else(|| format!("{flag} needs a whole number of at least {min}, got `{text}`"))
-}
-
-/// The `--help` text, listing every experiment.
-pub fn help() -> String {
-    let mut s = String::from(
-        "gpuds-bench: reproduces the gpuds papers' experiments on the local GPU\n\n\
-         Usage: gpuds-bench [OPTIONS] <EXPERIMENT>...\n\nExperiments:\n",
-    );
-    let mut names = vec![(
-        QUICK,
-        "every experiment at a small size in one table (limits first)",
-    )];
-    names.extend(registry().iter().map(|e| (e.name, e.about)));
-    for (name, about) in names {
-        s += &format!("  {name:<12} {about}\n");
-    }
-    s += &format!(
-        "\nOptions:\n  \
-         --reps N      counted repetitions per figure, after one warm-up (default {DEFAULT_REPS})\n  \
-         --csv FILE    also write the rows as CSV\n  \
-         --json FILE   also write the rows as JSON\n  \
-         --device N    CUDA device ordinal (default 0)\n  \
-         -h, --help    print this help\n\n\
-         Each figure is the median of the repetitions, timed with CUDA events on fresh random\n\
-         inputs, with L2 evicted before each repetition. Rates are in billions per second\n\
-         (GB/s for bandwidth).\n"
-    );
-    s
+/// Writes the completion script for `shell` to standard output.
+pub fn completions(shell: clap_complete::Shell) {
+    use clap::CommandFactory;
+    let mut command = Cli::command();
+    clap_complete::generate(shell, &mut command, "gpuds-bench", &mut std::io::stdout());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::experiments::registry;
+    use clap::CommandFactory;
 
-    fn parse_str(s: &str) -> Result<Command, String> {
-        parse(s.split_whitespace().map(String::from))
+    fn parse(s: &str) -> Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("gpuds-bench").chain(s.split_whitespace()))
     }
 
     #[test]
-    fn options_and_experiments() {
-        let Ok(Command::Run(a)) =
-            parse_str("limits --reps 7 --csv out.csv --json=out.json quick limits --device=1")
-        else {
-            panic!("should parse");
-        };
-        assert_eq!(a.experiments, ["limits", "quick"]);
-        assert_eq!((a.reps, a.device), (7, 1));
-        assert_eq!(a.csv, Some(PathBuf::from("out.csv")));
-        assert_eq!(a.json, Some(PathBuf::from("out.json")));
-        assert_eq!(parse_str("quick --help"), Ok(Command::Help));
+    fn the_definition_is_consistent() {
+        Cli::command().debug_assert();
     }
 
     #[test]
-    fn clear_errors() {
-        assert!(parse_str("")
-            .unwrap_err()
-            .contains("at least one experiment"));
-        assert!(parse_str("limitz")
-            .unwrap_err()
-            .contains("unknown experiment `limitz`"));
-        assert!(parse_str("quick --fast")
-            .unwrap_err()
-            .contains("unknown option `--fast`"));
-        assert!(parse_str("quick --reps")
-            .unwrap_err()
-            .contains("--reps needs a number"));
-        assert!(parse_str("quick --reps 0")
-            .unwrap_err()
-            .contains("at least 1"));
-        assert!(parse_str("quick --reps x").unwrap_err().contains("`x`"));
+    fn options_before_and_after_the_subcommand() {
+        let cli = parse("--reps 7 limits --csv out.csv --json=out.json --device=1 -q").unwrap();
+        assert_eq!(cli.command, Command::Limits);
+        let o = &cli.options;
+        assert_eq!((o.reps, o.device, o.quiet), (7, 1, true));
+        assert_eq!(o.csv, Some(PathBuf::from("out.csv")));
+        assert_eq!(o.json, Some(PathBuf::from("out.json")));
+        assert_eq!(o.plot, None);
+        let cli = parse("quick --json --csv --plot").unwrap();
+        assert_eq!(cli.options.json, Some(PathBuf::from(DEFAULT_JSON)));
+        assert_eq!(cli.options.csv, Some(PathBuf::from(DEFAULT_CSV)));
+        assert_eq!(cli.options.plot, Some(PathBuf::from(DEFAULT_PLOT_DIR)));
+        assert_eq!(cli.options.reps, DEFAULT_REPS);
     }
 
     #[test]
-    fn help_lists_every_experiment() {
-        let h = help();
+    fn every_experiment_has_a_subcommand_with_its_help_line() {
+        let command = Cli::command();
         for e in registry() {
-            assert!(h.contains(e.name));
+            let sub = command
+                .find_subcommand(e.name)
+                .unwrap_or_else(|| panic!("no subcommand for {}", e.name));
+            assert_eq!(sub.get_about().map(|a| a.to_string()), Some(e.about.into()));
+            let cli = parse(e.name).unwrap();
+            assert_eq!(cli.command.experiment(), Some(e.name));
         }
-        assert!(h.contains("quick") && h.contains("--reps") && h.contains("--json"));
+    }
+
+    #[test]
+    fn compare_options() {
+        let cli = parse("compare a.json b.csv --threshold 0.1 --fail-below 0.9").unwrap();
+        let Command::Compare(c) = cli.command else {
+            panic!("not compare");
+        };
+        assert_eq!((c.threshold, c.fail_below), (0.1, Some(0.9)));
+        assert_eq!(c.new, PathBuf::from("b.csv"));
     }
 }

@@ -1,29 +1,34 @@
-//! `gpuds-bench`: runs the experiments named on the command line on GPU 0 (or
-//! `--device N`), prints a table and optionally writes CSV and JSON.
+//! `gpuds-bench`: runs the experiment named on the command line on GPU 0 (or
+//! `--device N`), prints a table and optionally writes CSV, JSON and SVG figures; or
+//! compares or draws saved runs. `gpuds-bench --help` lists everything.
 //!
 //! Exit codes: 0 on success, 1 when the GPU work or writing an output file fails
-//! (no GPU, no NVRTC, a driver error), 2 for a bad command line.
+//! (no GPU, no NVRTC, a driver error) or `compare --fail-below` trips, 2 for a bad
+//! command line.
 
 use std::path::Path;
 use std::process::ExitCode;
 
-use gpuds_benches::cli::{self, Args, Command};
+use clap::Parser;
+use gpuds_benches::cli::{self, Cli, Command};
 use gpuds_benches::report::{csv, json, table, Report};
+use gpuds_benches::run::RunConfig;
 use gpuds_core::Gpu;
 
 fn main() -> ExitCode {
-    let args = match cli::parse(std::env::args().skip(1)) {
-        Ok(Command::Help) => {
-            print!("{}", cli::help());
-            return ExitCode::SUCCESS;
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Command::Completions { shell } => {
+            cli::completions(*shell);
+            Ok(())
         }
-        Ok(Command::Run(args)) => args,
-        Err(why) => {
-            eprintln!("gpuds-bench: {why}\nRun `gpuds-bench --help` for experiments and options.");
-            return ExitCode::from(2);
-        }
+        Command::Compare(_) | Command::Plot { .. } => Err("not available yet".to_string()),
+        command => match command.experiment() {
+            Some(name) => execute(&cli, name),
+            None => Ok(()),
+        },
     };
-    match execute(&args) {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(why) => {
             eprintln!("gpuds-bench: error: {why}");
@@ -32,13 +37,19 @@ fn main() -> ExitCode {
     }
 }
 
-fn execute(args: &Args) -> Result<(), String> {
-    let report = Gpu::new(args.device)
-        .and_then(|gpu| gpuds_benches::run::run(&gpu, args))
+fn execute(cli: &Cli, experiment: &str) -> Result<(), String> {
+    let o = &cli.options;
+    let config = RunConfig {
+        experiments: vec![experiment.to_string()],
+        reps: o.reps,
+        quiet: o.quiet,
+    };
+    let report = Gpu::new(o.device)
+        .and_then(|gpu| gpuds_benches::run::run(&gpu, &config))
         .map_err(|e| e.to_string())?;
     print!("{}", table::render(&report));
-    write(args.csv.as_deref(), &report, csv::render)?;
-    write(args.json.as_deref(), &report, json::render)
+    write(o.csv.as_deref(), &report, csv::render)?;
+    write(o.json.as_deref(), &report, json::render)
 }
 
 fn write(

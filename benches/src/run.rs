@@ -1,24 +1,42 @@
 //! Running experiments: plans from the registry, a progress bar, rows into a report.
 
+use std::io::IsTerminal;
+
 use gpuds_core::{Gpu, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::bench::Bench;
-use crate::cli::{Args, QUICK};
+use crate::cli::QUICK;
 use crate::experiments::{find, registry, Case, Scale};
 use crate::report::table::rate_label;
 use crate::report::{Header, Report};
 
+/// What to run, and how.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunConfig {
+    /// Experiments to run, in order (`quick` or registry names).
+    pub experiments: Vec<String>,
+    /// Counted repetitions per figure, after one warm-up.
+    pub reps: usize,
+    /// No progress bar and no per-row log.
+    pub quiet: bool,
+}
+
 /// Runs the experiments `args` names on `gpu` and returns their rows under a header.
 ///
-/// The progress bar (on standard error) advances once per case. When standard error is
-/// not a terminal the bar is hidden and each row is logged there as it is measured
-/// instead, so a run that is cut short still leaves its figures in the log.
-pub fn run(gpu: &Gpu, args: &Args) -> Result<Report> {
+/// The progress bar (on standard error) advances once per case. It is drawn only when
+/// standard output is a terminal and the run is not quiet. When it is hidden and the run
+/// is not quiet, each row is logged on standard error as it is measured instead, so a
+/// run that is cut short still leaves its figures in the log.
+pub fn run(gpu: &Gpu, args: &RunConfig) -> Result<Report> {
     let header = Header::new(gpu, &args.experiments, args.reps)?;
     let mut bench = Bench::new(gpu, args.reps)?;
     let cases = plan(&args.experiments);
-    let bar = ProgressBar::new(cases.len() as u64);
+    let bar = if args.quiet || !std::io::stdout().is_terminal() {
+        ProgressBar::hidden()
+    } else {
+        ProgressBar::new(cases.len() as u64)
+    };
     if let Ok(style) = ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed} {msg}") {
         bar.set_style(style);
     }
@@ -26,7 +44,7 @@ pub fn run(gpu: &Gpu, args: &Args) -> Result<Report> {
     for case in cases {
         bar.set_message(case.label.clone());
         let measured = (case.run)(&mut bench)?;
-        if bar.is_hidden() {
+        if bar.is_hidden() && !args.quiet {
             for row in &measured {
                 eprintln!(
                     "gpuds-bench: {} / {}: {} {} (median {:.3} ms)",

@@ -12,6 +12,12 @@ use crate::timing::Timing;
 
 pub use date::utc_now;
 
+/// `git describe` of the checkout this binary was built from (`unknown` outside one).
+pub const COMMIT: &str = match option_env!("GPUDS_COMMIT") {
+    Some(commit) => commit,
+    None => "unknown",
+};
+
 /// The unit a rate is reported in: the unit the papers' figures use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
