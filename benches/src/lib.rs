@@ -13,7 +13,7 @@
 //! | [`timing`] | CUDA-event timing: warm-up, median of repetitions, L2 eviction |
 //! | [`kernels`] | the probe programs (`benches/cuda/*.cu`) and their launchers |
 //! | [`peers`] | published limits of the H100 and H200, for comparison |
-//! | [`report`] | rows and header; table, CSV and JSON output |
+//! | [`report`] | rows and header; the table, and serde records for CSV and JSON |
 #![warn(missing_docs)]
 
 pub mod bench;

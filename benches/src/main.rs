@@ -6,12 +6,11 @@
 //! (no GPU, no NVRTC, a driver error) or `compare --fail-below` trips, 2 for a bad
 //! command line.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
 use gpuds_benches::cli::{self, Cli, Command};
-use gpuds_benches::report::{csv, json, table, Report};
+use gpuds_benches::report::{records, table};
 use gpuds_benches::run::RunConfig;
 use gpuds_core::Gpu;
 
@@ -48,18 +47,12 @@ fn execute(cli: &Cli, experiment: &str) -> Result<(), String> {
         .and_then(|gpu| gpuds_benches::run::run(&gpu, &config))
         .map_err(|e| e.to_string())?;
     print!("{}", table::render(&report));
-    write(o.csv.as_deref(), &report, csv::render)?;
-    write(o.json.as_deref(), &report, json::render)
-}
-
-fn write(
-    path: Option<&Path>,
-    report: &Report,
-    render: fn(&Report) -> String,
-) -> Result<(), String> {
-    match path {
-        Some(path) => std::fs::write(path, render(report))
-            .map_err(|e| format!("cannot write {}: {e}", path.display())),
-        None => Ok(()),
+    let rows = records::records(&report);
+    if let Some(path) = &o.csv {
+        records::write(path, &records::to_csv(&rows)?)?;
     }
+    if let Some(path) = &o.json {
+        records::write(path, &records::to_json(&rows)?)?;
+    }
+    Ok(())
 }

@@ -1,16 +1,37 @@
 //! What a run produces: rows of rates under a header that names the device, printed as
-//! a table ([`table`]) and written as CSV ([`csv`]) or JSON ([`json`]).
+//! a table ([`table`]) and written as serde [`Record`]s to CSV or JSON ([`records`]).
 
-pub mod csv;
-mod date;
-pub mod json;
+pub mod records;
 pub mod table;
 
 use gpuds_core::Gpu;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 use crate::timing::Timing;
 
-pub use date::utc_now;
+pub use records::Record;
+
+/// Now in UTC, RFC 3339 to the second, e.g. `2026-11-21T13:03:49Z`.
+pub fn utc_now() -> String {
+    let now = OffsetDateTime::now_utc();
+    let now = now.replace_nanosecond(0).unwrap_or(now);
+    now.format(&Rfc3339)
+        .unwrap_or_else(|_| "unknown".to_string())
+}
+
+/// The CUDA driver's API version, e.g. `CUDA 13.0`, or `unknown`.
+pub fn driver_version() -> String {
+    let mut version = 0;
+    // SAFETY: cuDriverGetVersion writes one int; it needs no context (the driver library
+    // is loaded by then, since a Gpu exists).
+    let status = unsafe { gpuds_core::cudarc::driver::sys::cuDriverGetVersion(&mut version) };
+    if status == gpuds_core::cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        format!("CUDA {}.{}", version / 1000, version % 1000 / 10)
+    } else {
+        "unknown".to_string()
+    }
+}
 
 /// `git describe` of the checkout this binary was built from (`unknown` outside one).
 pub const COMMIT: &str = match option_env!("GPUDS_COMMIT") {
@@ -60,6 +81,22 @@ pub struct Row {
     pub experiment: String,
     /// What was measured, e.g. `random 32 B sector reads`.
     pub name: String,
+    /// The structure measured, e.g. `HiveMap`, or `device` for physical limits. Defaults
+    /// to the experiment's structure ([`default_structure`]).
+    pub structure: String,
+    /// The operation, e.g. `insert`. Defaults to `name` up to its first comma.
+    pub operation: String,
+    /// The key type, e.g. `u32`.
+    pub key_type: String,
+    /// The value type, e.g. `u32`.
+    pub value_type: String,
+    /// The load factor (or memory utilization) the figure was measured at, if it has one.
+    pub load: Option<f64>,
+    /// The paper figure the row belongs to, e.g. `fig4`, if any; the others are drawn in
+    /// their experiment's summary figure.
+    pub figure: Option<String>,
+    /// The row's x coordinate in its figure, when that is neither `load` nor `n`.
+    pub x: Option<f64>,
     /// The problem size: items, queries or keys (bytes per buffer for copies).
     pub size: u64,
     /// Timing of the repetitions.
@@ -87,6 +124,13 @@ impl Row {
         Self {
             experiment: experiment.to_string(),
             name: name.to_string(),
+            structure: default_structure(experiment).to_string(),
+            operation: name.split(',').next().unwrap_or(name).trim().to_string(),
+            key_type: "u32".to_string(),
+            value_type: "u32".to_string(),
+            load: None,
+            figure: None,
+            x: None,
             size,
             rate: timing.giga_rate(work),
             timing,
@@ -102,6 +146,32 @@ impl Row {
         self
     }
 
+    /// Sets the structure measured.
+    pub fn with_structure(mut self, structure: impl Into<String>) -> Self {
+        self.structure = structure.into();
+        self
+    }
+
+    /// Sets the operation.
+    pub fn with_operation(mut self, operation: impl Into<String>) -> Self {
+        self.operation = operation.into();
+        self
+    }
+
+    /// Sets the load factor (or memory utilization).
+    pub fn with_load(mut self, load: f64) -> Self {
+        self.load = Some(load);
+        self
+    }
+
+    /// Puts the row into paper figure `figure`, at `x` when its x axis is neither the
+    /// load nor the size.
+    pub fn in_figure(mut self, figure: &str, x: Option<f64>) -> Self {
+        self.figure = Some(figure.to_string());
+        self.x = x;
+        self
+    }
+
     /// Adds a note.
     pub fn with_note(mut self, note: impl Into<String>) -> Self {
         self.note = note.into();
@@ -114,6 +184,20 @@ impl Row {
             .as_ref()
             .filter(|b| b.rate > 0.0)
             .map(|b| self.rate / b.rate)
+    }
+}
+
+/// The structure an experiment's rows measure unless they say otherwise.
+pub fn default_structure(experiment: &str) -> &'static str {
+    match experiment {
+        "limits" => "device",
+        "primitives" => "gpuds-core",
+        "linear" => "LinearProbeMap",
+        "hive" | "hive-targets" => "HiveMap",
+        "alloc" => "SlabAlloc",
+        "btree" | "btree-range" => "GpuBTreeMap",
+        "slabhash" | "slabhash-targets" => "SlabHashMap",
+        _ => "unknown",
     }
 }
 
@@ -136,8 +220,10 @@ pub struct Header {
     pub l2_bytes: usize,
     /// Counted repetitions per figure (after one warm-up).
     pub reps: usize,
-    /// When the run started, `YYYY-MM-DD HH:MM UTC`.
-    pub date: String,
+    /// The CUDA driver's API version, e.g. `CUDA 13.0`.
+    pub driver: String,
+    /// When the run started, in UTC (RFC 3339).
+    pub utc: String,
 }
 
 impl Header {
@@ -154,7 +240,8 @@ impl Header {
             free_bytes: free,
             l2_bytes: info.l2_bytes,
             reps,
-            date: utc_now(),
+            driver: driver_version(),
+            utc: utc_now(),
         })
     }
 }
@@ -213,7 +300,8 @@ pub(crate) mod tests {
                 free_bytes: 79 << 30,
                 l2_bytes: 50 << 20,
                 reps: 3,
-                date: "2026-11-21 13:00 UTC".into(),
+                driver: "CUDA 13.0".into(),
+                utc: "2026-11-21T13:00:00Z".into(),
             },
             rows: vec![
                 Row::new(

@@ -19,18 +19,20 @@ const COLUMNS: [&str; 9] = [
 pub fn render(report: &Report) -> String {
     let h = &report.header;
     let mut out = format!(
-        "gpuds-bench {} · {}\n\
-         device: {} ({}), {} SMs, {} memory ({} free at start), L2 {}\n\
+        "gpuds-bench {} · {} · {}\n\
+         device: {} ({}), {} SMs, {} memory ({} free at start), L2 {}, {}\n\
          timing: CUDA events, median of {} after a warm-up, fresh random inputs, L2 evicted \
          before each repetition\n\n",
         h.experiments.join(" "),
-        h.date,
+        h.utc,
+        super::COMMIT,
         h.device,
         h.arch,
         h.sm_count,
         bytes_label(h.memory_bytes),
         bytes_label(h.free_bytes),
         bytes_label(h.l2_bytes),
+        h.driver,
         h.reps,
     );
     let cells: Vec<[String; 9]> = report.rows.iter().map(cells).collect();
