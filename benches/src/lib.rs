@@ -7,6 +7,7 @@
 //! | module | what it does |
 //! | --- | --- |
 //! | [`cli`] | the command line |
+//! | [`compare`](mod@compare) | two saved runs side by side |
 //! | [`experiments`] | the registry of experiments and their plans |
 //! | [`run`] | runs plans with a progress bar, collects rows |
 //! | [`bench`](mod@bench) | the context experiments run in: device, timer, probes, limits |
@@ -18,6 +19,7 @@
 
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod experiments;
 pub mod kernels;
 pub mod peers;

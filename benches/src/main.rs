@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use gpuds_benches::cli::{self, Cli, Command};
+use gpuds_benches::cli::{self, Cli, Command, CompareArgs};
 use gpuds_benches::report::{records, table};
 use gpuds_benches::run::RunConfig;
 use gpuds_core::Gpu;
@@ -21,7 +21,8 @@ fn main() -> ExitCode {
             cli::completions(*shell);
             Ok(())
         }
-        Command::Compare(_) | Command::Plot { .. } => Err("not available yet".to_string()),
+        Command::Compare(args) => compare(args),
+        Command::Plot { .. } => Err("not available yet".to_string()),
         command => match command.experiment() {
             Some(name) => execute(&cli, name),
             None => Ok(()),
@@ -53,6 +54,26 @@ fn execute(cli: &Cli, experiment: &str) -> Result<(), String> {
     }
     if let Some(path) = &o.json {
         records::write(path, &records::to_json(&rows)?)?;
+    }
+    Ok(())
+}
+
+fn compare(args: &CompareArgs) -> Result<(), String> {
+    let old = records::read(&args.old)?;
+    let new = records::read(&args.new)?;
+    let comparison = gpuds_benches::compare::compare(&old, &new, args.threshold);
+    print!("{}", comparison.render());
+    if let Some(floor) = args.fail_below {
+        let below = comparison.below(floor);
+        if !below.is_empty() {
+            return Err(format!(
+                "{} figures fell below {floor} of OLD, e.g. {} / {} at {:.3}",
+                below.len(),
+                below[0].experiment,
+                below[0].measurement,
+                below[0].ratio
+            ));
+        }
     }
     Ok(())
 }

@@ -82,3 +82,31 @@ fn completions_are_printed() {
     let script = text(&out.stdout);
     assert!(script.contains("gpuds-bench") && script.contains("slabhash-targets"));
 }
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn compare_gives_ratios_and_exit_codes() {
+    let (old, new) = (fixture("old.json"), fixture("new.json"));
+    let out = bench(&["compare", &old, &new]);
+    assert_eq!(out.status.code(), Some(0));
+    let table = text(&out.stdout);
+    assert!(table.contains("| 1.250 | up |"), "{table}");
+    assert!(table.contains("| 0.850 | DOWN |"), "{table}");
+    assert!(table.contains("| 1.010 |  |"), "{table}");
+    assert!(
+        table.contains("3 figures in both, 2 moved more than 5.0 %; 1 only in OLD, 0 only in NEW")
+    );
+    let out = bench(&["compare", &old, &new, "--threshold", "0.3"]);
+    assert!(text(&out.stdout).contains("0 moved more than 30.0 %"));
+    let out = bench(&["compare", &old, &new, "--fail-below", "0.9"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("1 figures fell below 0.9"));
+    let out = bench(&["compare", &old, &new, "--fail-below", "0.8"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = bench(&["compare", &old, &fixture("absent.json")]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("absent.json"));
+}
