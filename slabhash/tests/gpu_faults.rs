@@ -134,7 +134,9 @@ fn a_failed_growth_applies_nothing_and_the_map_works_after() {
         };
         map.inject_faults(faults).unwrap();
         let skipped: HashSet<usize> = match map.insert_many(&batch, &batch) {
-            Ok(()) => panic!("{what}: the batch needed no growth"),
+            // A failed growth with headroom is retried without it (a second growth).
+            Ok(()) if !budget => HashSet::new(),
+            Ok(()) => panic!("{what}: the batch grew past the budget"),
             Err(e) if e.to_string().contains("out of device memory") => (0..batch.len()).collect(),
             Err(e) => not_applied(Err(e), Status::POOL_EXHAUSTED)
                 .into_iter()
