@@ -14,6 +14,7 @@
 //! | [`timing`] | CUDA-event timing: warm-up, median of repetitions, L2 eviction |
 //! | [`kernels`] | the probe programs (`benches/cuda/*.cu`) and their launchers |
 //! | [`peers`] | published limits of the H100 and H200, for comparison |
+//! | [`plot`] | the figures as SVG (plotters), drawn from result records |
 //! | [`report`] | rows and header; the table, and serde records for CSV and JSON |
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod compare;
 pub mod experiments;
 pub mod kernels;
 pub mod peers;
+pub mod plot;
 pub mod report;
 pub mod run;
 pub mod timing;

@@ -6,6 +6,7 @@
 //! (no GPU, no NVRTC, a driver error) or `compare --fail-below` trips, 2 for a bad
 //! command line.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -22,7 +23,14 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Compare(args) => compare(args),
-        Command::Plot { .. } => Err("not available yet".to_string()),
+        Command::Plot { file } => records::read(file).and_then(|rows| {
+            let dir = cli
+                .options
+                .plot
+                .clone()
+                .unwrap_or(cli::DEFAULT_PLOT_DIR.into());
+            plot(&rows, &dir)
+        }),
         command => match command.experiment() {
             Some(name) => execute(&cli, name),
             None => Ok(()),
@@ -54,6 +62,16 @@ fn execute(cli: &Cli, experiment: &str) -> Result<(), String> {
     }
     if let Some(path) = &o.json {
         records::write(path, &records::to_json(&rows)?)?;
+    }
+    match &o.plot {
+        Some(dir) => plot(&rows, dir),
+        None => Ok(()),
+    }
+}
+
+fn plot(rows: &[records::Record], dir: &Path) -> Result<(), String> {
+    for path in gpuds_benches::plot::write_all(rows, dir)? {
+        eprintln!("gpuds-bench: figure {}", path.display());
     }
     Ok(())
 }

@@ -238,6 +238,7 @@ fn bulk(
             n as f64,
             Unit::GigaKeysPerSecond,
         )
+        .with_load(load)
         .with_baseline(cuckoo("insert"))
         .with_note(note),
         Row::new(
@@ -248,6 +249,7 @@ fn bulk(
             n as f64,
             Unit::GigaQueriesPerSecond,
         )
+        .with_load(load)
         .with_baseline(cuckoo("find hit"))
         .with_note(checked),
         Row::new(
@@ -258,6 +260,7 @@ fn bulk(
             n as f64,
             Unit::GigaQueriesPerSecond,
         )
+        .with_load(load)
         .with_baseline(cuckoo("find miss"))
         .with_note(checked),
     ];
@@ -377,6 +380,7 @@ fn baseline_rows(shape: &str, n: usize, [insert, hit, miss]: [Timing; 3]) -> Vec
             n as f64,
             unit,
         )
+        .with_structure(shape.split_whitespace().next().unwrap_or(shape))
     })
     .collect()
 }

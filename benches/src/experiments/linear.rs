@@ -185,6 +185,7 @@ fn bulk(
             Unit::GigaKeysPerSecond,
         )
         .with_baseline(peers::linear_probe(&device, "insert", load))
+        .with_load(load)
         .with_note(format!(
             "mean probe {:.3}, max {}",
             stats.mean_probe, stats.max_probe
@@ -214,7 +215,8 @@ fn bulk(
             n as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_baseline(peers::linear_probe(&device, "find hit", load)),
+        .with_baseline(peers::linear_probe(&device, "find hit", load))
+        .with_load(load),
     );
     if !all {
         return Ok(rows);
@@ -241,7 +243,8 @@ fn bulk(
             n as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_baseline(peers::linear_probe(&device, "find miss", load)),
+        .with_baseline(peers::linear_probe(&device, "find miss", load))
+        .with_load(load),
     );
     let half = n / 2;
     let erase = bench.timer.measure(|rep| {
@@ -269,7 +272,8 @@ fn bulk(
             half as f64,
             Unit::GigaKeysPerSecond,
         )
-        .with_baseline(peers::linear_probe(&device, "erase", load)),
+        .with_baseline(peers::linear_probe(&device, "erase", load))
+        .with_load(load),
     );
     Ok(rows)
 }

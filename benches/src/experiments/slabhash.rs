@@ -19,10 +19,8 @@
 //! Every timed call is the public batch API on device inputs: the reserved-key check
 //! (one kernel and a synchronization) and the status read are inside the timing. Keys
 //! are distinct, fresh per repetition (the `linear` experiment's seeded bijection, which
-//! avoids the same two reserved values). Each figure is also written as an SVG chart
-//! (see `plot`), into `GPUDS_PLOT_DIR` (default `gpuds-plots`).
-
-pub mod plot;
+//! avoids the same two reserved values). The figures' rows name their figure, so that
+//! `--plot DIR` draws them (see [`crate::plot`]).
 
 use gpuds_core::cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuds_core::{Error, Gpu, Kernel, Result};
@@ -35,7 +33,6 @@ use crate::bench::{Bench, Limit};
 use crate::peers;
 use crate::report::{Row, Unit};
 use crate::timing::{time_once, Timing};
-use plot::Series;
 
 /// The `slabhash` experiment.
 pub const EXPERIMENT: Experiment = Experiment {
@@ -272,30 +269,34 @@ fn targets(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Saves a figure's chart and says where (or why not) in the note of its last row.
-fn save_chart(
-    rows: &mut [Row],
-    name: &str,
-    title: &str,
-    x: &str,
-    y: &str,
-    series: &[Series],
-    log_y: bool,
-) {
-    let plot = match plot::save(name, &plot::line_chart(title, x, y, series, log_y)) {
-        Ok(path) => format!("plot {}", path.display()),
-        Err(why) => format!("plot not written: {why}"),
-    };
-    if let Some(last) = rows.last_mut() {
-        last.note = format!("{}; {plot}", last.note);
-    }
+/// The build, search-all and search-none rows of one table of a swept figure.
+fn sweep_rows(
+    figure: &str,
+    n: usize,
+    r: &Rates,
+    note: &str,
+    name: impl Fn(&str) -> String,
+) -> Vec<Row> {
+    [
+        ("build", r.build, Unit::GigaKeysPerSecond),
+        ("search all", r.hit, Unit::GigaQueriesPerSecond),
+        ("search none", r.miss, Unit::GigaQueriesPerSecond),
+    ]
+    .into_iter()
+    .map(|(what, t, unit)| {
+        Row::new(NAME, &name(what), n as u64, t, n as f64, unit)
+            .with_operation(what)
+            .with_load(r.utilization)
+            .in_figure(figure, None)
+            .with_note(note)
+    })
+    .collect()
 }
 
 /// Fig. 4: 2^22 elements, B swept over average slab counts 0.1 to 3.
 fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
     let n = 1usize << 22;
     let mut rows = Vec::new();
-    let mut series = ["build", "search all", "search none"].map(Series::new);
     for beta in [0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.1, 1.5, 2.0, 3.0] {
         let buckets = gpuds_slabhash::buckets_for(n, 15, beta);
         let gpu = bench.gpu.clone();
@@ -307,72 +308,26 @@ fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
             r.utilization,
             check_note(r.checked)
         );
-        for (i, (what, t, unit)) in [
-            ("build", r.build, Unit::GigaKeysPerSecond),
-            ("search all", r.hit, Unit::GigaQueriesPerSecond),
-            ("search none", r.miss, Unit::GigaQueriesPerSecond),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let row = Row::new(
-                NAME,
-                &format!("fig4 {what}, util {:.2}", r.utilization),
-                n as u64,
-                t,
-                n as f64,
-                unit,
-            )
-            .with_note(note.clone());
-            series[i].points.push((r.utilization, row.rate));
-            rows.push(row);
-        }
+        rows.extend(sweep_rows("fig4", n, &r, &note, |what| {
+            format!("fig4 {what}, util {:.2}", r.utilization)
+        }));
     }
-    save_chart(
-        &mut rows,
-        "slabhash-fig4",
-        "Fig. 4: 2^22 elements",
-        "memory utilization",
-        "G ops/s",
-        &series,
-        false,
-    );
     Ok(rows)
 }
 
 /// Fig. 5: β = 0.7 (utilization near 0.6), n from 2^18 to 2^24.
 fn fig5(bench: &mut Bench) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    let mut series = ["build", "search all", "search none"].map(Series::new);
     for log in 18..=24 {
         let n = 1usize << log;
         let gpu = bench.gpu.clone();
         let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(core)?;
         let r = measure_table(bench, &mut map, n, false)?;
         let note = format!("util {:.3}; {}", r.utilization, check_note(r.checked));
-        for (i, (what, t, unit)) in [
-            ("build", r.build, Unit::GigaKeysPerSecond),
-            ("search all", r.hit, Unit::GigaQueriesPerSecond),
-            ("search none", r.miss, Unit::GigaQueriesPerSecond),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            let row = Row::new(NAME, &format!("fig5 {what}"), n as u64, t, n as f64, unit)
-                .with_note(note.clone());
-            series[i].points.push((log as f64, row.rate));
-            rows.push(row);
-        }
+        rows.extend(sweep_rows("fig5", n, &r, &note, |what| {
+            format!("fig5 {what}")
+        }));
     }
-    save_chart(
-        &mut rows,
-        "slabhash-fig5",
-        "Fig. 5: utilization 0.6",
-        "log2 elements",
-        "G ops/s",
-        &series,
-        false,
-    );
     Ok(rows)
 }
 
@@ -385,13 +340,11 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
     let mut inputs = Inputs::new(&gpu, total)?;
     inputs.generate(0x6a6a)?;
     let mut rows = Vec::new();
-    let mut series = Vec::new();
     for batch in [32usize << 10, 64 << 10, 128 << 10] {
         // β ≈ 0.8 gives about 0.65 utilization once everything is in.
         let buckets = gpuds_slabhash::buckets_for(total, 15, 0.8);
         let mut map = map_with_buckets(&gpu, buckets, total)?;
         let (mut incremental, mut rebuild) = (0.0, 0.0);
-        let (mut inc_points, mut reb_points) = (Vec::new(), Vec::new());
         for start in (0..total).step_by(batch) {
             let end = (start + batch).min(total);
             let (k, v) = (
@@ -409,8 +362,6 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
                     .insert_many(&k, &v)
                     .map_err(|e| Error::InvalidArgument(format!("linear probing: {e}")))
             })?;
-            inc_points.push((end as f64, incremental));
-            reb_points.push((end as f64, rebuild));
         }
         let checked = map.len().map_err(core)? == total;
         let stats = map.stats().map_err(core)?;
@@ -430,30 +381,15 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
                 label: "rebuild LinearProbeMap each batch".into(),
                 rate: baseline_rate,
             }))
+            .with_operation("incremental insert")
+            .in_figure("fig6", Some(batch as f64))
             .with_note(format!(
                 "final util {:.2}; rebuild total {rebuild:.2} ms; {}",
                 stats.memory_utilization,
                 check_note(checked)
             )),
         );
-        series.push(Series {
-            name: format!("slab hash, {}k", batch >> 10),
-            points: inc_points,
-        });
-        series.push(Series {
-            name: format!("rebuild, {}k", batch >> 10),
-            points: reb_points,
-        });
     }
-    save_chart(
-        &mut rows,
-        "slabhash-fig6",
-        "Fig. 6: incremental vs rebuild",
-        "elements",
-        "cumulative ms",
-        &series,
-        true,
-    );
     Ok(rows)
 }
 
@@ -470,9 +406,7 @@ fn fig7(bench: &mut Bench) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let mut inputs = Inputs::new(&gpu, n)?;
     let mut rows = Vec::new();
-    let mut series = Vec::new();
     for (label, (a, b, c, _)) in mixes {
-        let mut points = Vec::new();
         for beta in [0.2, 0.7, 1.5, 3.0] {
             let buckets = gpuds_slabhash::buckets_for(n, 15, beta);
             let mut map = map_with_buckets(&gpu, buckets, n + ops)?;
@@ -524,24 +458,13 @@ fn fig7(bench: &mut Bench) -> Result<Vec<Row>> {
                 ops as f64,
                 Unit::GigaQueriesPerSecond,
             )
+            .with_operation(label)
+            .with_load(util)
+            .in_figure("fig7", None)
             .with_note(format!("B {buckets}, 2^22 initial elements; G ops/s"));
-            points.push((util, row.rate));
             rows.push(row);
         }
-        series.push(Series {
-            name: label.to_string(),
-            points,
-        });
     }
-    save_chart(
-        &mut rows,
-        "slabhash-fig7",
-        "Fig. 7: concurrent mixes",
-        "initial memory utilization",
-        "G ops/s",
-        &series,
-        false,
-    );
     Ok(rows)
 }
 
