@@ -36,6 +36,8 @@ struct Inner {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     info: DeviceInfo,
+    /// Injected allocation faults (tests; see [`crate::faults`]).
+    faults: parking_lot::Mutex<crate::faults::AllocFaultState>,
 }
 
 /// A handle to one CUDA device.
@@ -70,6 +72,19 @@ impl std::fmt::Debug for Gpu {
 }
 
 impl Gpu {
+    /// Makes this handle's (and its clones') own allocations fail on purpose (tests only:
+    /// the `fault-injection` feature; see [`crate::faults`]); `AllocFaults::default()`
+    /// lifts the faults.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_allocation_faults(&self, faults: crate::faults::AllocFaults) {
+        self.inner.faults.lock().inject(faults);
+    }
+
+    /// Counts an allocation of `bytes` for `what` against the injected faults.
+    pub(crate) fn charge_allocation(&self, bytes: u64, what: &str) -> Result<()> {
+        self.inner.faults.lock().charge(bytes, what)
+    }
+
     /// Number of CUDA devices, or an error when no driver is installed.
     ///
     /// ```no_run
@@ -115,7 +130,12 @@ impl Gpu {
         };
         let stream = ctx.default_stream();
         Ok(Self {
-            inner: Arc::new(Inner { ctx, stream, info }),
+            inner: Arc::new(Inner {
+                ctx,
+                stream,
+                info,
+                faults: Default::default(),
+            }),
         })
     }
 

@@ -56,6 +56,7 @@ pub mod cache;
 mod compile;
 mod error;
 pub mod failures;
+pub mod faults;
 mod gpu;
 pub mod hash;
 pub mod keys;

@@ -173,6 +173,7 @@ impl Gpu {
                 bytes,
             });
         }
+        self.charge_allocation(bytes, what)?;
         Ok(bytes)
     }
 
