@@ -724,7 +724,9 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
 
     /// The collect pass on device buffers: query i writes its pairs at `offsets[i]`, at
     /// most `counts[i]` of them (the count pass's results and their exclusive scan). Does
-    /// not synchronize.
+    /// not synchronize. Offsets and counts that pass the outputs' length are cut to it
+    /// (nothing is written outside the outputs) and reported as `OUT_OF_BOUNDS` by
+    /// [`GpuBTreeMap::check`].
     #[allow(clippy::too_many_arguments)]
     pub fn range_collect_device(
         &self,
@@ -749,6 +751,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .gpu
             .stream()
             .launch_builder(self.kernels.range_collect.func());
+        let out_len = out_keys.len().min(out_values.len()).min(u32::MAX as usize) as u32;
         args.arg(&r)
             .arg(lo)
             .arg(hi)
@@ -756,9 +759,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .arg(offsets)
             .arg(counts)
             .arg(out_keys)
-            .arg(out_values);
-        // SAFETY: the caller sized the outputs from the count pass (offsets + counts);
-        // each query writes at most counts[i] pairs from offsets[i].
+            .arg(out_values)
+            .arg(&out_len);
+        // SAFETY: each query writes at most counts[i] pairs from offsets[i], cut by the
+        // kernel to the outputs' length out_len.
         unsafe { args.launch(shape) }?;
         Ok(())
     }

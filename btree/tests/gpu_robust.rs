@@ -267,3 +267,33 @@ fn exhaustion_names_exactly_what_was_not_inserted() {
         .collect();
     common::same_contents(&t, &model);
 }
+
+/// The collect pass trusts no offset: a query whose offset and count pass the outputs is
+/// cut to them and reported; nothing is written outside (memcheck runs this test too).
+#[test]
+fn collect_offsets_past_the_outputs_are_cut_and_reported() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut t = common::tree(&gpu, 16);
+    let keys: Vec<u32> = (0..1000).collect();
+    t.insert_many(&keys, &keys).unwrap();
+    let stream = gpu.stream();
+    let lo = stream.clone_htod(&[0u32, 100, 200]).unwrap();
+    let hi = stream.clone_htod(&[9u32, 109, 209]).unwrap();
+    let offsets = stream.clone_htod(&[0u32, 8, 1 << 30]).unwrap();
+    let counts = stream.clone_htod(&[5u32, 5, 5]).unwrap();
+    let mut out_k = stream.alloc_zeros::<u32>(10).unwrap();
+    let mut out_v = stream.alloc_zeros::<u32>(10).unwrap();
+    t.range_collect_device(&lo, &hi, &offsets, &counts, &mut out_k, &mut out_v)
+        .unwrap();
+    let err = t.check().unwrap_err();
+    assert!(err.to_string().contains("out of bounds"), "{err}");
+    let got = stream.clone_dtoh(&out_k).unwrap();
+    assert_eq!(&got[..5], &[0, 1, 2, 3, 4]);
+    assert_eq!(&got[5..8], &[0; 3]);
+    assert_eq!(&got[8..], &[100, 101]);
+    // The tree and later calls are unaffected.
+    t.validate().unwrap();
+    assert_eq!(t.range_count_many(&[(0, 9)]).unwrap(), vec![10]);
+}

@@ -119,11 +119,18 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_r
                                                               const unsigned* offsets,
                                                               const unsigned* counts,
                                                               unsigned* out_keys,
-                                                              unsigned* out_values) {
+                                                              unsigned* out_values,
+                                                              unsigned out_len) {
   with_layout(t, [&](const auto& tr) {
     for_each_chunk(n, [&](unsigned, unsigned i, bool active) {
       const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
-      const unsigned my_off = active ? offsets[i] : 0u, my_cap = active ? counts[i] : 0u;
+      const unsigned my_off = active ? offsets[i] : 0u;
+      // The caller's offsets and counts are input: a query never writes past the outputs
+      // (out_len pairs); one whose offset and count pass them is cut and reported.
+      const unsigned room = my_off < out_len ? out_len - my_off : 0u;
+      const unsigned asked = active ? counts[i] : 0u;
+      const unsigned my_cap = asked < room ? asked : room;
+      if (asked > room) gpuds::status::report(t.status, gpuds::status::OUT_OF_BOUNDS);
       if constexpr (LOCKSTEP) {
         warp_work_share<TILE>(active, [&](bool live, unsigned src) {
           const unsigned from = tile_base() + src;
