@@ -7,9 +7,8 @@ mod common;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gpuds_btree::{TreeOp, TreeReply};
-use gpuds_testkit::check::{check_map, Reply};
+use gpuds_testkit::check::check_map;
 use gpuds_testkit::model::InsertPolicy;
-use gpuds_testkit::Op;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
@@ -55,19 +54,12 @@ fn mixed_batches_are_explained_by_serial_orders() {
             })
             .collect();
         for (op, reply) in ops.iter().zip(&replies) {
+            if let Some((p, r)) = common::point(*op, *reply) {
+                points.push(p);
+                point_replies.push(r);
+                continue;
+            }
             match (*op, *reply) {
-                (TreeOp::Insert(k, v), TreeReply::Inserted { replaced }) => {
-                    points.push(Op::Insert(k, v));
-                    point_replies.push(Reply::Found(replaced));
-                }
-                (TreeOp::Remove(k), TreeReply::Removed(v)) => {
-                    points.push(Op::Remove(k));
-                    point_replies.push(Reply::Value(v));
-                }
-                (TreeOp::Get(k), TreeReply::Value(v)) => {
-                    points.push(Op::Get(k));
-                    point_replies.push(Reply::Value(v));
-                }
                 (TreeOp::Count(lo, hi), TreeReply::Count(c)) => {
                     let stable = before
                         .range(lo..=hi)

@@ -8,9 +8,8 @@ mod common;
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeOp, TreeReply};
-use gpuds_testkit::check::{check_map, Reply};
+use gpuds_testkit::check::check_map;
 use gpuds_testkit::model::InsertPolicy;
-use gpuds_testkit::Op;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
@@ -39,21 +38,10 @@ fn check_batch(
     let mut points = Vec::with_capacity(ops.len());
     let mut point_replies = Vec::with_capacity(ops.len());
     for (op, reply) in ops.iter().zip(replies) {
-        match (*op, *reply) {
-            (TreeOp::Insert(k, v), TreeReply::Inserted { replaced }) => {
-                points.push(Op::Insert(k, v));
-                point_replies.push(Reply::Found(replaced));
-            }
-            (TreeOp::Remove(k), TreeReply::Removed(v)) => {
-                points.push(Op::Remove(k));
-                point_replies.push(Reply::Value(v));
-            }
-            (TreeOp::Get(k), TreeReply::Value(v)) => {
-                points.push(Op::Get(k));
-                point_replies.push(Reply::Value(v));
-            }
-            (op, reply) => panic!("{what}: reply {reply:?} to {op:?}"),
-        }
+        let (p, r) = common::point(*op, *reply)
+            .unwrap_or_else(|| panic!("{what}: reply {reply:?} to {op:?}"));
+        points.push(p);
+        point_replies.push(r);
     }
     let touched: HashSet<u32> = ops
         .iter()

@@ -3,8 +3,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use gpuds_btree::{BTreeConfig, GpuBTreeMap};
+use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeOp, TreeReply};
 use gpuds_core::Gpu;
+use gpuds_testkit::check::Reply;
 use gpuds_testkit::model::{OrderedMapModel, OrderedReply};
 use gpuds_testkit::{Op, OrderedOp};
 
@@ -146,4 +147,20 @@ pub fn run_phased(
     }
     tree.validate().expect("valid after batch");
     assert_eq!(tree.len().expect("len"), model.len());
+}
+
+/// A point operation of a mixed batch and its reply as the per-key checker takes them
+/// (`check_map`); `None` for ranges and successors.
+pub fn point(
+    op: TreeOp<u32, u32>,
+    reply: TreeReply<u32, u32>,
+) -> Option<(Op<u32, u32>, Reply<u32>)> {
+    match (op, reply) {
+        (TreeOp::Insert(k, v), TreeReply::Inserted { replaced }) => {
+            Some((Op::Insert(k, v), Reply::Found(replaced)))
+        }
+        (TreeOp::Remove(k), TreeReply::Removed(v)) => Some((Op::Remove(k), Reply::Value(v))),
+        (TreeOp::Get(k), TreeReply::Value(v)) => Some((Op::Get(k), Reply::Value(v))),
+        _ => None,
+    }
 }
