@@ -3,15 +3,15 @@
 //! `compare` for two saved runs, `plot` for drawing a saved run, and `completions` for
 //! shell completion scripts.
 //!
-//! The run options (`--reps`, `--device`, `--json`, `--csv`, `--plot`, `--quiet`) are
-//! global: they may come before or after the subcommand. A bad command line gets clap's
+//! The run options (`--reps`, `--device`, `--json`, `--csv`, `--plot`, `--quiet`) and the
+//! experiment options (`--keys`, `--load`, `--key`, `--value`) are global: they may come before or after the subcommand. A bad command line gets clap's
 //! message, which names the option, and exit code 2.
 
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::experiments::find;
+use crate::experiments::{find, Params, Scale, Word};
 
 /// The name that runs every experiment at its quick size.
 pub const QUICK: &str = "quick";
@@ -47,7 +47,7 @@ pub struct Cli {
 }
 
 /// Options of a run, accepted before or after the subcommand.
-#[derive(Clone, Debug, PartialEq, Eq, Args)]
+#[derive(Clone, Debug, PartialEq, Args)]
 pub struct RunOptions {
     /// Counted repetitions per figure, after one warm-up.
     #[arg(long, global = true, value_name = "N", default_value_t = DEFAULT_REPS,
@@ -71,6 +71,65 @@ pub struct RunOptions {
     /// No progress bar and no per-row log on standard error.
     #[arg(long, short, global = true)]
     pub quiet: bool,
+    /// Problem size replacing the experiment's fixed one (the largest of a size sweep;
+    /// table slots for linear), as `2^24` or `16777216` (slabhash, linear, hive, btree,
+    /// alloc; quick passes it to those).
+    #[arg(long, global = true, value_name = "N", value_parser = keys_parser)]
+    pub keys: Option<u64>,
+    /// Load factors replacing the experiment's fixed ones, comma-separated, each in (0, 1),
+    /// e.g. `0.5,0.8` (slabhash: target memory utilizations; linear; hive).
+    #[arg(long, global = true, value_name = "L,...", value_delimiter = ',',
+          value_parser = load_parser)]
+    pub load: Option<Vec<f64>>,
+    /// Key type (u64: linear only so far).
+    #[arg(long, global = true, value_enum, default_value_t = Word::U32)]
+    pub key: Word,
+    /// Value type (u64: linear only so far).
+    #[arg(long, global = true, value_enum, default_value_t = Word::U32)]
+    pub value: Word,
+}
+
+impl RunOptions {
+    /// The experiment options as plan parameters (the scale is set per experiment).
+    pub fn params(&self) -> Params {
+        Params {
+            scale: Scale::Full,
+            keys: self.keys,
+            loads: self.load.clone(),
+            key: self.key,
+            value: self.value,
+        }
+    }
+}
+
+/// Parses `--keys`: a whole number of at least 1, written out (`16777216`) or as a power
+/// (`2^24`, any base).
+pub fn keys_parser(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let value = match t.split_once('^') {
+        Some((base, exp)) => match (base.trim().parse::<u64>(), exp.trim().parse::<u32>()) {
+            (Ok(base), Ok(exp)) => base.checked_pow(exp),
+            _ => None,
+        },
+        None => t.parse::<u64>().ok(),
+    };
+    match value {
+        Some(n) if n >= 1 => Ok(n),
+        Some(_) => Err(format!("`{text}` is not at least 1")),
+        None => Err(format!(
+            "`{text}` is not a size: write a whole number (16777216) or a power (2^24) below 2^64"
+        )),
+    }
+}
+
+/// Parses one `--load` value: a number strictly between 0 and 1.
+pub fn load_parser(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(x) if x > 0.0 && x < 1.0 => Ok(x),
+        _ => Err(format!(
+            "`{text}` is not a load factor between 0 and 1 (exclusive)"
+        )),
+    }
 }
 
 fn reps_parser(text: &str) -> Result<usize, String> {
@@ -226,6 +285,27 @@ mod tests {
             assert_eq!(sub.get_about().map(|a| a.to_string()), Some(e.about.into()));
             let cli = parse(e.name).unwrap();
             assert_eq!(cli.command.experiment(), Some(e.name));
+        }
+    }
+
+    #[test]
+    fn experiment_options() {
+        let o = parse("hive --keys 2^24 --load 0.5,0.8 --key u64")
+            .unwrap()
+            .options;
+        assert_eq!(o.keys, Some(1 << 24));
+        assert_eq!(o.load, Some(vec![0.5, 0.8]));
+        assert_eq!((o.key, o.value), (Word::U64, Word::U32));
+        let o = parse("--keys 16777216 linear --value=u64").unwrap().options;
+        assert_eq!((o.keys, o.value), (Some(1 << 24), Word::U64));
+        let p = parse("btree").unwrap().options.params();
+        assert_eq!((p.keys, p.loads, p.key), (None, None, Word::U32));
+        assert_eq!(keys_parser("10^3"), Ok(1000));
+        for bad in ["0", "2^64", "x", "2^", "-1", "1.5"] {
+            assert!(keys_parser(bad).is_err(), "{bad}");
+        }
+        for bad in ["0", "1", "1.5", "-0.2", "nan", ""] {
+            assert!(load_parser(bad).is_err(), "{bad}");
         }
     }
 

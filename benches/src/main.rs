@@ -32,7 +32,13 @@ fn main() -> ExitCode {
             plot(&rows, &dir)
         }),
         command => match command.experiment() {
-            Some(name) => execute(&cli, name),
+            Some(name) => {
+                if let Err(why) = gpuds_benches::experiments::check(name, &cli.options.params()) {
+                    eprintln!("gpuds-bench: error: {why}");
+                    return ExitCode::from(2);
+                }
+                execute(&cli, name)
+            }
             None => Ok(()),
         },
     };
@@ -51,6 +57,7 @@ fn execute(cli: &Cli, experiment: &str) -> Result<(), String> {
         experiments: vec![experiment.to_string()],
         reps: o.reps,
         quiet: o.quiet,
+        params: o.params(),
     };
     let report = Gpu::new(o.device)
         .and_then(|gpu| gpuds_benches::run::run(&gpu, &config))

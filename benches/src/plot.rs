@@ -7,7 +7,9 @@
 //! sizes; the load when a series spans several loads; else the operations side by side.
 //! There is a series per structure and operation (per structure when the operations are
 //! the x axis), and the comparison points of the rows (a baseline measured in the same
-//! run, a published figure or a physical limit) are drawn beside them as dashed series.
+//! run, a published figure or a physical limit) are drawn beside them as dashed series
+//! (one series when every line shares them). When the operations are the x axis the
+//! series are bars side by side in each category, comparison points as hollow bars.
 
 use std::path::{Path, PathBuf};
 
@@ -65,6 +67,13 @@ fn distinct<T: PartialEq + Clone>(items: impl IntoIterator<Item = T>) -> Vec<T> 
 fn x_label(experiment: &str, figure: &str) -> &'static str {
     match (experiment, figure) {
         ("slabhash", "fig6") => "batch size (elements)",
+        ("btree", "table3.3") => "log2 batch size (keys)",
+        ("btree", "fig3.4") => "keys deleted (% of the tree)",
+        ("btree", _) => "log2 tree size (keys)",
+        ("hive", "fig8") => "log2 operations",
+        ("hive", "resize") => "buckets per resize step",
+        ("hive", _) => "log2 keys",
+        ("alloc", "allocation") => "log2 allocations (128 B slabs)",
         _ => "x",
     }
 }
@@ -174,7 +183,26 @@ fn build(name: String, experiment: &str, figure: &str, unit: &str, rows: &[&Reco
             .iter()
             .filter(|r| r.baseline.as_deref() == Some(label.as_str()))
             .collect();
-        let keys = distinct(of_label.iter().map(|r| key(r)));
+        let mut keys = distinct(of_label.iter().map(|r| key(r)));
+        let points_of = |k: &String| -> Vec<(f64, f64)> {
+            of_label
+                .iter()
+                .filter(|r| &key(r) == k)
+                .filter_map(|r| r.baseline_rate.map(|b| (x_of(r), b)))
+                .collect()
+        };
+        // One comparison point shared by every line (a bulk rebuild, a limit) is one
+        // series: its points, once each.
+        let all: Vec<(f64, f64)> = distinct(keys.iter().flat_map(points_of));
+        let xs = distinct(all.iter().map(|p| p.0.to_bits()));
+        if keys.len() > 1 && xs.len() == all.len() {
+            series.push(Series {
+                name: label.clone(),
+                baseline: true,
+                points: all,
+            });
+            keys.clear();
+        }
         for k in &keys {
             let name = if keys.len() > 1 && axis != Axis::Operation {
                 format!("{label} ({k})")
@@ -264,6 +292,8 @@ fn draw_into(figure: &Figure, svg: &mut String) -> Result<(), Box<dyn std::error
         mesh.x_labels(figure.categories.len() * 2 + 1);
     }
     mesh.draw()?;
+    let bars = !figure.categories.is_empty();
+    let width = 0.8 / figure.series.len().max(1) as f64;
     for (i, s) in figure.series.iter().enumerate() {
         let style = ShapeStyle {
             color: Palette99::pick(i).to_rgba(),
@@ -275,7 +305,17 @@ fn draw_into(figure: &Figure, svg: &mut String) -> Result<(), Box<dyn std::error
         let mut sorted = s.points.clone();
         sorted.sort_by(|a, b| a.0.total_cmp(&b.0));
         let legend = move |(x, y): (i32, i32)| PathElement::new(vec![(x, y), (x + 20, y)], style);
-        let drawn = if s.baseline {
+        let drawn = if bars {
+            let left = -0.4 + i as f64 * width;
+            let fill = ShapeStyle {
+                filled: !s.baseline,
+                ..style
+            };
+            chart.draw_series(s.points.iter().map(|&(x, y)| {
+                Rectangle::new([(x + left, 0.0), (x + left + width * 0.9, y)], fill)
+            }))?;
+            chart.draw_series(std::iter::empty::<PathElement<(f64, f64)>>())?
+        } else if s.baseline {
             chart.draw_series(
                 sorted
                     .iter()

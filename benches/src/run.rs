@@ -7,12 +7,12 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::bench::Bench;
 use crate::cli::QUICK;
-use crate::experiments::{find, registry, Case, Scale};
+use crate::experiments::{find, registry, Case, Params, Scale};
 use crate::report::table::rate_label;
 use crate::report::{Header, Report};
 
 /// What to run, and how.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct RunConfig {
     /// Experiments to run, in order (`quick` or registry names).
     pub experiments: Vec<String>,
@@ -20,6 +20,8 @@ pub struct RunConfig {
     pub reps: usize,
     /// No progress bar and no per-row log.
     pub quiet: bool,
+    /// `--keys`, `--load`, `--key`, `--value` (the scale is set per experiment).
+    pub params: Params,
 }
 
 /// Runs the experiments `args` names on `gpu` and returns their rows under a header.
@@ -31,7 +33,7 @@ pub struct RunConfig {
 pub fn run(gpu: &Gpu, args: &RunConfig) -> Result<Report> {
     let header = Header::new(gpu, &args.experiments, args.reps)?;
     let mut bench = Bench::new(gpu, args.reps)?;
-    let cases = plan(&args.experiments);
+    let cases = plan(&args.experiments, &args.params);
     let bar = if args.quiet || !std::io::stdout().is_terminal() {
         ProgressBar::hidden()
     } else {
@@ -64,16 +66,27 @@ pub fn run(gpu: &Gpu, args: &RunConfig) -> Result<Report> {
 }
 
 /// The cases of the named experiments in order: `quick` expands to every experiment's
-/// quick plan, any other name to that experiment's full plan.
-fn plan(names: &[String]) -> Vec<Case> {
+/// quick plan, any other name to that experiment's full plan. Under `quick`, `--keys` and
+/// `--load` reach only the experiments that take them.
+fn plan(names: &[String], params: &Params) -> Vec<Case> {
     let mut cases = Vec::new();
     for name in names {
         if name == QUICK {
             for e in registry() {
-                cases.extend((e.plan)(Scale::Quick));
+                let mut p = params.clone();
+                p.scale = Scale::Quick;
+                if !e.accepts.keys {
+                    p.keys = None;
+                }
+                if !e.accepts.load {
+                    p.loads = None;
+                }
+                cases.extend((e.plan)(&p));
             }
         } else if let Some(e) = find(name) {
-            cases.extend((e.plan)(Scale::Full));
+            let mut p = params.clone();
+            p.scale = Scale::Full;
+            cases.extend((e.plan)(&p));
         }
     }
     cases

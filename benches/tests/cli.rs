@@ -110,3 +110,45 @@ fn compare_gives_ratios_and_exit_codes() {
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("absent.json"));
 }
+
+#[test]
+fn experiment_options_are_checked_before_any_gpu_work() {
+    for (args, message) in [
+        (&["hive", "--keys", "2^"][..], "--keys"),
+        (&["hive", "--keys", "0"], "--keys"),
+        (&["btree", "--keys", "lots"], "--keys"),
+        (&["linear", "--load", "0.5,1.2"], "--load"),
+        (&["linear", "--load", "x"], "--load"),
+        (&["hive", "--key", "u16"], "--key"),
+        (&["hive", "--value", "i64"], "--value"),
+        (
+            &["hive", "--key", "u64"],
+            "u64 keys are not supported by hive yet",
+        ),
+        (
+            &["btree", "--value", "u64"],
+            "u64 values are not supported by btree yet",
+        ),
+        (
+            &["slabhash", "--key", "u64"],
+            "u64 keys are not supported by slabhash yet",
+        ),
+        (
+            &["quick", "--key", "u64"],
+            "u64 keys are not supported by quick yet",
+        ),
+        (
+            &["btree", "--load", "0.5"],
+            "--load does not apply to btree",
+        ),
+        (
+            &["limits", "--keys", "2^20"],
+            "--keys does not apply to limits",
+        ),
+    ] {
+        let out = bench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.contains(message), "{args:?}: {err}");
+    }
+}

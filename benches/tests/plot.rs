@@ -65,3 +65,122 @@ fn one_series_per_structure() {
     assert!(written.iter().all(|p| p.exists()));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The series names of each figure of the papers' fixture rows, by file name.
+fn paper_figures() -> Vec<(String, Vec<String>, plot::Figure)> {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/figures.json");
+    let rows = records::read(&fixture).unwrap();
+    plot::figures(&rows)
+        .into_iter()
+        .map(|f| {
+            let names = f.series.iter().map(|s| s.name.clone()).collect();
+            (f.name.clone(), names, f)
+        })
+        .collect()
+}
+
+/// Each paper figure's SVG parses and names each of its series once in the legend.
+fn check_drawn(figure: &plot::Figure, series: &[&str]) {
+    let names: Vec<&str> = figure.series.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, series, "{}", figure.name);
+    let labels = texts(&plot::draw(figure).unwrap());
+    for name in series {
+        let count = labels.iter().filter(|t| t == name).count();
+        assert_eq!(
+            count, 1,
+            "{}: {name} is named once in the legend",
+            figure.name
+        );
+    }
+}
+
+#[test]
+fn every_paper_figure_kind_draws_one_series_per_structure() {
+    let figures = paper_figures();
+    let names: Vec<&str> = figures.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "btree-fig3.2a",
+            "btree-fig3.3",
+            "btree-fig3.4",
+            "hive-fig6",
+            "hive-fig9",
+            "hive-resize",
+            "alloc-allocation",
+            "limits-ceilings",
+        ]
+    );
+    let get = |name: &str| &figures.iter().find(|f| f.0 == name).unwrap().2;
+
+    // Fig. 3.2: the tree against the sorted array of the same run, by tree size.
+    let f = get("btree-fig3.2a");
+    assert_eq!(f.x_label, "log2 tree size (keys)");
+    check_drawn(f, &["GpuBTreeMap lookup", "GPU SA, this run"]);
+    assert!(f.series[1].baseline && f.series[1].points.len() == 3);
+
+    // Fig. 3.3: a line per batch size, the rebuild they cross once.
+    let f = get("btree-fig3.3");
+    check_drawn(
+        f,
+        &[
+            "GpuBTreeMap insert 2^16",
+            "GpuBTreeMap insert 2^18",
+            "bulk rebuild, this run",
+        ],
+    );
+    assert_eq!(f.series[2].points.len(), 2);
+
+    let f = get("btree-fig3.4");
+    assert_eq!(f.x_label, "keys deleted (% of the tree)");
+    check_drawn(f, &["GpuBTreeMap erase"]);
+
+    // Hive Fig. 6: one series per structure.
+    let f = get("hive-fig6");
+    check_drawn(
+        f,
+        &[
+            "HiveMap insert",
+            "LinearProbeMap insert",
+            "SlabHashMap insert",
+        ],
+    );
+
+    // The load-factor figure: the load on the x axis, the linear table beside.
+    let f = get("hive-fig9");
+    assert_eq!(f.x_label, "load factor (memory utilization)");
+    check_drawn(
+        f,
+        &[
+            "HiveMap insert batch",
+            "LinearProbeMap, same batches, this run",
+        ],
+    );
+
+    let f = get("hive-resize");
+    assert_eq!(f.x_label, "buckets per resize step");
+    check_drawn(f, &["HiveMap expansion", "HiveMap contraction"]);
+
+    // The allocator: both paths, and the CAS limit once.
+    let f = get("alloc-allocation");
+    check_drawn(
+        f,
+        &[
+            "SlabAlloc allocate() (warp-cooperative)",
+            "SlabAlloc allocate_lane()",
+            "random atomicCAS",
+        ],
+    );
+
+    // The ceilings: bars per probe beside the published ones.
+    let f = get("limits-ceilings");
+    assert_eq!(f.categories.len(), 3);
+    check_drawn(f, &["device", "published H200"]);
+    let svg = plot::draw(f).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let rects = doc.descendants().filter(|n| n.has_tag_name("rect")).count();
+    assert!(
+        rects >= 6,
+        "a bar per probe and per published figure: {rects}"
+    );
+}

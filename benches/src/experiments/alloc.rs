@@ -3,7 +3,10 @@
 //! - The slab hash paper's experiment (§VI): one allocation per thread, 1 M slabs of
 //!   128 B, each warp serving its lanes one after another with the warp-cooperative
 //!   `allocate()` (the paper reports 600 M slabs/s on a K40c); the same with the lanes
-//!   claiming from their own bitmap words at once (`allocate_lane`), and both at 2^24.
+//!   claiming from their own bitmap words at once (`allocate_lane`). The full run sweeps
+//!   both over 2^20, 2^22 and 2^24 allocations (`--keys N`: 2^20, 2^22, ... up to N) for
+//!   the allocation figure (rows tagged `allocation`, x = log2 allocations), with random
+//!   atomicCAS of the same run beside them.
 //! - A mixed load: rounds in which half the threads free their unit and every thread
 //!   without one allocates (frees and allocations both counted).
 //! - EBR overhead: the read/retire loop (warps read a cell's unit or replace and retire
@@ -20,7 +23,7 @@ use gpuds_core::hash::murmur3_32;
 use gpuds_core::Result;
 
 use super::limits::ensure;
-use super::{Case, Experiment, Scale};
+use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::{Bench, Limit};
 use crate::report::{Baseline, Row, Unit};
 
@@ -28,7 +31,8 @@ use crate::report::{Baseline, Row, Unit};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "alloc",
     about:
-        "SlabAlloc: the paper's allocation experiment, 2^24 allocations, mixed load, EBR overhead",
+        "SlabAlloc: the slab hash paper's allocation experiment (rate vs allocations), mixed load, EBR",
+    accepts: Accepts::KEYS,
     plan,
 };
 
@@ -49,27 +53,34 @@ enum Path {
     Lanes,
 }
 
-fn plan(scale: Scale) -> Vec<Case> {
-    let mut cases = vec![
-        Case::new("1 M slabs, warp-cooperative", move |b| {
-            allocation(b, scale, 1 << 20, Path::EachLane)
-        }),
-        Case::new("2^24 slabs, lanes at once", move |b| {
-            allocation(b, scale, 1 << 24, Path::Lanes)
-        }),
-    ];
-    if scale == Scale::Full {
-        cases.extend([
-            Case::new("1 M slabs, lanes at once", move |b| {
-                allocation(b, scale, 1 << 20, Path::Lanes)
-            }),
-            Case::new("2^24 slabs, warp-cooperative", move |b| {
-                allocation(b, scale, 1 << 24, Path::EachLane)
-            }),
-            Case::new("mixed allocate/free", move |b| mixed(b, scale, 1 << 22, 8)),
-            Case::new("EBR read/retire", move |b| ebr(b, 1000)),
-        ]);
+fn plan(params: &Params) -> Vec<Case> {
+    let scale = params.scale;
+    let allocations = |path: Path, n: usize| {
+        let what = match path {
+            Path::EachLane => "warp-cooperative",
+            Path::Lanes => "lanes at once",
+        };
+        Case::new(
+            format!("{} slabs, {what}", crate::report::size_label(n as u64)),
+            move |b| allocation(b, scale, n, path),
+        )
+    };
+    if scale == Scale::Quick {
+        return vec![
+            allocations(Path::EachLane, params.keys_or(1 << 20).min(1 << 20)),
+            allocations(Path::Lanes, params.keys_or(1 << 24)),
+        ];
     }
+    let mut cases = Vec::new();
+    for n in params.sweep(1 << 20, &[1 << 20, 1 << 22, 1 << 24]) {
+        cases.push(allocations(Path::EachLane, n));
+        cases.push(allocations(Path::Lanes, n));
+    }
+    let mixed_n = params.keys_or(1 << 22);
+    cases.extend([
+        Case::new("mixed allocate/free", move |b| mixed(b, scale, mixed_n, 8)),
+        Case::new("EBR read/retire", move |b| ebr(b, 1000)),
+    ]);
     cases
 }
 
@@ -99,12 +110,17 @@ fn allocation(bench: &mut Bench, scale: Scale, n: usize, path: Path) -> Result<V
             "the batch did not allocate every unit".into(),
         )));
     }
-    let (what, note) = match path {
+    let (what, operation, note) = match path {
         Path::EachLane => (
             "warp-cooperative allocate(), lanes in turn",
+            "allocate() (warp-cooperative)",
             "the paper's experiment; paper: 0.6 G/s on a K40c",
         ),
-        Path::Lanes => ("allocate_lane(), lanes at once", "one atomic OR per lane"),
+        Path::Lanes => (
+            "allocate_lane(), lanes at once",
+            "allocate_lane()",
+            "one atomic OR per lane",
+        ),
     };
     Ok(vec![Row::new(
         NAME,
@@ -114,6 +130,8 @@ fn allocation(bench: &mut Bench, scale: Scale, n: usize, path: Path) -> Result<V
         n as f64,
         Unit::GigaItemsPerSecond,
     )
+    .with_operation(operation)
+    .in_figure("allocation", Some((n as f64).log2()))
     .with_baseline(Some(cas_baseline(bench, scale)?))
     .with_note(format!(
         "{note}; {:?} layout, pool {} units",

@@ -13,6 +13,12 @@
 //! - Fig. 3.4: deleting 10 to 50 % of the keys;
 //! - Fig. 3.5: mixed concurrent batches with update ratio α = 0.2, 0.6, 1.0.
 //!
+//! The figures' rows name their figure (`table3.3`, `fig3.2a` lookup, `fig3.2b` range,
+//! `fig3.2c` successor, `fig3.3`, `fig3.4`, `fig3.5`) and their x (log2 of the batch or
+//! tree size, or the percentage deleted), so that `--plot DIR` draws each with the sorted
+//! array (or the bulk rebuild) of the same run beside the tree. `--keys N` replaces the
+//! tree size (2^24; 2^22 in `quick`), and the tree-size sweeps run 2^18, 2^20, ... up to N.
+//!
 //! Keys are distinct random words (never zero), fresh in every repetition where the
 //! operation consumes them; trees for queries are built by insertion, as the originals'.
 
@@ -21,16 +27,18 @@ use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::primitives::RadixSorter;
 use gpuds_core::{Error, Result};
 
-use super::{Case, Experiment, Scale};
+use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::Bench;
 use crate::peers;
-use crate::report::{Baseline, Row, Unit};
+use crate::report::{size_label, Baseline, Row, Unit};
+use crate::timing::Timing;
 
 /// The `btree` experiment.
 pub const EXPERIMENT: Experiment = Experiment {
     name: "btree",
     about:
         "GpuBTreeMap (Awad 2022, ch. 3): Table 3.3, Fig. 3.2-3.5, targets; sorted array baseline",
+    accepts: Accepts::KEYS,
     plan,
 };
 
@@ -40,45 +48,67 @@ pub const EXPERIMENT: Experiment = Experiment {
 pub const RANGE: Experiment = Experiment {
     name: "btree-range",
     about: "GpuBTreeMap: lookup and one-pass ranges of 8 and 32 at 2^24 keys (a part of `btree`)",
+    accepts: Accepts::KEYS,
     plan: range_plan,
 };
 
-fn range_plan(scale: Scale) -> Vec<Case> {
-    match scale {
+fn range_plan(params: &Params) -> Vec<Case> {
+    let n = params.keys_or(1 << 24);
+    match params.scale {
         // `quick` already runs the `btree` quick plan.
         Scale::Quick => Vec::new(),
-        Scale::Full => vec![Case::new("lookup and ranges, 2^24 keys", |b| {
-            range_targets(b, 1 << 24)
-        })],
+        Scale::Full => vec![Case::new(
+            format!("lookup and ranges, {} keys", size_label(n as u64)),
+            move |b| range_targets(b, n),
+        )],
     }
 }
 
 const NAME: &str = "btree";
 type Tree = GpuBTreeMap<u32, u32>;
 
-fn plan(scale: Scale) -> Vec<Case> {
-    let n = match scale {
+fn plan(params: &Params) -> Vec<Case> {
+    let n = params.keys_or(match params.scale {
         Scale::Quick => 1 << 22,
         Scale::Full => 1 << 24,
-    };
+    });
     let mut cases = vec![
         Case::new("insert and bulk build", move |b| updates(b, n)),
         Case::new("lookup, range, successor", move |b| queries(b, n)),
-        Case::new("erase half", move |b| erase(b, n, &[0.5])),
-        Case::new("concurrent α = 0.6", move |b| concurrent(b, n, &[0.6])),
     ];
-    if scale == Scale::Full {
+    if params.scale == Scale::Quick {
         cases.extend([
-            Case::new("Table 3.3 batched insertion", move |b| table_3_3(b, n)),
-            Case::new("Fig. 3.2 queries vs size", fig_3_2),
-            Case::new("Fig. 3.3 incremental vs rebuild", move |b| fig_3_3(b, n)),
-            Case::new("Fig. 3.4 deletion", move |b| {
-                erase(b, n, &[0.1, 0.2, 0.3, 0.4])
-            }),
-            Case::new("Fig. 3.5 concurrent", move |b| {
-                concurrent(b, n, &[0.2, 1.0])
-            }),
+            Case::new("erase half", move |b| erase(b, n, &[0.5])),
+            Case::new("concurrent α = 0.6", move |b| concurrent(b, n, &[0.6])),
         ]);
+        return cases;
+    }
+    let sizes = params.sweep(1 << 18, &[1 << 18, 1 << 20, 1 << 22, 1 << 24]);
+    cases.push(Case::new("Table 3.3 batched insertion", move |b| {
+        table_3_3(b, n)
+    }));
+    for &m in &sizes {
+        let label = size_label(m as u64);
+        cases.push(Case::new(format!("Fig. 3.2 queries, {label}"), move |b| {
+            fig_3_2(b, m)
+        }));
+    }
+    for &m in &sizes {
+        let label = size_label(m as u64);
+        cases.push(Case::new(
+            format!("Fig. 3.3 incremental vs rebuild, {label}"),
+            move |b| fig_3_3(b, m),
+        ));
+    }
+    cases.push(Case::new("Fig. 3.4 deletion", move |b| {
+        erase(b, n, &[0.1, 0.2, 0.3, 0.4, 0.5])
+    }));
+    for &m in &sizes {
+        let label = size_label(m as u64);
+        cases.push(Case::new(
+            format!("Fig. 3.5 concurrent, {label}"),
+            move |b| concurrent(b, m, &[0.2, 0.6, 1.0]),
+        ));
     }
     cases
 }
@@ -469,6 +499,8 @@ fn erase(bench: &mut Bench, n: usize, fractions: &[f64]) -> Result<Vec<Row>> {
                 Unit::GigaQueriesPerSecond,
             )
             .with_baseline(if f == 0.5 { peer(bench, "erase") } else { None })
+            .with_operation("erase")
+            .in_figure("fig3.4", Some(f * 100.0))
             .with_note(checked(ok, "of a bulk-built tree")),
         );
     }
@@ -480,7 +512,7 @@ fn erase(bench: &mut Bench, n: usize, fractions: &[f64]) -> Result<Vec<Row>> {
 fn table_3_3(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let mut t = tree(bench, n, 16)?;
     let mut rows = Vec::new();
-    for log_b in [16u32, 17, 18, 19, 20, 21, 22] {
+    for log_b in (16u32..=22).filter(|&l| 1usize << l <= n) {
         let b = 1usize << log_b;
         let batches: Vec<CudaSlice<u32>> = (0..n / b)
             .map(|i| bench.random_words(b, 100 + i as u32))
@@ -516,137 +548,135 @@ fn table_3_3(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                 label: "GPU SA (re-sort), this run".into(),
                 rate: sa_timing.giga_rate(n as f64),
             }))
+            .with_operation("insert in batches")
+            .in_figure("table3.3", Some(log_b as f64))
             .with_note(checked(ok, "tree built from empty")),
         );
     }
     Ok(rows)
 }
 
-/// Query rates against tree size, each with the sorted array of the same keys.
-fn fig_3_2(bench: &mut Bench) -> Result<Vec<Row>> {
+/// A Fig. 3.2 row: the tree's `timing` of `work` queries against the sorted array's
+/// `sa` on a tree of `n` keys.
+fn fig_3_2_row(
+    figure: &str,
+    operation: &str,
+    n: usize,
+    work: usize,
+    tree: Timing,
+    sa: Timing,
+) -> Row {
+    Row::new(
+        NAME,
+        &format!("Fig. 3.2 {operation}, {} keys", size_label(n as u64)),
+        work as u64,
+        tree,
+        work as f64,
+        Unit::GigaQueriesPerSecond,
+    )
+    .with_baseline(Some(Baseline {
+        label: "GPU SA, this run".into(),
+        rate: sa.giga_rate(work as f64),
+    }))
+    .with_operation(operation)
+    .in_figure(figure, Some((n as f64).log2()))
+}
+
+/// Fig. 3.2 at one tree size n: lookup (a), range count of 8 (b) and successor (c) of
+/// the tree, each with the sorted array of the same keys.
+fn fig_3_2(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let stream = bench.gpu.stream().clone();
     let mut rows = Vec::new();
-    for log_n in [18u32, 20, 22, 24] {
-        let n = 1usize << log_n;
-        let keys = bench.random_words(n, 200 + log_n)?;
-        let sorted = sorted_host(bench, &keys)?;
-        let mut t = tree(bench, n, 16)?;
-        t.insert_many_device(&keys, &keys).map_err(ce)?;
-        let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
-        let (mut k2, mut v2) = (copy(bench, &keys)?, copy(bench, &keys)?);
-        sa.build_device(&mut k2, &mut v2).map_err(ce)?;
-        let mut out = stream.alloc_zeros::<u32>(n)?;
-        let mut out2 = stream.alloc_zeros::<u32>(n)?;
-        let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-        let tt = bench.timer.measure(|rep| {
-            rep.time(|| t.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
-        })?;
-        let st = bench.timer.measure(|rep| {
-            rep.time(|| sa.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
-        })?;
-        rows.push(
-            Row::new(
-                NAME,
-                &format!("Fig. 3.2 lookup, 2^{log_n} keys"),
-                n as u64,
-                tt,
-                n as f64,
-                Unit::GigaQueriesPerSecond,
-            )
-            .with_baseline(Some(Baseline {
-                label: "GPU SA, this run".into(),
-                rate: st.giga_rate(n as f64),
-            })),
-        );
-        let (lo, hi) = exact_ranges(&sorted, n / 4, 8);
-        let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
-        let mut c = stream.alloc_zeros::<u32>(n / 4)?;
-        let tt = bench
-            .timer
-            .measure(|rep| rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
-        let st = bench
-            .timer
-            .measure(|rep| rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
-        rows.push(
-            Row::new(
-                NAME,
-                &format!("Fig. 3.2 range count 8, 2^{log_n} keys"),
-                (n / 4) as u64,
-                tt,
-                (n / 4) as f64,
-                Unit::GigaQueriesPerSecond,
-            )
-            .with_baseline(Some(Baseline {
-                label: "GPU SA, this run".into(),
-                rate: st.giga_rate((n / 4) as f64),
-            })),
-        );
-        let tt = bench.timer.measure(|rep| {
-            rep.time(|| {
-                t.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
-                    .map_err(ce)
-            })
-        })?;
-        let st = bench.timer.measure(|rep| {
-            rep.time(|| {
-                sa.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
-                    .map_err(ce)
-            })
-        })?;
-        rows.push(
-            Row::new(
-                NAME,
-                &format!("Fig. 3.2 successor, 2^{log_n} keys"),
-                n as u64,
-                tt,
-                n as f64,
-                Unit::GigaQueriesPerSecond,
-            )
-            .with_baseline(Some(Baseline {
-                label: "GPU SA, this run".into(),
-                rate: st.giga_rate(n as f64),
-            })),
-        );
-    }
+    let keys = bench.random_words(n, 200 + n.trailing_zeros())?;
+    let sorted = sorted_host(bench, &keys)?;
+    let mut t = tree(bench, n, 16)?;
+    t.insert_many_device(&keys, &keys).map_err(ce)?;
+    let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+    let (mut k2, mut v2) = (copy(bench, &keys)?, copy(bench, &keys)?);
+    sa.build_device(&mut k2, &mut v2).map_err(ce)?;
+    let mut out = stream.alloc_zeros::<u32>(n)?;
+    let mut out2 = stream.alloc_zeros::<u32>(n)?;
+    let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+    let tt = bench
+        .timer
+        .measure(|rep| rep.time(|| t.get_many_device(&keys, &mut out, &mut bits).map_err(ce)))?;
+    let st = bench
+        .timer
+        .measure(|rep| rep.time(|| sa.get_many_device(&keys, &mut out, &mut bits).map_err(ce)))?;
+    rows.push(fig_3_2_row("fig3.2a", "lookup", n, n, tt, st));
+    let q = (n / 4).max(1);
+    let (lo, hi) = exact_ranges(&sorted, q, 8.min(n - 1).max(1));
+    let (lo, hi) = (stream.clone_htod(&lo)?, stream.clone_htod(&hi)?);
+    let mut c = stream.alloc_zeros::<u32>(q)?;
+    let tt = bench
+        .timer
+        .measure(|rep| rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
+    let st = bench
+        .timer
+        .measure(|rep| rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
+    rows.push(fig_3_2_row("fig3.2b", "range count 8", n, q, tt, st));
+    let tt = bench.timer.measure(|rep| {
+        rep.time(|| {
+            t.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
+                .map_err(ce)
+        })
+    })?;
+    let st = bench.timer.measure(|rep| {
+        rep.time(|| {
+            sa.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
+                .map_err(ce)
+        })
+    })?;
+    rows.push(fig_3_2_row("fig3.2c", "successor", n, n, tt, st));
     Ok(rows)
 }
 
-/// Inserting a batch of 2^i into a tree of n - 2^i keys against bulk-building all n.
-fn fig_3_3(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
-    let mut t = tree(bench, n, 16)?;
-    let keys = bench.random_words(n, 5)?;
+/// Fig. 3.3 at one final tree size m: inserting a batch of 2^i into a tree of m - 2^i
+/// keys against bulk-building all m, both as tree keys per second (m over the time), so
+/// the lines cross where the paper's times do.
+fn fig_3_3(bench: &mut Bench, m: usize) -> Result<Vec<Row>> {
+    let mut t = tree(bench, m, 16)?;
+    let keys = bench.random_words(m, 5)?;
     let stream = bench.gpu.stream().clone();
     let rebuild = bench.timer.measure(|rep| {
         let (mut k, mut v) = (stream.clone_dtod(&keys)?, stream.clone_dtod(&keys)?);
         rep.time(|| t.bulk_build_device(&mut k, &mut v).map_err(ce))
     })?;
     let mut rows = Vec::new();
-    for log_b in [16u32, 18, 20, 22] {
+    for log_b in [16u32, 18, 20, 22].into_iter().filter(|&l| 1usize << l < m) {
         let b = 1usize << log_b;
-        let batch = stream.clone_dtod(&keys.slice(n - b..))?;
+        let batch = stream.clone_dtod(&keys.slice(m - b..))?;
         let timing = bench.timer.measure(|rep| {
             let (mut k, mut v) = (
-                stream.clone_dtod(&keys.slice(..n - b))?,
-                stream.clone_dtod(&keys.slice(..n - b))?,
+                stream.clone_dtod(&keys.slice(..m - b))?,
+                stream.clone_dtod(&keys.slice(..m - b))?,
             );
             t.bulk_build_device(&mut k, &mut v).map_err(ce)?;
             rep.time(|| t.insert_many_device(&batch, &batch).map_err(ce))
         })?;
-        let ok = t.len().map_err(ce)? == n;
+        let ok = t.len().map_err(ce)? == m;
         rows.push(
             Row::new(
                 NAME,
-                &format!("Fig. 3.3 insert 2^{log_b} into n - 2^{log_b}"),
-                b as u64,
+                &format!(
+                    "Fig. 3.3 insert 2^{log_b} into {} - 2^{log_b}",
+                    size_label(m as u64)
+                ),
+                m as u64,
                 timing,
-                b as f64,
+                m as f64,
                 Unit::GigaKeysPerSecond,
             )
             .with_baseline(Some(Baseline {
-                label: "bulk rebuild of n, this run".into(),
-                rate: rebuild.giga_rate(b as f64),
+                label: "bulk rebuild, this run".into(),
+                rate: rebuild.giga_rate(m as f64),
             }))
-            .with_note(checked(ok, "ratio > 1: incremental wins")),
+            .with_operation(format!("insert 2^{log_b}"))
+            .in_figure("fig3.3", Some((m as f64).log2()))
+            .with_note(checked(
+                ok,
+                "tree keys per second; ratio > 1: incremental wins",
+            )),
         );
     }
     Ok(rows)
@@ -713,6 +743,8 @@ fn concurrent(bench: &mut Bench, n: usize, alphas: &[f64]) -> Result<Vec<Row>> {
                 n as f64,
                 Unit::GigaQueriesPerSecond,
             )
+            .with_operation(format!("α = {alpha}"))
+            .in_figure("fig3.5", Some((n as f64).log2()))
             .with_note(checked(ok, "tree validated after")),
         );
     }

@@ -12,6 +12,17 @@
 //!   filling a table from load 0.5 to 0.97.
 //! - The hash-function pairs (BitHash, Murmur, City, CRC-32C) at load 0.9.
 //!
+//! Figures (the paper's): `fig6` bulk insert and `fig7` bulk finds against the number of
+//! keys at load 0.95, with LinearProbeMap and SlabHashMap of the same run at every size;
+//! `fig8` the mixed workload against the number of operations; `fig9` the load-factor
+//! figure, the insert rate of each batch filling a table from load 0.5 to 0.97 with
+//! LinearProbeMap filled by the same batches beside it; `fig5` the hash pairs against the
+//! number of keys; `resize` expansion and contraction against the buckets per step
+//! (8,192 to 65,536; the paper's figure is 32,768). `--keys N` replaces 2^24 in the bulk
+//! rows and the largest size of every sweep (2^20, 2^22, ... up to N), and the fig9 and
+//! resize tables' sizes; `--load` replaces the bulk rows' loads (0.8, 0.95), fig6 and 7
+//! run at the largest, and fig9's batches then fill the table from empty to each.
+//!
 //! Every timed call is the public batch API on device inputs (reserved-key pass and the
 //! final status and length read included). Keys are fresh per repetition where the table
 //! is rebuilt per repetition. SlabHashMap (sized for the same keys at the slab hash
@@ -22,7 +33,7 @@ use gpuds_core::hash::murmur3_32;
 use gpuds_core::{Error, Gpu, Result};
 use gpuds_hive::{HashPair, HiveConfig, HiveMap, LinearConfig, LinearProbeMap, WhenFull};
 
-use super::{Case, Experiment, Scale};
+use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::Bench;
 use crate::peers;
 use crate::report::{Row, Unit};
@@ -31,7 +42,8 @@ use crate::timing::{time_once, Timing};
 /// The `hive` experiment.
 pub const EXPERIMENT: Experiment = Experiment {
     name: "hive",
-    about: "HiveMap: balanced and mixed workloads, resize, insert steps, hash pairs",
+    about: "HiveMap (Hive paper): Fig. 5-9 (hash pairs, bulk insert/find vs keys, mixed, load factor), resize",
+    accepts: Accepts::KEYS_LOAD,
     plan,
 };
 
@@ -41,67 +53,136 @@ pub const EXPERIMENT: Experiment = Experiment {
 pub const TARGETS: Experiment = Experiment {
     name: "hive-targets",
     about: "HiveMap: the 2^24 bulk rows at loads 0.8 and 0.95 only (a part of `hive`)",
+    accepts: Accepts::KEYS_LOAD,
     plan: targets_plan,
 };
 
-fn targets_plan(scale: Scale) -> Vec<Case> {
-    match scale {
+fn targets_plan(params: &Params) -> Vec<Case> {
+    match params.scale {
         // `quick` already runs the `hive` quick plan.
         Scale::Quick => Vec::new(),
-        Scale::Full => target_cases(false),
+        Scale::Full => target_cases(params, false),
     }
 }
 
 /// The 2^24 rows of the targets; `linear` adds the LinearProbeMap rows at 16 slots.
-fn target_cases(linear: bool) -> Vec<Case> {
+fn target_cases(params: &Params, linear: bool) -> Vec<Case> {
     let b = HashPair::BitHash;
+    let n = params.keys_or(1 << 24);
+    let label = crate::report::size_label(n as u64);
+    let loads = params.loads_or(&[0.8, 0.95]);
     let mut cases = Vec::new();
-    for load in [0.8, 0.95] {
-        cases.push(Case::new(format!("bulk 2^24, load {load}"), move |bench| {
-            bulk(bench, 1 << 24, load, 16, b, linear)
-        }));
+    for &load in &loads {
+        cases.push(Case::new(
+            format!("bulk {label}, load {load}"),
+            move |bench| bulk(bench, n, load, 16, b, linear),
+        ));
     }
-    cases.push(Case::new("bulk 2^24, 32 slots, load 0.8", move |bench| {
-        bulk(bench, 1 << 24, 0.8, 32, b, false)
-    }));
+    let first = loads[0];
+    cases.push(Case::new(
+        format!("bulk {label}, 32 slots, load {first}"),
+        move |bench| bulk(bench, n, first, 32, b, false),
+    ));
     cases
 }
 
 const NAME: &str = "hive";
 const ABSENT: u32 = u32::MAX;
 
-fn plan(scale: Scale) -> Vec<Case> {
+fn plan(params: &Params) -> Vec<Case> {
     let b = HashPair::BitHash;
-    match scale {
-        Scale::Quick => vec![
-            Case::new("bulk, load 0.8", move |bench| {
-                bulk(bench, 1 << 22, 0.8, 16, b, false)
+    if params.scale == Scale::Quick {
+        let n = params.keys_or(1 << 22);
+        let load = params.loads_or(&[0.8])[0];
+        return vec![
+            Case::new(format!("bulk, load {load}"), move |bench| {
+                bulk(bench, n, load, 16, b, false)
             }),
-            Case::new("mixed 0.5:0.3:0.2", |bench| mixed(bench, 1 << 22)),
-        ],
-        Scale::Full => {
-            let mut cases = target_cases(true);
-            for log in [20, 22, 25] {
-                cases.push(Case::new(
-                    format!("bulk 2^{log}, load 0.95"),
-                    move |bench| bulk(bench, 1 << log, 0.95, 16, b, false),
-                ));
-            }
-            for log in [20, 22, 24, 25] {
-                cases.push(Case::new(format!("mixed 2^{log}"), move |bench| {
-                    mixed(bench, 1 << log)
-                }));
-            }
-            cases.push(Case::new("resize", resize));
-            cases.push(Case::new("insert steps, load 0.55-0.97", steps));
-            for hash in HashPair::ALL {
-                cases.push(Case::new(format!("hash {}", hash.name()), move |bench| {
-                    bulk(bench, 1 << 24, 0.9, 16, hash, false)
-                }));
-            }
-            cases
+            Case::new("mixed 0.5:0.3:0.2", move |bench| mixed(bench, n)),
+        ];
+    }
+    let label = |n: usize| crate::report::size_label(n as u64);
+    let sizes = params.sweep(1 << 20, &[1 << 20, 1 << 22, 1 << 24, 1 << 25]);
+    let fig_load = params.loads_or(&[0.95]).into_iter().fold(0.0, f64::max);
+    let mut cases = target_cases(params, true);
+    for &n in &sizes {
+        cases.push(Case::new(
+            format!("Fig. 6-7: bulk {}, load {fig_load}", label(n)),
+            move |bench| fig_6_7(bench, n, fig_load),
+        ));
+    }
+    for &n in &sizes {
+        cases.push(Case::new(
+            format!("Fig. 8: mixed {}", label(n)),
+            move |bench| mixed(bench, n),
+        ));
+    }
+    let resize_n = params.keys_or(1 << 23);
+    for k in [8_192usize, 16_384, 32_768, 65_536] {
+        cases.push(Case::new(format!("resize by {k} buckets"), move |bench| {
+            resize(bench, resize_n, k)
+        }));
+    }
+    let capacity = params.keys_or(1 << 22);
+    let (prefill, loads) = match &params.loads {
+        Some(loads) => {
+            let mut loads = loads.clone();
+            loads.sort_by(f64::total_cmp);
+            loads.dedup();
+            (0.0, loads)
+        }
+        None => (
+            0.5,
+            vec![0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.97],
+        ),
+    };
+    cases.push(Case::new("Fig. 9: insert batches by load", move |bench| {
+        steps(bench, capacity, prefill, &loads)
+    }));
+    for hash in HashPair::ALL {
+        for &n in &sizes {
+            cases.push(Case::new(
+                format!("Fig. 5: hash {}, {}", hash.name(), label(n)),
+                move |bench| fig_5(bench, n, hash),
+            ));
         }
     }
+    cases
+}
+
+/// Fig. 5 at n keys: the insert rate of HashPair `hash` at load 0.9 (the finds measured
+/// with it are left out).
+fn fig_5(bench: &mut Bench, n: usize, hash: HashPair) -> Result<Vec<Row>> {
+    let rows = bulk(bench, n, 0.9, 16, hash, false)?;
+    Ok(rows
+        .into_iter()
+        .filter(|r| r.operation == "insert")
+        .map(|r| {
+            r.with_operation(format!("insert, {}", hash.name()))
+                .in_figure("fig5", Some((n as f64).log2()))
+        })
+        .collect())
+}
+
+/// Fig. 6 and 7 at n keys: HiveMap's bulk insert (fig6) and finds (fig7) at `load`,
+/// with LinearProbeMap on as many slots and SlabHashMap (β 0.7) of the same keys.
+fn fig_6_7(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>> {
+    let capacity = (n as f64 / load).ceil() as usize;
+    let mut rows = bulk(bench, n, load, 16, HashPair::BitHash, false)?;
+    rows.extend(linear_rows(bench, n, map_slots(capacity, 16), load)?);
+    rows.extend(slabhash_rows(bench, n)?);
+    let x = (n as f64).log2();
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let figure = if r.operation == "insert" {
+                "fig6"
+            } else {
+                "fig7"
+            };
+            r.in_figure(figure, Some(x))
+        })
+        .collect())
 }
 
 fn core_error(e: gpuds_hive::Error) -> Error {
@@ -464,13 +545,14 @@ fn mixed(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
         n as f64,
         Unit::GigaQueriesPerSecond,
     )
+    .with_operation("mixed 0.5:0.3:0.2")
+    .in_figure("fig8", Some((n as f64).log2()))
     .with_note(note)])
 }
 
-/// Expansion and contraction by 32,768 buckets of a table at load 0.45 (2^23 keys).
-fn resize(bench: &mut Bench) -> Result<Vec<Row>> {
-    let n = 1usize << 23;
-    let k = 32_768usize;
+/// Expansion and contraction by k (the paper: 32,768) buckets of a table at load 0.45
+/// holding n (2^23) keys.
+fn resize(bench: &mut Bench, n: usize, k: usize) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let mut map = HiveMap::with_config(
         &gpu,
@@ -515,6 +597,8 @@ fn resize(bench: &mut Bench) -> Result<Vec<Row>> {
             slots,
             Unit::GigaItemsPerSecond,
         )
+        .with_operation("expansion")
+        .in_figure("resize", Some(k as f64))
         .with_note(note("split")),
         Row::new(
             NAME,
@@ -524,28 +608,48 @@ fn resize(bench: &mut Bench) -> Result<Vec<Row>> {
             slots,
             Unit::GigaItemsPerSecond,
         )
+        .with_operation("contraction")
+        .in_figure("resize", Some(k as f64))
         .with_note(note("merged")),
     ])
 }
 
-/// Fills a fixed table of 2^22 slots from load 0.5 to 0.97 in batches and reports, per
-/// batch, its insert rate and how many of its inserts finished in each step.
-fn steps(bench: &mut Bench) -> Result<Vec<Row>> {
-    let capacity = 1usize << 22;
+/// Fig. 9, the load-factor figure: fills a fixed table of `capacity` (2^22) slots,
+/// prefilled untimed to `prefill` (0.5), in batches up to each of `loads` (0.55 to 0.97)
+/// and reports, per batch, its insert rate (and in the note how many of its inserts
+/// finished in each step), against LinearProbeMap of as many slots taking the same
+/// batches.
+fn steps(bench: &mut Bench, capacity: usize, prefill: f64, loads: &[f64]) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let mut map = hive(bench, capacity, 16, HashPair::BitHash, false)?;
+    let config = LinearConfig {
+        capacity: map_slots(capacity, 16) as u64,
+        max_load_factor: 0.99,
+        when_full: WhenFull::Fail,
+        ..LinearConfig::default()
+    };
+    let mut linear = LinearProbeMap::<u32, u32>::with_config(&gpu, config).map_err(core_error)?;
     let seed = 0x5732_0055;
-    let mut filled = capacity / 2;
-    let (k0, v0) = upload(&gpu, 0, filled, seed)?;
-    map.insert_many(&k0, &v0).map_err(core_error)?;
+    let mut filled = (capacity as f64 * prefill) as usize;
+    if filled > 0 {
+        let (k0, v0) = upload(&gpu, 0, filled, seed)?;
+        map.insert_many(&k0, &v0).map_err(core_error)?;
+        linear.insert_many(&k0, &v0).map_err(core_error)?;
+    }
     let mut rows = Vec::new();
-    for load in [0.55, 0.6, 0.65, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95, 0.97] {
+    for &load in loads {
         let to = (capacity as f64 * load) as usize;
+        if to <= filled {
+            continue;
+        }
         let (keys, values) = upload(&gpu, filled as u64, to - filled, seed)?;
         map.reset_counters().map_err(core_error)?;
         let mut failed = 0;
         let ms = time_once(&gpu, || {
             insert_counted(&mut map, &keys, &values, &mut failed)
+        })?;
+        let linear_ms = time_once(&gpu, || {
+            linear.insert_many(&keys, &values).map_err(core_error)
         })?;
         let timing = Timing::from_samples(&[ms])
             .ok_or_else(|| Error::InvalidArgument("no sample".into()))?;
@@ -564,6 +668,13 @@ fn steps(bench: &mut Bench) -> Result<Vec<Row>> {
                 batch as f64,
                 Unit::GigaKeysPerSecond,
             )
+            .with_operation("insert batch")
+            .with_load(load)
+            .in_figure("fig9", None)
+            .with_baseline(Some(crate::report::Baseline {
+                label: "LinearProbeMap, same batches, this run".into(),
+                rate: batch as f64 / (linear_ms * 1e-3) / 1e9,
+            }))
             .with_note(note),
         );
     }

@@ -11,13 +11,16 @@
 //! stricter ceilings. Between machines the sector-read figure moved by 7%, within a run
 //! by under 1%: compare rows of one run only.
 //!
+//! The probe rows form the `ceilings` figure: a bar per probe beside the published figure
+//! of the same GPU (one figure per unit: GB/s for the copies, G queries/s for the rest).
+//!
 //! The last row is gpuds-core's radix sort of u32 keys, against the copy bandwidth spent
 //! on the bytes a onesweep sort must move.
 
 use gpuds_core::primitives::{self, RadixSorter};
 use gpuds_core::Result;
 
-use super::{Case, Experiment, Scale};
+use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::{Bench, Limit};
 use crate::kernels::random_word;
 use crate::peers;
@@ -27,6 +30,7 @@ use crate::report::{Baseline, Row, Unit};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "limits",
     about: "physical ceilings: copy, random sector reads, warp line reads, random CAS; radix sort",
+    accepts: Accepts::NONE,
     plan,
 };
 
@@ -64,7 +68,8 @@ fn sizes(scale: Scale) -> Sizes {
     }
 }
 
-fn plan(scale: Scale) -> Vec<Case> {
+fn plan(params: &Params) -> Vec<Case> {
+    let scale = params.scale;
     let s = sizes(scale);
     [
         Limit::Copy,
@@ -124,7 +129,10 @@ fn measure(bench: &mut Bench, limit: Limit, s: Sizes) -> Result<Vec<Row>> {
     let reference = peers::reference(&bench.gpu.info().name, limit);
     let rows: Vec<Row> = rows
         .into_iter()
-        .map(|r| r.with_baseline(reference.clone()))
+        .map(|r| {
+            r.with_baseline(reference.clone())
+                .in_figure("ceilings", None)
+        })
         .collect();
     for r in &rows {
         bench.record_limit(limit, r.rate);

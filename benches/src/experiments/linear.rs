@@ -8,26 +8,38 @@
 //!   compared with the published figures of the original implementation on the same GPU.
 //! - Group widths and double hashing at both loads (insert and find of present keys).
 //!
+//! `--keys N` sets the table's slots (the keys are the load times N) for the bulk rows and
+//! the fill experiment (batches of N/32), `--load` the bulk rows' loads, and `--key`,
+//! `--value` the word types (u32 or u64; 64-bit inputs are made on the host with the same
+//! bijection, and only u32 rows carry the published figures).
+//!
 //! Every timed call is the public batch API on device inputs: the non-synchronizing
 //! `_async` calls, reserved-key checks included (a pass over the inputs before inserts
 //! and erases, inline in finds); the status is read after each measurement and must be
 //! clear. Inputs are fresh per repetition (keys from a seeded bijection).
 
 use gpuds_core::cudarc::driver::{CudaSlice, PushKernelArg};
+use gpuds_core::hash::murmur3_32;
+use gpuds_core::keys::{DeviceKey, DeviceType, DeviceValue};
 use gpuds_core::{Error, Gpu, Program, Result};
 use gpuds_hive::probe::{GroupWidth, Probing};
 use gpuds_hive::{LinearConfig, LinearProbeMap, WhenFull};
 
-use super::{Case, Experiment, Scale};
+use super::{Accepts, Case, Experiment, Params, Scale, Word};
 use crate::bench::Bench;
 use crate::peers;
-use crate::report::{Row, Unit};
+use crate::report::{size_label, Row, Unit};
 use crate::timing::{time_once, Timing};
 
 /// The `linear` experiment.
 pub const EXPERIMENT: Experiment = Experiment {
     name: "linear",
     about: "LinearProbeMap: the simple lock-free table's fill experiment and bulk operations",
+    accepts: Accepts {
+        keys: true,
+        load: true,
+        u64: true,
+    },
     plan,
 };
 
@@ -47,20 +59,44 @@ pub fn programs() -> Vec<Program> {
     vec![program()]
 }
 
-fn plan(scale: Scale) -> Vec<Case> {
+fn plan(params: &Params) -> Vec<Case> {
+    match (params.key, params.value) {
+        (Word::U32, Word::U32) => typed_plan::<u32, u32>(params),
+        (Word::U32, Word::U64) => typed_plan::<u32, u64>(params),
+        (Word::U64, Word::U32) => typed_plan::<u64, u32>(params),
+        (Word::U64, Word::U64) => typed_plan::<u64, u64>(params),
+    }
+}
+
+fn typed_plan<K: DeviceKey, V: DeviceValue>(params: &Params) -> Vec<Case> {
     let w1 = GroupWidth::ONE;
-    match scale {
-        Scale::Quick => vec![Case::new("bulk, load 0.5", move |bench| {
-            bulk(bench, 1 << 23, 0.5, w1, Probing::Linear, true)
-        })],
+    match params.scale {
+        Scale::Quick => {
+            let slots = params.keys_or(1 << 23) as u64;
+            params
+                .loads_or(&[0.5])
+                .into_iter()
+                .map(|load| {
+                    Case::new(format!("bulk, load {load}"), move |bench| {
+                        bulk::<K, V>(bench, slots, load, w1, Probing::Linear, true)
+                    })
+                })
+                .collect()
+        }
         Scale::Full => {
-            let mut cases = vec![Case::new("fill to 0.96 (2^27 slots)", fill)];
-            for load in [0.5, 0.8] {
+            let fill_slots = params.keys_or(1 << 27) as u64;
+            let slots = params.keys_or(1 << 25) as u64;
+            let loads = params.loads_or(&[0.5, 0.8]);
+            let mut cases = vec![Case::new(
+                format!("fill to 0.96 ({} slots)", size_label(fill_slots)),
+                move |bench| fill::<K, V>(bench, fill_slots),
+            )];
+            for &load in &loads {
                 cases.push(Case::new(format!("bulk, load {load}"), move |bench| {
-                    bulk(bench, 1 << 25, load, w1, Probing::Linear, true)
+                    bulk::<K, V>(bench, slots, load, w1, Probing::Linear, true)
                 }));
             }
-            for load in [0.5, 0.8] {
+            for &load in &loads {
                 for (width, probing) in [
                     (2, Probing::Linear),
                     (4, Probing::Linear),
@@ -71,13 +107,46 @@ fn plan(scale: Scale) -> Vec<Case> {
                         format!("width {width} {probing:?}, load {load}"),
                         move |bench| {
                             let width = GroupWidth::new(width).map_err(core_error)?;
-                            bulk(bench, 1 << 25, load, width, probing, false)
+                            bulk::<K, V>(bench, slots, load, width, probing, false)
                         },
                     ));
                 }
             }
             cases
         }
+    }
+}
+
+/// Key `i` of the experiment's bijection under `seed`: for 32-bit keys the twin of
+/// `linear_bench_keys` (murmur3's finalizer of `i ^ seed`, walked below `0xfffffffe`);
+/// for 64-bit keys that word below a high word derived from it with its top bit clear, so
+/// distinct indices still give distinct keys and no key is reserved (`K::MAX`, `K::MAX - 1`).
+pub fn bench_key(i: u64, seed: u32, wide: bool) -> u64 {
+    let mut low = murmur3_32(i as u32 ^ seed);
+    for _ in 0..4 {
+        if low < 0xffff_fffe {
+            break;
+        }
+        low = murmur3_32(low ^ seed);
+    }
+    if wide {
+        let high = murmur3_32(low ^ !seed) & 0x7fff_ffff;
+        (u64::from(high) << 32) | u64::from(low)
+    } else {
+        u64::from(low)
+    }
+}
+
+fn is_u32<T: DeviceType>() -> bool {
+    T::SUFFIX == "u32"
+}
+
+/// `u32` when keys and values are both u32, else `u64 keys, u32 values` and the like.
+fn types_label<K: DeviceType, V: DeviceType>() -> String {
+    if K::SUFFIX == V::SUFFIX {
+        K::SUFFIX.to_string()
+    } else {
+        format!("{} keys, {} values", K::SUFFIX, V::SUFFIX)
     }
 }
 
@@ -89,28 +158,41 @@ fn core_error(e: gpuds_hive::Error) -> Error {
 }
 
 /// Device keys and values.
-struct Inputs {
+struct Inputs<K: DeviceKey, V: DeviceValue> {
     gpu: Gpu,
     kernel: gpuds_core::Kernel,
-    keys: CudaSlice<u32>,
-    values: CudaSlice<u32>,
+    keys: CudaSlice<K>,
+    values: CudaSlice<V>,
 }
 
-impl Inputs {
+impl<K: DeviceKey, V: DeviceValue> Inputs<K, V> {
     fn new(gpu: &Gpu, n: usize) -> Result<Self> {
         let kernel = gpu.load(&program())?.kernel("linear_bench_keys")?;
         let stream = gpu.stream();
         Ok(Self {
             gpu: gpu.clone(),
             kernel,
-            keys: stream.alloc_zeros::<u32>(n.max(1))?,
-            values: stream.alloc_zeros::<u32>(n.max(1))?,
+            keys: stream.alloc_zeros::<K>(n.max(1))?,
+            values: stream.alloc_zeros::<V>(n.max(1))?,
         })
     }
 
-    /// Keys of indices `first..first + n` under `seed` (n at most the buffers' length).
+    /// Keys of indices `first..first + n` under `seed` (n the buffers' length), values
+    /// `first + i + 1`: made on the device for u32 keys and values, on the host (the same
+    /// bijection, [`bench_key`]) when either is 64-bit.
     fn generate(&mut self, first: u64, seed: u32) -> Result<()> {
         let n = self.keys.len() as u64;
+        if !(is_u32::<K>() && is_u32::<V>()) {
+            let wide = !is_u32::<K>();
+            let keys: Vec<K> = (first..first + n)
+                .map(|i| K::from_u64(bench_key(i, seed, wide)))
+                .collect();
+            let values: Vec<V> = (first..first + n).map(|i| V::from_u64(i + 1)).collect();
+            let stream = self.gpu.stream();
+            stream.memcpy_htod(&keys, &mut self.keys)?;
+            stream.memcpy_htod(&values, &mut self.values)?;
+            return Ok(());
+        }
         let shape = self.gpu.grid_for(&self.kernel, n as usize, 256)?;
         let stream = self.gpu.stream();
         let mut args = stream.launch_builder(self.kernel.func());
@@ -119,18 +201,19 @@ impl Inputs {
             .arg(&n)
             .arg(&first)
             .arg(&seed);
-        // SAFETY: the arguments match linear_bench_keys; it writes keys[..n], values[..n].
+        // SAFETY: K and V are u32 here (checked above), so the arguments match
+        // linear_bench_keys; it writes keys[..n], values[..n].
         unsafe { args.launch(shape) }?;
         Ok(())
     }
 }
 
-fn table(
+fn table<K: DeviceKey, V: DeviceValue>(
     bench: &Bench,
     capacity: u64,
     width: GroupWidth,
     probing: Probing,
-) -> Result<LinearProbeMap<u32, u32>> {
+) -> Result<LinearProbeMap<K, V>> {
     let config = LinearConfig {
         capacity,
         probing,
@@ -144,7 +227,7 @@ fn table(
 
 /// Insert, find hit, find miss and erase of half, at `load` of `capacity` slots.
 /// `all` adds the miss and erase rows and checks the results on the host.
-fn bulk(
+fn bulk<K: DeviceKey, V: DeviceValue>(
     bench: &mut Bench,
     capacity: u64,
     load: f64,
@@ -153,14 +236,27 @@ fn bulk(
     all: bool,
 ) -> Result<Vec<Row>> {
     let n = (capacity as f64 * load) as usize;
-    let mut map = table(bench, capacity, width, probing)?;
-    let mut inputs = Inputs::new(&bench.gpu, n)?;
-    let mut misses = Inputs::new(&bench.gpu, n)?;
+    let mut map = table::<K, V>(bench, capacity, width, probing)?;
+    let mut inputs = Inputs::<K, V>::new(&bench.gpu, n)?;
+    let mut misses = Inputs::<K, V>::new(&bench.gpu, n)?;
     let device = bench.gpu.info().name.clone();
-    let shape = format!("u32, width {}, {probing:?}, load {load}", width.get());
+    let shape = format!(
+        "{}, width {}, {probing:?}, load {load}",
+        types_label::<K, V>(),
+        width.get()
+    );
+    // The published figures are of u32 keys and values.
+    let narrow = is_u32::<K>() && is_u32::<V>();
+    let peer = |op: &str| {
+        if narrow {
+            peers::linear_probe(&device, op, load)
+        } else {
+            None
+        }
+    };
     let stream = bench.gpu.stream().clone();
     // SAFETY: every find writes all of out.
-    let mut out = unsafe { stream.alloc::<u32>(n) }?;
+    let mut out = unsafe { stream.alloc::<V>(n) }?;
     let mut rows = Vec::new();
 
     let mut built_with = 0u32;
@@ -184,7 +280,8 @@ fn bulk(
             n as f64,
             Unit::GigaKeysPerSecond,
         )
-        .with_baseline(peers::linear_probe(&device, "insert", load))
+        .with_baseline(peer("insert"))
+        .with_types(K::SUFFIX, V::SUFFIX)
         .with_load(load)
         .with_note(format!(
             "mean probe {:.3}, max {}",
@@ -202,7 +299,7 @@ fn bulk(
     if all {
         let got = stream.clone_dtoh(&out)?;
         let want = stream.clone_dtoh(&inputs.values)?;
-        if got != want {
+        if !got.iter().zip(&want).all(|(g, w)| g.to_u64() == w.to_u64()) {
             return Err(Error::InvalidArgument("find returned wrong values".into()));
         }
     }
@@ -215,7 +312,8 @@ fn bulk(
             n as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_baseline(peers::linear_probe(&device, "find hit", load))
+        .with_baseline(peer("find hit"))
+        .with_types(K::SUFFIX, V::SUFFIX)
         .with_load(load),
     );
     if !all {
@@ -231,7 +329,12 @@ fn bulk(
         })
     })?;
     map.check().map_err(core_error)?;
-    if stream.clone_dtoh(&out)?.iter().any(|&v| v != u32::MAX) {
+    let absent = LinearProbeMap::<K, V>::reserved_value().to_u64();
+    if stream
+        .clone_dtoh(&out)?
+        .iter()
+        .any(|v| v.to_u64() != absent)
+    {
         return Err(Error::InvalidArgument("a miss found a value".into()));
     }
     rows.push(
@@ -243,7 +346,8 @@ fn bulk(
             n as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_baseline(peers::linear_probe(&device, "find miss", load))
+        .with_baseline(peer("find miss"))
+        .with_types(K::SUFFIX, V::SUFFIX)
         .with_load(load),
     );
     let half = n / 2;
@@ -272,19 +376,20 @@ fn bulk(
             half as f64,
             Unit::GigaKeysPerSecond,
         )
-        .with_baseline(peers::linear_probe(&device, "erase", load))
+        .with_baseline(peer("erase"))
+        .with_types(K::SUFFIX, V::SUFFIX)
         .with_load(load),
     );
     Ok(rows)
 }
 
-/// The paper's experiment: 2^22 keys per batch into 2^27 slots until the load passes
-/// 0.96; one row per batch (its insert rate), probe lengths at 0.5 and at the end.
-fn fill(bench: &mut Bench) -> Result<Vec<Row>> {
-    let capacity = 1u64 << 27;
-    let batch = 1usize << 22;
-    let mut map = table(bench, capacity, GroupWidth::ONE, Probing::Linear)?;
-    let mut inputs = Inputs::new(&bench.gpu, batch)?;
+/// The paper's experiment: batches of 1/32 of the table (2^22 keys into 2^27 slots) until
+/// the load passes 0.96; one row per batch (its insert rate), probe lengths at 0.5 and at
+/// the end.
+fn fill<K: DeviceKey, V: DeviceValue>(bench: &mut Bench, capacity: u64) -> Result<Vec<Row>> {
+    let batch = (capacity as usize / 32).max(1);
+    let mut map = table::<K, V>(bench, capacity, GroupWidth::ONE, Probing::Linear)?;
+    let mut inputs = Inputs::<K, V>::new(&bench.gpu, batch)?;
     let mut rows = Vec::new();
     let mut inserted = 0u64;
     let mut index = 0u64;
@@ -308,7 +413,8 @@ fn fill(bench: &mut Bench) -> Result<Vec<Row>> {
             timing,
             batch as f64,
             Unit::GigaKeysPerSecond,
-        );
+        )
+        .with_types(K::SUFFIX, V::SUFFIX);
         let after = inserted as f64 / capacity as f64;
         if (after - 0.5).abs() < 1e-9 || (inserted as f64) >= 0.96 * capacity as f64 {
             let stats = map.stats().map_err(core_error)?;
@@ -320,4 +426,19 @@ fn fill(bench: &mut Bench) -> Result<Vec<Row>> {
         rows.push(row);
     }
     Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wide_keys_are_distinct_and_never_reserved() {
+        let keys: std::collections::BTreeSet<u64> =
+            (0..100_000).map(|i| bench_key(i, 0x51, true)).collect();
+        assert_eq!(keys.len(), 100_000);
+        assert!(keys.iter().all(|&k| k < u64::MAX - 1 && k >> 63 == 0));
+        assert!((0..1000).all(|i| bench_key(i, 7, false) < 0xffff_fffe));
+        assert_eq!(bench_key(5, 9, true) as u32 as u64, bench_key(5, 9, false));
+    }
 }

@@ -1,7 +1,8 @@
 //! The registry of experiments.
 //!
-//! An experiment turns a [`Scale`] into a plan: a list of [`Case`]s, each measuring one or
-//! a few rows. The runner shows progress case by case, so a sweep is simply a plan with
+//! An experiment turns [`Params`] (a [`Scale`] and the command line's `--keys`, `--load`,
+//! `--key` and `--value`) into a plan: a list of [`Case`]s, each measuring one or a few
+//! rows. The runner shows progress case by case, so a sweep is simply a plan with
 //! many cases. `gpuds-bench quick` runs every experiment's [`Scale::Quick`] plan in
 //! registry order, limits first, so that later rows can be compared with them.
 //!
@@ -27,6 +28,151 @@ pub enum Scale {
     Quick,
     /// The papers' sizes.
     Full,
+}
+
+/// A key or value type of the command line (`--key`, `--value`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Word {
+    /// 32-bit words.
+    #[default]
+    U32,
+    /// 64-bit words.
+    U64,
+}
+
+impl Word {
+    /// The type's name in result rows, e.g. `u32`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Word::U32 => "u32",
+            Word::U64 => "u64",
+        }
+    }
+}
+
+/// What a plan is made from: the scale and the command line's experiment options.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Params {
+    /// The scale (`quick` or an experiment's own run).
+    pub scale: Scale,
+    /// `--keys`: the problem size replacing the experiment's fixed one (the largest size
+    /// of a size sweep), if given.
+    pub keys: Option<u64>,
+    /// `--load`: the load factors replacing the experiment's fixed ones, if given.
+    pub loads: Option<Vec<f64>>,
+    /// `--key`: the key type.
+    pub key: Word,
+    /// `--value`: the value type.
+    pub value: Word,
+}
+
+impl Params {
+    /// The defaults at `scale`: the experiments' own sizes, loads and u32 words.
+    pub fn new(scale: Scale) -> Self {
+        Self {
+            scale,
+            keys: None,
+            loads: None,
+            key: Word::U32,
+            value: Word::U32,
+        }
+    }
+
+    /// `--keys` if given, else `default`.
+    pub fn keys_or(&self, default: usize) -> usize {
+        self.keys.map_or(default, |k| k as usize)
+    }
+
+    /// `--load` if given, else `default`.
+    pub fn loads_or(&self, default: &[f64]) -> Vec<f64> {
+        self.loads.clone().unwrap_or_else(|| default.to_vec())
+    }
+
+    /// The sizes of a sweep: `defaults` unless `--keys` is given, then the powers of two
+    /// `from`, `4 from`, `16 from`, ... below `--keys`, and `--keys` itself.
+    pub fn sweep(&self, from: usize, defaults: &[usize]) -> Vec<usize> {
+        match self.keys {
+            None => defaults.to_vec(),
+            Some(max) => {
+                let max = max as usize;
+                let mut sizes: Vec<usize> =
+                    std::iter::successors(Some(from.max(1)), |s| s.checked_mul(4))
+                        .take_while(|&s| s < max)
+                        .collect();
+                sizes.push(max);
+                sizes
+            }
+        }
+    }
+}
+
+/// Which of the command line's experiment options an experiment takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accepts {
+    /// `--keys` changes its sizes.
+    pub keys: bool,
+    /// `--load` changes its loads.
+    pub load: bool,
+    /// `--key u64` and `--value u64` are measured.
+    pub u64: bool,
+}
+
+impl Accepts {
+    /// Takes none of the options.
+    pub const NONE: Accepts = Accepts {
+        keys: false,
+        load: false,
+        u64: false,
+    };
+    /// Takes `--keys` only (u32 words, no load axis).
+    pub const KEYS: Accepts = Accepts {
+        keys: true,
+        load: false,
+        u64: false,
+    };
+    /// Takes `--keys` and `--load` (u32 words).
+    pub const KEYS_LOAD: Accepts = Accepts {
+        keys: true,
+        load: true,
+        u64: false,
+    };
+}
+
+/// Whether `experiment` (`quick` or a registry name) can run with `params`: a message for
+/// the command line (exit code 2) when it cannot. `quick` takes `--keys` and `--load`
+/// where its experiments do and ignores them elsewhere, but 64-bit words only if every
+/// experiment takes them.
+pub fn check(experiment: &str, params: &Params) -> Result<(), String> {
+    let words = |accepts: Accepts, name: &str| {
+        for (word, what) in [(params.key, "keys"), (params.value, "values")] {
+            if word == Word::U64 && !accepts.u64 {
+                return Err(format!("u64 {what} are not supported by {name} yet"));
+            }
+        }
+        Ok(())
+    };
+    if experiment == crate::cli::QUICK {
+        return registry()
+            .iter()
+            .try_for_each(|e| words(e.accepts, crate::cli::QUICK));
+    }
+    let Some(e) = find(experiment) else {
+        return Err(format!("no experiment called {experiment}"));
+    };
+    words(e.accepts, e.name)?;
+    if params.keys.is_some() && !e.accepts.keys {
+        return Err(format!(
+            "--keys does not apply to {} (its sizes are fixed)",
+            e.name
+        ));
+    }
+    if params.loads.is_some() && !e.accepts.load {
+        return Err(format!(
+            "--load does not apply to {} (it has no load axis)",
+            e.name
+        ));
+    }
+    Ok(())
 }
 
 /// What a case does: measures its rows on the bench.
@@ -59,8 +205,10 @@ pub struct Experiment {
     pub name: &'static str,
     /// One line for `--help`.
     pub about: &'static str,
-    /// The cases to run at a scale.
-    pub plan: fn(Scale) -> Vec<Case>,
+    /// The command line's experiment options it takes.
+    pub accepts: Accepts,
+    /// The cases to run with the given parameters.
+    pub plan: fn(&Params) -> Vec<Case>,
 }
 
 /// Every experiment, in the order `quick` runs them.

@@ -6,7 +6,7 @@ use gpuds_core::primitives::Scanner;
 use gpuds_core::Result;
 
 use super::limits::copy_baseline;
-use super::{Case, Experiment, Scale};
+use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::Bench;
 use crate::report::{Row, Unit};
 
@@ -14,12 +14,14 @@ use crate::report::{Row, Unit};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "primitives",
     about: "gpuds-core exclusive scan and stream compaction of u32 items",
+    accepts: Accepts::NONE,
     plan,
 };
 
 const NAME: &str = "primitives";
 
-fn plan(scale: Scale) -> Vec<Case> {
+fn plan(params: &Params) -> Vec<Case> {
+    let scale = params.scale;
     let n = match scale {
         Scale::Quick => 1 << 24,
         Scale::Full => 1 << 26,

@@ -21,6 +21,12 @@
 //! are distinct, fresh per repetition (the `linear` experiment's seeded bijection, which
 //! avoids the same two reserved values). The figures' rows name their figure, so that
 //! `--plot DIR` draws them (see [`crate::plot`]).
+//!
+//! `--keys N` replaces the fixed sizes: the target rows', Fig. 4's and 7's initial
+//! elements (Fig. 7 then runs batches of N/4), Fig. 6's final count and FLUSH's, and
+//! Fig. 5 sweeps 2^18, 2^20, ... up to N. `--load` gives Fig. 4 and 7 their memory
+//! utilizations: each is turned into the average slab count expected to reach it
+//! ([`beta_for_utilization`]); the rows carry the utilization measured.
 
 use gpuds_core::cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuds_core::{Error, Gpu, Kernel, Result};
@@ -28,7 +34,7 @@ use gpuds_hive::LinearProbeMap;
 use gpuds_slabhash::{DeviceBatch, MapOp, SlabHashConfig, SlabHashMap};
 
 use super::limits;
-use super::{Case, Experiment, Scale};
+use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::{Bench, Limit};
 use crate::peers;
 use crate::report::{Row, Unit};
@@ -38,6 +44,7 @@ use crate::timing::{time_once, Timing};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "slabhash",
     about: "SlabHashMap: the slab hash paper's Fig. 4-7, FLUSH, and the 2^24 target rows",
+    accepts: Accepts::KEYS_LOAD,
     plan,
 };
 
@@ -45,31 +52,89 @@ pub const EXPERIMENT: Experiment = Experiment {
 pub const TARGETS: Experiment = Experiment {
     name: "slabhash-targets",
     about: "SlabHashMap: the 2^24 target rows only (a part of `slabhash`)",
+    accepts: Accepts::KEYS,
     plan: targets_plan,
 };
 
 const NAME: &str = "slabhash";
 
-fn plan(scale: Scale) -> Vec<Case> {
-    match scale {
-        Scale::Quick => vec![Case::new("2^24 keys, beta 0.7", |b| targets(b, 1 << 24))],
-        Scale::Full => vec![
-            Case::new("2^24 keys, beta 0.7", |b| targets(b, 1 << 24)),
-            Case::new("Fig. 4: 2^22 elements, buckets swept", fig4),
-            Case::new("Fig. 5: utilization 0.6, sizes swept", fig5),
-            Case::new("Fig. 6: incremental batches", fig6),
-            Case::new("Fig. 7: concurrent mixes", fig7),
-            Case::new("FLUSH", flush),
-        ],
+fn target_case(params: &Params) -> Case {
+    let n = params.keys_or(1 << 24);
+    Case::new(
+        format!("{} keys, beta 0.7", crate::report::size_label(n as u64)),
+        move |b| targets(b, n),
+    )
+}
+
+/// The average slab counts of a swept figure: `defaults`, or the ones expected to reach
+/// the `--load` utilizations.
+fn betas(params: &Params, defaults: &[f64]) -> Vec<f64> {
+    match &params.loads {
+        Some(loads) => loads.iter().map(|&u| beta_for_utilization(u)).collect(),
+        None => defaults.to_vec(),
     }
 }
 
-fn targets_plan(scale: Scale) -> Vec<Case> {
-    match scale {
+fn plan(params: &Params) -> Vec<Case> {
+    if params.scale == Scale::Quick {
+        return vec![target_case(params)];
+    }
+    let n = params.keys_or(1 << 22);
+    let fig4_betas = betas(params, &[0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.1, 1.5, 2.0, 3.0]);
+    let fig7_betas = betas(params, &[0.2, 0.7, 1.5, 3.0]);
+    let fig5_sizes = params.sweep(1 << 18, &(18..=24).map(|l| 1usize << l).collect::<Vec<_>>());
+    let fig6_total = params.keys_or(1 << 21);
+    vec![
+        target_case(params),
+        Case::new("Fig. 4: buckets swept", move |b| fig4(b, n, &fig4_betas)),
+        Case::new("Fig. 5: utilization 0.6, sizes swept", move |b| {
+            fig5(b, &fig5_sizes)
+        }),
+        Case::new("Fig. 6: incremental batches", move |b| fig6(b, fig6_total)),
+        Case::new("Fig. 7: concurrent mixes", move |b| fig7(b, n, &fig7_betas)),
+        Case::new("FLUSH", move |b| flush(b, n)),
+    ]
+}
+
+fn targets_plan(params: &Params) -> Vec<Case> {
+    match params.scale {
         // `quick` already runs the `slabhash` quick plan, which is these rows.
         Scale::Quick => Vec::new(),
-        Scale::Full => vec![Case::new("2^24 keys, beta 0.7", |b| targets(b, 1 << 24))],
+        Scale::Full => vec![target_case(params)],
     }
+}
+
+/// The memory utilization expected at average slab count `beta` (15 pairs per 128-byte
+/// slab): a bucket receives Poisson(15 beta) elements and holds at least one slab.
+pub fn expected_utilization(beta: f64) -> f64 {
+    let lambda = 15.0 * beta;
+    let last = (lambda + 12.0 * lambda.sqrt() + 60.0) as u64;
+    let (mut p, mut slabs) = ((-lambda).exp(), 0.0);
+    for k in 0..=last {
+        if k > 0 {
+            p *= lambda / k as f64;
+        }
+        slabs += p * k.div_ceil(15).max(1) as f64;
+    }
+    8.0 * lambda / (128.0 * slabs)
+}
+
+/// The average slab count whose [`expected_utilization`] is `utilization` (bisection;
+/// utilizations beyond reach, about 0.91, give the largest count tried, 16).
+pub fn beta_for_utilization(utilization: f64) -> f64 {
+    let (mut lo, mut hi) = (1e-3, 16.0);
+    if expected_utilization(hi) <= utilization {
+        return hi;
+    }
+    for _ in 0..60 {
+        let mid = 0.5 * (lo + hi);
+        if expected_utilization(mid) < utilization {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
 }
 
 fn core(e: gpuds_slabhash::Error) -> Error {
@@ -293,11 +358,10 @@ fn sweep_rows(
     .collect()
 }
 
-/// Fig. 4: 2^22 elements, B swept over average slab counts 0.1 to 3.
-fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
-    let n = 1usize << 22;
+/// Fig. 4: n elements (2^22), B swept over average slab counts (0.1 to 3).
+fn fig4(bench: &mut Bench, n: usize, betas: &[f64]) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    for beta in [0.1, 0.2, 0.3, 0.5, 0.7, 0.9, 1.1, 1.5, 2.0, 3.0] {
+    for &beta in betas {
         let buckets = gpuds_slabhash::buckets_for(n, 15, beta);
         let gpu = bench.gpu.clone();
         let mut map = map_with_buckets(&gpu, buckets, n)?;
@@ -315,11 +379,10 @@ fn fig4(bench: &mut Bench) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Fig. 5: β = 0.7 (utilization near 0.6), n from 2^18 to 2^24.
-fn fig5(bench: &mut Bench) -> Result<Vec<Row>> {
+/// Fig. 5: β = 0.7 (utilization near 0.6), n over `sizes` (2^18 to 2^24).
+fn fig5(bench: &mut Bench, sizes: &[usize]) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
-    for log in 18..=24 {
-        let n = 1usize << log;
+    for &n in sizes {
         let gpu = bench.gpu.clone();
         let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(core)?;
         let r = measure_table(bench, &mut map, n, false)?;
@@ -331,11 +394,11 @@ fn fig5(bench: &mut Bench) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Fig. 6: batches of 32k, 64k, 128k up to 2M elements: the slab hash takes each batch
-/// as it comes (B for utilization 0.65 at the end); the static baseline is rebuilt from
-/// scratch with everything so far after each batch (a fresh table at load 0.65).
-fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
-    let total = 1usize << 21;
+/// Fig. 6: batches of 32k, 64k, 128k up to `total` (2M) elements: the slab hash takes
+/// each batch as it comes (B for utilization 0.65 at the end); the static baseline is
+/// rebuilt from scratch with everything so far after each batch (a fresh table at load
+/// 0.65).
+fn fig6(bench: &mut Bench, total: usize) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let mut inputs = Inputs::new(&gpu, total)?;
     inputs.generate(0x6a6a)?;
@@ -371,7 +434,11 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
         rows.push(
             Row::new(
                 NAME,
-                &format!("fig6 incremental, batches of {}k to 2M", batch >> 10),
+                &format!(
+                    "fig6 incremental, batches of {}k to {}",
+                    batch >> 10,
+                    crate::report::size_label(total as u64)
+                ),
                 total as u64,
                 timing,
                 total as f64,
@@ -393,11 +460,10 @@ fn fig6(bench: &mut Bench) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// Fig. 7: 2^22 initial elements, B swept for the initial utilization, then batches of
-/// 2^20 mixed operations drawn from Γ0, Γ1, Γ2, one kernel each.
-fn fig7(bench: &mut Bench) -> Result<Vec<Row>> {
-    let n = 1usize << 22;
-    let ops = 1usize << 20;
+/// Fig. 7: n (2^22) initial elements, B swept for the initial utilization, then batches
+/// of n/4 mixed operations drawn from Γ0, Γ1, Γ2, one kernel each.
+fn fig7(bench: &mut Bench, n: usize, betas: &[f64]) -> Result<Vec<Row>> {
+    let ops = (n / 4).max(1);
     let mixes = [
         ("Γ0", (0.5, 0.5, 0.0, 0.0)),
         ("Γ1", (0.2, 0.2, 0.3, 0.3)),
@@ -407,7 +473,7 @@ fn fig7(bench: &mut Bench) -> Result<Vec<Row>> {
     let mut inputs = Inputs::new(&gpu, n)?;
     let mut rows = Vec::new();
     for (label, (a, b, c, _)) in mixes {
-        for beta in [0.2, 0.7, 1.5, 3.0] {
+        for &beta in betas {
             let buckets = gpuds_slabhash::buckets_for(n, 15, beta);
             let mut map = map_with_buckets(&gpu, buckets, n + ops)?;
             inputs.generate(0x7777)?;
@@ -461,7 +527,10 @@ fn fig7(bench: &mut Bench) -> Result<Vec<Row>> {
             .with_operation(label)
             .with_load(util)
             .in_figure("fig7", None)
-            .with_note(format!("B {buckets}, 2^22 initial elements; G ops/s"));
+            .with_note(format!(
+                "B {buckets}, {} initial elements; G ops/s",
+                crate::report::size_label(n as u64)
+            ));
             rows.push(row);
         }
     }
@@ -479,10 +548,9 @@ fn shuffle<T>(v: &mut [T], seed: u32) {
     }
 }
 
-/// FLUSH after deleting half of 2^22 elements at β = 1.5 (lists of two or three slabs):
-/// slabs visited per second, with the slabs freed in the note.
-fn flush(bench: &mut Bench) -> Result<Vec<Row>> {
-    let n = 1usize << 22;
+/// FLUSH after deleting half of n (2^22) elements at β = 1.5 (lists of two or three
+/// slabs): slabs visited per second, with the slabs freed in the note.
+fn flush(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let buckets = gpuds_slabhash::buckets_for(n, 15, 1.5);
     let mut map = map_with_buckets(&gpu, buckets, n)?;
@@ -512,7 +580,28 @@ fn flush(bench: &mut Bench) -> Result<Vec<Row>> {
         Unit::GigaItemsPerSecond,
     )
     .with_note(format!(
-        "2^22 elements, B {buckets}; {freed} of {slabs} slabs freed; {}",
+        "{} elements, B {buckets}; {freed} of {slabs} slabs freed; {}",
+        crate::report::size_label(n as u64),
         check_note(checked)
     ))])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slab_counts_for_utilizations() {
+        // The paper: an average slab count of 0.7 gives a utilization near 0.6.
+        let u = expected_utilization(0.7);
+        assert!((0.5..0.7).contains(&u), "{u}");
+        for target in [0.2, 0.4, 0.6, 0.8] {
+            let beta = beta_for_utilization(target);
+            assert!(
+                (expected_utilization(beta) - target).abs() < 1e-6,
+                "{target}"
+            );
+        }
+        assert_eq!(beta_for_utilization(0.99), 16.0);
+    }
 }

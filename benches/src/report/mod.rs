@@ -158,6 +158,13 @@ impl Row {
         self
     }
 
+    /// Sets the key and value types, e.g. `u64`, `u32`.
+    pub fn with_types(mut self, key: &str, value: &str) -> Self {
+        self.key_type = key.to_string();
+        self.value_type = value.to_string();
+        self
+    }
+
     /// Sets the load factor (or memory utilization).
     pub fn with_load(mut self, load: f64) -> Self {
         self.load = Some(load);
