@@ -72,6 +72,7 @@ fn x_label(experiment: &str, figure: &str) -> &'static str {
         ("btree", _) => "log2 tree size (keys)",
         ("hive", "fig8") => "log2 operations",
         ("hive", "resize") => "buckets per resize step",
+        ("hive", "fig9") => "load factor",
         ("hive", _) => "log2 keys",
         ("alloc", "allocation") => "log2 allocations (128 B slabs)",
         _ => "x",

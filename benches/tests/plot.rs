@@ -146,9 +146,10 @@ fn every_paper_figure_kind_draws_one_series_per_structure() {
         ],
     );
 
-    // The load-factor figure: the load on the x axis, the linear table beside.
+    // The load-factor figure: batches of different sizes at the load each reached (not
+    // log2 n), the linear table beside.
     let f = get("hive-fig9");
-    assert_eq!(f.x_label, "load factor (memory utilization)");
+    assert_eq!(f.x_label, "load factor");
     check_drawn(
         f,
         &[
@@ -156,6 +157,13 @@ fn every_paper_figure_kind_draws_one_series_per_structure() {
             "LinearProbeMap, same batches, this run",
         ],
     );
+    for s in &f.series {
+        let xs: Vec<f64> = s.points.iter().map(|p| p.0).collect();
+        assert_eq!(xs, [0.55, 0.75, 0.95], "{}", s.name);
+    }
+    let labels = texts(&plot::draw(f).unwrap());
+    assert!(labels.iter().any(|t| t == "load factor"), "{labels:?}");
+    assert!(!labels.iter().any(|t| t.contains("log2")), "{labels:?}");
 
     let f = get("hive-resize");
     assert_eq!(f.x_label, "buckets per resize step");

@@ -670,7 +670,8 @@ fn steps(bench: &mut Bench, capacity: usize, prefill: f64, loads: &[f64]) -> Res
             )
             .with_operation("insert batch")
             .with_load(load)
-            .in_figure("fig9", None)
+            // The batches differ in size: the x axis is the load reached, not log2 n.
+            .in_figure("fig9", Some(load))
             .with_baseline(Some(crate::report::Baseline {
                 label: "LinearProbeMap, same batches, this run".into(),
                 rate: batch as f64 / (linear_ms * 1e-3) / 1e9,

@@ -171,8 +171,8 @@ impl Row {
         self
     }
 
-    /// Puts the row into paper figure `figure`, at `x` when its x axis is neither the
-    /// load nor the size.
+    /// Puts the row into paper figure `figure`, at `x` when its x axis is not simply the
+    /// size, or is the load of rows whose sizes differ (the plotter would take log2 n).
     pub fn in_figure(mut self, figure: &str, x: Option<f64>) -> Self {
         self.figure = Some(figure.to_string());
         self.x = x;

@@ -33,7 +33,8 @@ pub struct Record {
     pub load: Option<f64>,
     /// The paper figure the row belongs to, if any.
     pub figure: Option<String>,
-    /// The row's x coordinate in its figure, when that is neither `load` nor `n`.
+    /// The row's x coordinate in its figure, when that is not simply `n` (or is the
+    /// `load` of rows whose sizes differ, e.g. hive's fig9 batches).
     pub x: Option<f64>,
     /// Billions of units per second, from the median time.
     pub rate: f64,
