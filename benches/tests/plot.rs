@@ -105,6 +105,7 @@ fn every_paper_figure_kind_draws_one_series_per_structure() {
             "btree-fig3.3",
             "btree-fig3.4",
             "hive-fig6",
+            "hive-fig8",
             "hive-fig9",
             "hive-resize",
             "alloc-allocation",
@@ -146,6 +147,19 @@ fn every_paper_figure_kind_draws_one_series_per_structure() {
         ],
     );
 
+    // The mixed workload: SlabHashMap on the same operations, dashed beside HiveMap.
+    let f = get("hive-fig8");
+    assert_eq!(f.x_label, "log2 operations");
+    check_drawn(
+        f,
+        &[
+            "HiveMap mixed 0.5:0.3:0.2",
+            "SlabHashMap, same operations, this run",
+        ],
+    );
+    assert!(!f.series[0].baseline && f.series[1].baseline);
+    assert_eq!(f.series[1].points, [(20.0, 1.2), (22.0, 1.0)]);
+
     // The load-factor figure: batches of different sizes at the load each reached (not
     // log2 n), the linear table beside.
     let f = get("hive-fig9");
@@ -167,7 +181,18 @@ fn every_paper_figure_kind_draws_one_series_per_structure() {
 
     let f = get("hive-resize");
     assert_eq!(f.x_label, "buckets per resize step");
-    check_drawn(f, &["HiveMap expansion", "HiveMap contraction"]);
+    check_drawn(
+        f,
+        &[
+            "HiveMap expansion",
+            "HiveMap contraction",
+            "LinearProbeMap full rehash (grow), this run",
+            "LinearProbeMap full rehash (shrink), this run",
+        ],
+    );
+    let dashed: Vec<bool> = f.series.iter().map(|s| s.baseline).collect();
+    assert_eq!(dashed, [false, false, true, true]);
+    assert_eq!(f.series[2].points, [(8192.0, 2.0), (32768.0, 2.0)]);
 
     // The allocator: both paths, and the CAS limit once.
     let f = get("alloc-allocation");

@@ -14,11 +14,13 @@
 //!
 //! Figures (the paper's): `fig6` bulk insert and `fig7` bulk finds against the number of
 //! keys at load 0.95, with LinearProbeMap and SlabHashMap of the same run at every size;
-//! `fig8` the mixed workload against the number of operations; `fig9` the load-factor
+//! `fig8` the mixed workload against the number of operations, with SlabHashMap running
+//! the same operations on the same prefill beside it; `fig9` the load-factor
 //! figure, the insert rate of each batch filling a table from load 0.5 to 0.97 with
 //! LinearProbeMap filled by the same batches beside it; `fig5` the hash pairs against the
 //! number of keys; `resize` expansion and contraction against the buckets per step
-//! (8,192 to 65,536; the paper's figure is 32,768). `--keys N` replaces 2^24 in the bulk
+//! (8,192 to 65,536; the paper's figure is 32,768), with LinearProbeMap's full rehash of
+//! the same keys to the same size beside them. `--keys N` replaces 2^24 in the bulk
 //! rows and the largest size of every sweep (2^20, 2^22, ... up to N), and the fig9 and
 //! resize tables' sizes; `--load` replaces the bulk rows' loads (0.8, 0.95), fig6 and 7
 //! run at the largest, and fig9's batches then fill the table from empty to each.
@@ -26,12 +28,13 @@
 //! Every timed call is the public batch API on device inputs (reserved-key pass and the
 //! final status and length read included). Keys are fresh per repetition where the table
 //! is rebuilt per repetition. SlabHashMap (sized for the same keys at the slab hash
-//! paper's β 0.7) is measured once, next to the load-0.8 rows.
+//! paper's β 0.7) is measured next to the load-0.8 rows, in fig6/7 and in fig8.
 
 use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::hash::murmur3_32;
 use gpuds_core::{Error, Gpu, Result};
 use gpuds_hive::{HashPair, HiveConfig, HiveMap, LinearConfig, LinearProbeMap, WhenFull};
+use gpuds_slabhash::{DeviceBatch, MapOp, OpResult, SlabHashMap};
 
 use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::Bench;
@@ -188,6 +191,13 @@ fn fig_6_7(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>> {
 fn core_error(e: gpuds_hive::Error) -> Error {
     match e {
         gpuds_hive::Error::Core(e) => e,
+        other => Error::InvalidArgument(other.to_string()),
+    }
+}
+
+fn slab_error(e: gpuds_slabhash::Error) -> Error {
+    match e {
+        gpuds_slabhash::Error::Core(e) => e,
         other => Error::InvalidArgument(other.to_string()),
     }
 }
@@ -359,16 +369,25 @@ fn map_slots(capacity: usize, slots: u32) -> usize {
     capacity.div_ceil(slots as usize) * slots as usize
 }
 
-/// LinearProbeMap on `capacity` slots holding `n` keys: insert, find hit and miss.
-fn linear_rows(bench: &mut Bench, n: usize, capacity: usize, load: f64) -> Result<Vec<Row>> {
+/// A LinearProbeMap of `capacity` slots (rounded up to a power of two) that fails
+/// inserts past `max_load_factor` rather than growing.
+fn linear_table(
+    gpu: &Gpu,
+    capacity: usize,
+    max_load_factor: f64,
+) -> Result<LinearProbeMap<u32, u32>> {
     let config = LinearConfig {
         capacity: capacity as u64,
-        max_load_factor: 0.97,
+        max_load_factor,
         when_full: WhenFull::Fail,
         ..LinearConfig::default()
     };
-    let mut map =
-        LinearProbeMap::<u32, u32>::with_config(&bench.gpu, config).map_err(core_error)?;
+    LinearProbeMap::with_config(gpu, config).map_err(core_error)
+}
+
+/// LinearProbeMap on `capacity` slots holding `n` keys: insert, find hit and miss.
+fn linear_rows(bench: &mut Bench, n: usize, capacity: usize, load: f64) -> Result<Vec<Row>> {
+    let mut map = linear_table(&bench.gpu, capacity, 0.97)?;
     let timings = baseline_timings(
         bench,
         n,
@@ -390,20 +409,16 @@ fn linear_rows(bench: &mut Bench, n: usize, capacity: usize, load: f64) -> Resul
 /// SlabHashMap sized for `n` keys (the slab hash paper's β 0.7, memory utilization about
 /// 0.6): insert, find hit and miss.
 fn slabhash_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
-    let slab = |e: gpuds_slabhash::Error| match e {
-        gpuds_slabhash::Error::Core(e) => e,
-        other => Error::InvalidArgument(other.to_string()),
-    };
-    let mut map = gpuds_slabhash::SlabHashMap::<u32, u32>::new(&bench.gpu, n).map_err(slab)?;
+    let mut map = SlabHashMap::<u32, u32>::new(&bench.gpu, n).map_err(slab_error)?;
     let timings = baseline_timings(
         bench,
         n,
         &mut map,
-        |m| m.clear().map_err(slab),
-        |m, k, v| m.insert_many(k, v).map_err(slab),
-        |m, k, out| m.get_many_into(k, out).map_err(slab),
+        |m| m.clear().map_err(slab_error),
+        |m, k, v| m.insert_many(k, v).map_err(slab_error),
+        |m, k, out| m.get_many_into(k, out).map_err(slab_error),
     )?;
-    let utilization = map.stats().map_err(slab)?.memory_utilization;
+    let utilization = map.stats().map_err(slab_error)?.memory_utilization;
     Ok(baseline_rows(
         &format!("SlabHashMap baseline, memory utilization {utilization:.2}"),
         n,
@@ -470,7 +485,8 @@ fn baseline_rows(shape: &str, n: usize, [insert, hit, miss]: [Timing; 3]) -> Vec
 /// in one `apply` kernel, on a table of `n` slots prefilled with `n / 2` keys (load 0.5
 /// before, 0.8 after). Lookups and deletes take distinct present keys, inserts new ones;
 /// the order is shuffled. The operations are the same in every repetition (the table is
-/// rebuilt each time).
+/// rebuilt each time). SlabHashMap then runs the same operations (`mixed_slabhash`): the
+/// row's same-run baseline.
 fn mixed(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let stream = gpu.stream().clone();
@@ -503,12 +519,13 @@ fn mixed(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
         kinds.swap(i, j);
         idx.swap(i, j);
     }
-    let keys: Vec<u32> = idx.iter().map(|&i| key(i, seed)).collect();
-    let values: Vec<u32> = idx.iter().map(|&i| i as u32).collect();
+    let host_keys: Vec<u32> = idx.iter().map(|&i| key(i, seed)).collect();
+    let host_values: Vec<u32> = idx.iter().map(|&i| i as u32).collect();
+    let host_kinds = kinds;
     let (kinds, keys, values) = (
-        stream.clone_htod(&kinds)?,
-        stream.clone_htod(&keys)?,
-        stream.clone_htod(&values)?,
+        stream.clone_htod(&host_kinds)?,
+        stream.clone_htod(&host_keys)?,
+        stream.clone_htod(&host_values)?,
     );
     let mut out = stream.alloc_zeros::<u64>(n)?;
     let timing = bench.timer.measure(|rep| {
@@ -527,8 +544,9 @@ fn mixed(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     })?;
     let out = stream.clone_dtoh(&out)?;
     let observed = out.iter().filter(|&&w| w & (1 << 32) != 0).count();
-    let ok = observed == deletes + lookups && map.len() == half + (n - deletes - lookups) - deletes;
-    let note = format!(
+    let expected_len = half + (n - deletes - lookups) - deletes;
+    let ok = observed == deletes + lookups && map.len() == expected_len;
+    let mut note = format!(
         "{}; {}",
         if ok {
             "observations and length checked"
@@ -537,6 +555,24 @@ fn mixed(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
         },
         steps_note(&map)?
     );
+    drop(map);
+    let ops: Vec<MapOp<u32, u32>> = host_kinds
+        .iter()
+        .zip(host_keys.iter().zip(&host_values))
+        .map(|(&kind, (&k, &v))| match kind {
+            0 => MapOp::Insert(k, v),
+            1 => MapOp::Remove(k),
+            _ => MapOp::Get(k),
+        })
+        .collect();
+    let (slab_rate, slab_note) = mixed_slabhash(
+        bench,
+        n,
+        (&prefill_keys, &prefill_values),
+        &ops,
+        (deletes + lookups, expected_len),
+    )?;
+    note.push_str(&slab_note);
     Ok(vec![Row::new(
         NAME,
         "mixed insert:lookup:delete 0.5:0.3:0.2, 16 slots",
@@ -547,7 +583,62 @@ fn mixed(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     )
     .with_operation("mixed 0.5:0.3:0.2")
     .in_figure("fig8", Some((n as f64).log2()))
+    .with_baseline(Some(crate::report::Baseline {
+        label: "SlabHashMap, same operations, this run".into(),
+        rate: slab_rate,
+    }))
     .with_note(note)])
+}
+
+/// Fig. 8's comparison: SlabHashMap sized for `n` keys (β 0.7), prefilled with the same
+/// keys as HiveMap, running the same shuffled operations in one `apply_batch` kernel
+/// (the batch on the device, prefilled again before each repetition). Returns its rate in
+/// G operations/s and a note: its timing, whether the `observed` finds and removes and
+/// the final `len` (the pair) match, and its memory utilization.
+fn mixed_slabhash(
+    bench: &mut Bench,
+    n: usize,
+    (prefill_keys, prefill_values): (&CudaSlice<u32>, &CudaSlice<u32>),
+    ops: &[MapOp<u32, u32>],
+    (observed, len): (usize, usize),
+) -> Result<(f64, String)> {
+    let gpu = bench.gpu.clone();
+    let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(slab_error)?;
+    let batch = DeviceBatch::map(&gpu, ops).map_err(slab_error)?;
+    let mut results = None;
+    let timing = bench.timer.measure(|rep| {
+        results = None;
+        map.clear().map_err(slab_error)?;
+        map.insert_many(prefill_keys, prefill_values)
+            .map_err(slab_error)?;
+        rep.time(|| {
+            results = Some(map.apply_batch(&batch).map_err(slab_error)?);
+            Ok(())
+        })
+    })?;
+    let seen = match &results {
+        Some(r) => r.to_host().map_err(slab_error)?,
+        None => Vec::new(),
+    };
+    let present = seen
+        .iter()
+        .filter(|r| matches!(r, OpResult::Present(_)))
+        .count();
+    let ok = present == observed && map.len().map_err(slab_error)? == len;
+    let utilization = map.stats().map_err(slab_error)?.memory_utilization;
+    let note = format!(
+        "; SlabHashMap (β 0.7, same prefill and operations, apply_batch): median {:.3} ms \
+         (min {:.3}, max {:.3}), memory utilization {utilization:.2}, {}",
+        timing.median_ms,
+        timing.min_ms,
+        timing.max_ms,
+        if ok {
+            "observations and length checked"
+        } else {
+            "RESULTS WRONG"
+        }
+    );
+    Ok((timing.giga_rate(n as f64), note))
 }
 
 /// Expansion and contraction by k (the paper: 32,768) buckets of a table at load 0.45
@@ -581,10 +672,12 @@ fn resize(bench: &mut Bench, n: usize, k: usize) -> Result<Vec<Row>> {
     })?;
     map.validate().map_err(core_error)?;
     let ok = map.len() == n && map.buckets() == base;
+    drop(map);
     let slots = (k * 16) as f64;
-    let note = |what: &str| {
+    let [grow, shrink] = rehash_baselines(bench, (&keys, &values), base * 16, k * 16)?;
+    let note = |what: &str, rehash: &str| {
         format!(
-            "{k} buckets {what} (x16 slots), table of {base} buckets at load 0.45{}",
+            "{k} buckets {what} (x16 slots), table of {base} buckets at load 0.45{}; {rehash}",
             if ok { "; validated" } else { "; WRONG SIZE" }
         )
     };
@@ -599,7 +692,8 @@ fn resize(bench: &mut Bench, n: usize, k: usize) -> Result<Vec<Row>> {
         )
         .with_operation("expansion")
         .in_figure("resize", Some(k as f64))
-        .with_note(note("split")),
+        .with_baseline(Some(grow.0))
+        .with_note(note("split", &grow.1)),
         Row::new(
             NAME,
             "contraction (merge), slots processed",
@@ -610,8 +704,69 @@ fn resize(bench: &mut Bench, n: usize, k: usize) -> Result<Vec<Row>> {
         )
         .with_operation("contraction")
         .in_figure("resize", Some(k as f64))
-        .with_note(note("merged")),
+        .with_baseline(Some(shrink.0))
+        .with_note(note("merged", &shrink.1)),
     ])
+}
+
+/// The resize figure's comparison: LinearProbeMap holding the same `keys` in a table of
+/// `slots` slots (HiveMap's before the step), rebuilt in full by `rehash` to the size
+/// HiveMap reaches, `slots + step` (grow), and back to `slots` (shrink); each repetition
+/// one rehash of the whole table, from the other size (rebuilt untimed before it). The
+/// rate counts the slots the rehash processes (every slot of the old table, as the
+/// HiveMap rows count the slots of the buckets split or merged) per second; the note
+/// gives the capacities (LinearProbeMap rounds them up to a power of two), the timing
+/// and the rate at which the rehash delivers the step's `step` slots.
+fn rehash_baselines(
+    bench: &mut Bench,
+    (keys, values): (&CudaSlice<u32>, &CudaSlice<u32>),
+    slots: usize,
+    step: usize,
+) -> Result<[(crate::report::Baseline, String); 2]> {
+    let mut map = linear_table(&bench.gpu, slots, 0.97)?;
+    map.insert_many(keys, values).map_err(core_error)?;
+    let (small, large) = (slots as u64, (slots + step) as u64);
+    let grow = rehash_baseline(bench, &mut map, "grow", (small, large), step)?;
+    let shrink = rehash_baseline(bench, &mut map, "shrink", (large, small), step)?;
+    let ok = map.len().map_err(core_error)? == keys.len();
+    Ok([grow, shrink].map(|(baseline, mut note)| {
+        if !ok {
+            note.push_str("; LENGTH WRONG");
+        }
+        (baseline, note)
+    }))
+}
+
+/// One of [`rehash_baselines`]: `map` rebuilt from `from` slots to `to` per repetition.
+fn rehash_baseline(
+    bench: &mut Bench,
+    map: &mut LinearProbeMap<u32, u32>,
+    what: &str,
+    (from, to): (u64, u64),
+    step: usize,
+) -> Result<(crate::report::Baseline, String)> {
+    let mut before = 0;
+    let timing = bench.timer.measure(|rep| {
+        map.rehash(from).map_err(core_error)?;
+        before = map.capacity();
+        rep.time(|| map.rehash(to).map_err(core_error))
+    })?;
+    let after = map.capacity();
+    Ok((
+        crate::report::Baseline {
+            label: format!("LinearProbeMap full rehash ({what}), this run"),
+            rate: timing.giga_rate(before as f64),
+        },
+        format!(
+            "comparison: LinearProbeMap (same keys) rehash({to}) rebuilding {before} slots \
+             into {after} (powers of two), median {:.3} ms (min {:.3}, max {:.3}), \
+             {:.3} G slots/s of the step's {step}",
+            timing.median_ms,
+            timing.min_ms,
+            timing.max_ms,
+            timing.giga_rate(step as f64),
+        ),
+    ))
 }
 
 /// Fig. 9, the load-factor figure: fills a fixed table of `capacity` (2^22) slots,
@@ -622,13 +777,7 @@ fn resize(bench: &mut Bench, n: usize, k: usize) -> Result<Vec<Row>> {
 fn steps(bench: &mut Bench, capacity: usize, prefill: f64, loads: &[f64]) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let mut map = hive(bench, capacity, 16, HashPair::BitHash, false)?;
-    let config = LinearConfig {
-        capacity: map_slots(capacity, 16) as u64,
-        max_load_factor: 0.99,
-        when_full: WhenFull::Fail,
-        ..LinearConfig::default()
-    };
-    let mut linear = LinearProbeMap::<u32, u32>::with_config(&gpu, config).map_err(core_error)?;
+    let mut linear = linear_table(&gpu, map_slots(capacity, 16), 0.99)?;
     let seed = 0x5732_0055;
     let mut filled = (capacity as f64 * prefill) as usize;
     if filled > 0 {
