@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use gpuds_alloc::faults::Faults;
 use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeOp};
+use gpuds_testkit::failed::applied;
 use gpuds_testkit::workload::unique_keys;
 
 fn tree(gpu: &gpuds_core::Gpu, initial: u64, max: u64) -> GpuBTreeMap<u32, u32> {
@@ -34,16 +35,6 @@ fn start(
     let mut t = tree(gpu, initial, max);
     t.insert_many(base, base).unwrap();
     (t, base.iter().map(|&k| (k, k)).collect())
-}
-
-/// Applies what a failed (or successful) insert batch did to the model: every pair but
-/// those named as not applied.
-fn applied(model: &mut BTreeMap<u32, u32>, keys: &[u32], values: &[u32], skipped: &HashSet<usize>) {
-    for (i, (&k, &v)) in keys.iter().zip(values).enumerate() {
-        if !skipped.contains(&i) {
-            model.insert(k, v);
-        }
-    }
 }
 
 #[test]
@@ -88,13 +79,13 @@ fn a_failed_allocation_request_names_what_it_did_not_apply() {
             !skipped.is_empty() || t.fault_requests().unwrap() < k,
             "request {k}"
         );
-        applied(&mut model, &batch, &values, &skipped);
+        model.extend(applied(&batch, &values, &skipped));
         common::same_contents(&t, &model);
         t.inject_faults(Faults::default()).unwrap();
         let again: Vec<usize> = skipped.iter().copied().collect();
         let (ks, vs): (Vec<u32>, Vec<u32>) = again.iter().map(|&i| (batch[i], values[i])).unzip();
         t.insert_many(&ks, &vs).unwrap();
-        applied(&mut model, &ks, &vs, &HashSet::new());
+        model.extend(applied(&ks, &vs, &HashSet::new()));
         common::same_contents(&t, &model);
 
         // A pool that may grow: the host form grows it and inserts the failed pairs again.
@@ -105,7 +96,7 @@ fn a_failed_allocation_request_names_what_it_did_not_apply() {
         })
         .unwrap();
         t.insert_many(&batch, &values).unwrap();
-        applied(&mut model, &batch, &values, &HashSet::new());
+        model.extend(applied(&batch, &values, &HashSet::new()));
         common::same_contents(&t, &model);
         // The same in a mixed batch.
         let (mut t, mut model) = start(&gpu, 8192, 8192, &base);
@@ -126,7 +117,7 @@ fn a_failed_allocation_request_names_what_it_did_not_apply() {
                 e.not_applied().iter().copied().collect()
             }
         };
-        applied(&mut model, &batch, &values, &skipped);
+        model.extend(applied(&batch, &values, &skipped));
         common::same_contents(&t, &model);
     }
 }
@@ -161,11 +152,11 @@ fn a_failed_growth_applies_nothing_or_names_the_rest() {
                 e.not_applied().iter().copied().collect()
             }
         };
-        applied(&mut model, &batch, &batch, &skipped);
+        model.extend(applied(&batch, &batch, &skipped));
         common::same_contents(&t, &model);
         t.inject_faults(Faults::default()).unwrap();
         t.insert_many(&batch, &batch).unwrap();
-        applied(&mut model, &batch, &batch, &HashSet::new());
+        model.extend(applied(&batch, &batch, &HashSet::new()));
         common::same_contents(&t, &model);
     }
 }
@@ -189,7 +180,7 @@ fn a_memory_budget_stops_growth_and_loses_nothing() {
     } else {
         err.not_applied().iter().copied().collect()
     };
-    applied(&mut model, &batch, &batch, &skipped);
+    model.extend(applied(&batch, &batch, &skipped));
     common::same_contents(&t, &model);
     // Reads and removals still work within the budget.
     let gone: Vec<u32> = base.iter().copied().step_by(2).collect();
@@ -200,6 +191,6 @@ fn a_memory_budget_stops_growth_and_loses_nothing() {
     common::same_contents(&t, &model);
     t.inject_faults(Faults::default()).unwrap();
     t.insert_many(&batch, &batch).unwrap();
-    applied(&mut model, &batch, &batch, &HashSet::new());
+    model.extend(applied(&batch, &batch, &HashSet::new()));
     common::same_contents(&t, &model);
 }

@@ -10,6 +10,7 @@ use std::collections::{HashMap, HashSet};
 use gpuds_alloc::faults::Faults;
 use gpuds_core::Status;
 use gpuds_slabhash::{SlabHashConfig, SlabHashMap};
+use gpuds_testkit::failed::applied;
 use gpuds_testkit::workload::unique_keys;
 
 use common::{contents, not_applied};
@@ -35,14 +36,6 @@ fn start(
     let mut map = SlabHashMap::with_config(gpu, config).unwrap();
     map.insert_many(base, base).unwrap();
     (map, base.iter().map(|&k| (k, k)).collect())
-}
-
-fn applied(model: &mut HashMap<u32, u32>, keys: &[u32], values: &[u32], skipped: &HashSet<usize>) {
-    for (i, (&k, &v)) in keys.iter().zip(values).enumerate() {
-        if !skipped.contains(&i) {
-            model.insert(k, v);
-        }
-    }
 }
 
 fn same(map: &SlabHashMap, model: &HashMap<u32, u32>, what: &str) {
@@ -91,7 +84,7 @@ fn a_failed_allocation_request_names_what_it_did_not_apply() {
             !skipped.is_empty() || map.fault_requests().unwrap() < k,
             "{what}: nothing failed"
         );
-        applied(&mut model, &batch, &values, &skipped);
+        model.extend(applied(&batch, &values, &skipped));
         same(&map, &model, &what);
         // Lookups, removals and the failed inserts again, with the fault lifted.
         map.inject_faults(Faults::default()).unwrap();
@@ -106,7 +99,7 @@ fn a_failed_allocation_request_names_what_it_did_not_apply() {
         }
         let (ks, vs): (Vec<u32>, Vec<u32>) = skipped.iter().map(|&i| (batch[i], values[i])).unzip();
         map.insert_many(&ks, &vs).unwrap();
-        applied(&mut model, &ks, &vs, &HashSet::new());
+        model.extend(applied(&ks, &vs, &HashSet::new()));
         same(&map, &model, &what);
     }
 }
@@ -146,11 +139,11 @@ fn a_failed_growth_applies_nothing_and_the_map_works_after() {
                 .into_iter()
                 .collect(),
         };
-        applied(&mut model, &batch, &batch, &skipped);
+        model.extend(applied(&batch, &batch, &skipped));
         same(&map, &model, what);
         map.inject_faults(Faults::default()).unwrap();
         map.insert_many(&batch, &batch).unwrap();
-        applied(&mut model, &batch, &batch, &HashSet::new());
+        model.extend(applied(&batch, &batch, &HashSet::new()));
         same(&map, &model, what);
     }
 }
