@@ -126,6 +126,14 @@ fn split_bound(inserts: usize) -> u64 {
 
 /// The batch length as the kernels' 32-bit count: more than `u32::MAX` operations is a
 /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), never truncated.
+/// The elements of `all` at the positions `at`, or all of them (`None`).
+fn picked<'a, T: Copy>(all: &'a [T], at: Option<&[usize]>) -> std::borrow::Cow<'a, [T]> {
+    match at {
+        None => std::borrow::Cow::Borrowed(all),
+        Some(at) => std::borrow::Cow::Owned(at.iter().map(|&i| all[i]).collect()),
+    }
+}
+
 pub(crate) fn batch_len(n: usize) -> Result<u32> {
     Ok(gpuds_core::size::u32_len(n, "operations in one batch")?)
 }
@@ -397,6 +405,37 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         gpuds_core::Error::Status(flags).into()
     }
 
+    /// Runs a synchronizing batch: `round(self, at)` runs the requests at
+    /// the batch positions `at` (`None`: all of them) and returns the flags its kernels
+    /// reported and the indices, into that round, of the requests that failed. Requests
+    /// that ran out of nodes below the pool's maximum run again, alone, after the pool has
+    /// grown; what still fails is named in the error ([`gpuds_core::Error::NotApplied`]).
+    fn run_growing(
+        &mut self,
+        mut round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
+    ) -> Result<()> {
+        self.clear_status()?;
+        let mut at: Option<Vec<usize>> = None;
+        loop {
+            let (flags, failed) = round(self, at.as_deref())?;
+            if flags.is_ok() {
+                return Ok(());
+            }
+            let not_applied: Vec<usize> = failed
+                .into_iter()
+                .map(|i| at.as_ref().map_or(i, |a| a[i]))
+                .collect();
+            if flags == Status::POOL_EXHAUSTED
+                && !not_applied.is_empty()
+                && self.grow_after_exhaustion(not_applied.len())?
+            {
+                at = Some(not_applied);
+                continue;
+            }
+            return Err(self.failure(flags, not_applied));
+        }
+    }
+
     /// Grows the pool after a batch ran out of units, by at least its capacity (so that
     /// retries end after a few rounds); false when it is at its maximum.
     fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
@@ -440,34 +479,19 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if keys.is_empty() {
             return Ok(());
         }
-        self.clear_status()?;
         let stream = self.gpu.stream().clone();
-        let (mut k, mut v) = (stream.clone_htod(keys)?, stream.clone_htod(values)?);
-        // The batch positions of this round's requests (the whole batch at first).
-        let mut pending: Option<Vec<usize>> = None;
-        loop {
-            let failed = self.launch_insert(&k, &v)?;
-            let flags = self.take_status()?;
-            if flags.is_ok() {
-                return Ok(());
-            }
-            let bits = stream.clone_dtoh(&failed)?;
-            let not_applied: Vec<usize> = indices(&bits, k.len())
-                .into_iter()
-                .map(|i| pending.as_ref().map_or(i, |p| p[i]))
-                .collect();
-            if flags == Status::POOL_EXHAUSTED
-                && !not_applied.is_empty()
-                && self.grow_after_exhaustion(not_applied.len())?
-            {
-                let again_k: Vec<K> = not_applied.iter().map(|&i| keys[i]).collect();
-                let again_v: Vec<V> = not_applied.iter().map(|&i| values[i]).collect();
-                (k, v) = (stream.clone_htod(&again_k)?, stream.clone_htod(&again_v)?);
-                pending = Some(not_applied);
-                continue;
-            }
-            return Err(self.failure(flags, not_applied));
-        }
+        self.run_growing(|tree, at| {
+            let (k, v) = (picked(keys, at), picked(values, at));
+            let (k, v) = (stream.clone_htod(&*k)?, stream.clone_htod(&*v)?);
+            let failed = tree.launch_insert(&k, &v)?;
+            let flags = tree.take_status()?;
+            let bits = if flags.is_ok() {
+                Vec::new()
+            } else {
+                stream.clone_dtoh(&failed)?
+            };
+            Ok((flags, indices(&bits, k.len())))
+        })
     }
 
     /// [`GpuBTreeMap::insert_many`] from device buffers. Does not synchronize unless the
@@ -941,25 +965,20 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
-        self.clear_status()?;
-        let (mut replies, mut flags, mut failed) = self.apply_round(ops)?;
-        while flags == Status::POOL_EXHAUSTED
-            && !failed.is_empty()
-            && self.grow_after_exhaustion(failed.len())?
-        {
-            let again: Vec<TreeOp<K, V>> = failed.iter().map(|&i| ops[i]).collect();
-            let (r, f, still) = self.apply_round(&again)?;
-            for (&i, reply) in failed.iter().zip(r) {
-                replies[i] = reply;
+        let mut replies = Vec::new();
+        self.run_growing(|tree, at| {
+            let (r, flags, failed) = tree.apply_round(&picked(ops, at))?;
+            match at {
+                None => replies = r,
+                Some(at) => {
+                    for (&i, reply) in at.iter().zip(r) {
+                        replies[i] = reply;
+                    }
+                }
             }
-            failed = still.into_iter().map(|j| failed[j]).collect();
-            flags = f;
-        }
-        if flags.is_ok() {
-            Ok(replies)
-        } else {
-            Err(self.failure(flags, failed))
-        }
+            Ok((flags, failed))
+        })?;
+        Ok(replies)
     }
 
     /// Runs `ops` as one mixed batch: the replies, the flags the kernels reported (read
