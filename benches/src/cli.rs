@@ -81,10 +81,10 @@ pub struct RunOptions {
     #[arg(long, global = true, value_name = "L,...", value_delimiter = ',',
           value_parser = load_parser)]
     pub load: Option<Vec<f64>>,
-    /// Key type (u64: linear only so far).
+    /// Key type (u64: linear, hive, btree, slabhash and quick).
     #[arg(long, global = true, value_enum, default_value_t = Word::U32)]
     pub key: Word,
-    /// Value type (u64: linear only so far).
+    /// Value type (u64: linear, hive, btree, slabhash and quick).
     #[arg(long, global = true, value_enum, default_value_t = Word::U32)]
     pub value: Word,
 }

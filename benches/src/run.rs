@@ -67,12 +67,17 @@ pub fn run(gpu: &Gpu, args: &RunConfig) -> Result<Report> {
 
 /// The cases of the named experiments in order: `quick` expands to every experiment's
 /// quick plan, any other name to that experiment's full plan. Under `quick`, `--keys` and
-/// `--load` reach only the experiments that take them.
+/// `--load` reach only the experiments that take them, and 64-bit words run only the
+/// experiments that take them.
 fn plan(names: &[String], params: &Params) -> Vec<Case> {
     let mut cases = Vec::new();
     for name in names {
         if name == QUICK {
+            let wide = crate::experiments::wide::asked(params);
             for e in registry() {
+                if wide && !e.accepts.u64 {
+                    continue;
+                }
                 let mut p = params.clone();
                 p.scale = Scale::Quick;
                 if !e.accepts.keys {

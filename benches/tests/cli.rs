@@ -122,21 +122,14 @@ fn experiment_options_are_checked_before_any_gpu_work() {
         (&["hive", "--key", "u16"], "--key"),
         (&["hive", "--value", "i64"], "--value"),
         (
-            &["hive", "--key", "u64"],
-            "u64 keys are not supported by hive yet",
+            &["hive-targets", "--key", "u64"],
+            "u64 keys do not apply to hive-targets",
         ),
         (
-            &["btree", "--value", "u64"],
-            "u64 values are not supported by btree yet",
+            &["btree-range", "--value", "u64"],
+            "u64 values do not apply to btree-range",
         ),
-        (
-            &["slabhash", "--key", "u64"],
-            "u64 keys are not supported by slabhash yet",
-        ),
-        (
-            &["quick", "--key", "u64"],
-            "u64 keys are not supported by quick yet",
-        ),
+        (&["alloc", "--key", "u64"], "u64 keys do not apply to alloc"),
         (
             &["btree", "--load", "0.5"],
             "--load does not apply to btree",

@@ -38,7 +38,10 @@ pub const EXPERIMENT: Experiment = Experiment {
     name: "btree",
     about:
         "GpuBTreeMap (Awad 2022, ch. 3): Table 3.3, Fig. 3.2-3.5, targets; sorted array baseline",
-    accepts: Accepts::KEYS,
+    accepts: Accepts {
+        u64: true,
+        ..Accepts::KEYS
+    },
     plan,
 };
 
@@ -68,6 +71,9 @@ const NAME: &str = "btree";
 type Tree = GpuBTreeMap<u32, u32>;
 
 fn plan(params: &Params) -> Vec<Case> {
+    if super::wide::asked(params) {
+        return super::wide::plan(super::wide::Structure::BTree, params);
+    }
     let n = params.keys_or(match params.scale {
         Scale::Quick => 1 << 22,
         Scale::Full => 1 << 24,

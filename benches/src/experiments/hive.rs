@@ -46,7 +46,7 @@ use crate::timing::{time_once, Timing};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "hive",
     about: "HiveMap (Hive paper): Fig. 5-9 (hash pairs, bulk insert/find vs keys, mixed, load factor), resize",
-    accepts: Accepts::KEYS_LOAD,
+    accepts: Accepts::WIDE_KEYS_LOAD,
     plan,
 };
 
@@ -93,6 +93,9 @@ const NAME: &str = "hive";
 const ABSENT: u32 = u32::MAX;
 
 fn plan(params: &Params) -> Vec<Case> {
+    if super::wide::asked(params) {
+        return super::wide::plan(super::wide::Structure::Hive, params);
+    }
     let b = HashPair::BitHash;
     if params.scale == Scale::Quick {
         let n = params.keys_or(1 << 22);

@@ -158,15 +158,15 @@ fn core_error(e: gpuds_hive::Error) -> Error {
 }
 
 /// Device keys and values.
-struct Inputs<K: DeviceKey, V: DeviceValue> {
+pub(super) struct Inputs<K: DeviceKey, V: DeviceValue> {
     gpu: Gpu,
     kernel: gpuds_core::Kernel,
-    keys: CudaSlice<K>,
-    values: CudaSlice<V>,
+    pub(super) keys: CudaSlice<K>,
+    pub(super) values: CudaSlice<V>,
 }
 
 impl<K: DeviceKey, V: DeviceValue> Inputs<K, V> {
-    fn new(gpu: &Gpu, n: usize) -> Result<Self> {
+    pub(super) fn new(gpu: &Gpu, n: usize) -> Result<Self> {
         let kernel = gpu.load(&program())?.kernel("linear_bench_keys")?;
         let stream = gpu.stream();
         Ok(Self {
@@ -180,7 +180,7 @@ impl<K: DeviceKey, V: DeviceValue> Inputs<K, V> {
     /// Keys of indices `first..first + n` under `seed` (n the buffers' length), values
     /// `first + i + 1`: made on the device for u32 keys and values, on the host (the same
     /// bijection, [`bench_key`]) when either is 64-bit.
-    fn generate(&mut self, first: u64, seed: u32) -> Result<()> {
+    pub(super) fn generate(&mut self, first: u64, seed: u32) -> Result<()> {
         let n = self.keys.len() as u64;
         if !(is_u32::<K>() && is_u32::<V>()) {
             let wide = !is_u32::<K>();

@@ -44,7 +44,7 @@ use crate::timing::{time_once, Timing};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "slabhash",
     about: "SlabHashMap: the slab hash paper's Fig. 4-7, FLUSH, and the 2^24 target rows",
-    accepts: Accepts::KEYS_LOAD,
+    accepts: Accepts::WIDE_KEYS_LOAD,
     plan,
 };
 
@@ -76,6 +76,9 @@ fn betas(params: &Params, defaults: &[f64]) -> Vec<f64> {
 }
 
 fn plan(params: &Params) -> Vec<Case> {
+    if super::wide::asked(params) {
+        return super::wide::plan(super::wide::Structure::SlabHash, params);
+    }
     if params.scale == Scale::Quick {
         return vec![target_case(params)];
     }

@@ -1,0 +1,406 @@
+//! 64-bit words: what `--key u64` and `--value u64` measure on `slabhash`, `hive` and
+//! `btree` (and `quick`, which runs all three).
+//!
+//! For one structure and the command line's key and value types, every case measures in
+//! one run, at 2^24 keys (`--keys N` replaces it) and the load the structure's u32 rows
+//! use (`--load` replaces it where the structure has a load):
+//!
+//! - the structure at the asked types: insert of fresh keys into an empty structure, find
+//!   of the present keys, find of absent keys; each row's baseline is
+//! - the same structure at u32 keys and values, the same operations and sizes, measured
+//!   just before (the ratio is what the wider words cost);
+//! - LinearProbeMap at the asked types and the same load, the same operations (its own
+//!   rows, the flat table as a reference point).
+//!
+//! The structures' u32 configurations: SlabHashMap sized by [`SlabHashMap::new`] (an
+//! average slab count of 0.7, the paper's), HiveMap with 16 slots per bucket and BitHash
+//! at load 0.8, GpuBTreeMap with its default configuration (the node pool sized for the
+//! keys). Keys come from the `linear` experiment's bijection ([`super::linear::bench_key`]:
+//! 64-bit keys have a random high word, so keys that share a low word are distinct), made
+//! on the host for 64-bit words. Finds are checked on a sample after each measurement.
+
+use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeKey, TreeValue};
+use gpuds_core::cudarc::driver::CudaSlice;
+use gpuds_core::keys::{DeviceKey, DeviceValue};
+use gpuds_core::{Error, Result};
+use gpuds_hive::{HashPair, HiveConfig, HiveMap, LinearConfig, LinearProbeMap};
+use gpuds_slabhash::{SlabHashMap, SlabKey, SlabValue};
+
+use super::linear::Inputs;
+use super::{Case, Params, Scale, Word};
+use crate::bench::Bench;
+use crate::report::{size_label, Baseline, Row, Unit};
+use crate::timing::Timing;
+
+/// The structures with a 64-bit form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Structure {
+    /// gpuds-slabhash's SlabHashMap.
+    SlabHash,
+    /// gpuds-hive's HiveMap.
+    Hive,
+    /// gpuds-btree's GpuBTreeMap.
+    BTree,
+}
+
+impl Structure {
+    fn experiment(self) -> &'static str {
+        match self {
+            Structure::SlabHash => "slabhash",
+            Structure::Hive => "hive",
+            Structure::BTree => "btree",
+        }
+    }
+
+    /// The load of the u32 rows of the structure's experiment (the B-Tree has none: its
+    /// LinearProbeMap reference runs at 0.8).
+    fn default_load(self) -> f64 {
+        0.8
+    }
+}
+
+/// Whether the command line asks for 64-bit words.
+pub fn asked(params: &Params) -> bool {
+    params.key == Word::U64 || params.value == Word::U64
+}
+
+/// The plan of `structure`'s 64-bit form: one case at `--keys` (2^24 by default, 2^22
+/// under `quick`) for
+/// each `--load` (the structure's own load by default).
+pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
+    let n = params.keys_or(match params.scale {
+        Scale::Quick => 1 << 22,
+        Scale::Full => 1 << 24,
+    });
+    let loads = params.loads_or(&[structure.default_load()]);
+    let (key, value) = (params.key, params.value);
+    loads
+        .into_iter()
+        .map(|load| {
+            Case::new(
+                format!(
+                    "{} {}/{}, {}, load {load}",
+                    structure.experiment(),
+                    key.name(),
+                    value.name(),
+                    size_label(n as u64)
+                ),
+                move |bench| match (key, value) {
+                    (Word::U32, Word::U32) => rows::<u32, u32>(bench, structure, n, load),
+                    _ => Err(Error::InvalidArgument(
+                        "64-bit words are not merged yet".into(),
+                    )),
+                },
+            )
+        })
+        .collect()
+}
+
+/// A structure under test at key type `K` and value type `V`.
+trait Subject<K: DeviceKey, V: DeviceValue>: Sized {
+    /// The structure's name in rows.
+    const NAME: &'static str;
+    /// An empty structure for `n` keys at `load`.
+    fn build(bench: &Bench, n: usize, load: f64) -> Result<Self>;
+    /// Empties it.
+    fn clear(&mut self) -> Result<()>;
+    /// Inserts device pairs (the timed call).
+    fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()>;
+    /// Finds device keys (the timed call); `out` and `found` have room for every key.
+    fn find(
+        &mut self,
+        keys: &CudaSlice<K>,
+        out: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()>;
+    /// Host lookups, for the check.
+    fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>>;
+    /// Checks the structure's invariants.
+    fn validate(&mut self) -> Result<()>;
+}
+
+fn err(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::InvalidArgument(format!("{what}: {e}"))
+}
+
+fn slab_error(e: gpuds_slabhash::Error) -> Error {
+    match e {
+        gpuds_slabhash::Error::Core(e) => e,
+        other => err("slab hash", other),
+    }
+}
+
+fn hive_error(e: gpuds_hive::Error) -> Error {
+    match e {
+        gpuds_hive::Error::Core(e) => e,
+        other => err("hive", other),
+    }
+}
+
+fn tree_error(e: gpuds_btree::Error) -> Error {
+    match e {
+        gpuds_btree::Error::Core(e) => e,
+        other => err("B-Tree", other),
+    }
+}
+
+impl<K: SlabKey, V: SlabValue> Subject<K, V> for SlabHashMap<K, V> {
+    const NAME: &'static str = "SlabHashMap";
+    fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
+        SlabHashMap::new(&bench.gpu, n).map_err(slab_error)
+    }
+    fn clear(&mut self) -> Result<()> {
+        SlabHashMap::clear(self).map_err(slab_error)
+    }
+    fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
+        self.insert_many(keys, values).map_err(slab_error)
+    }
+    fn find(
+        &mut self,
+        keys: &CudaSlice<K>,
+        out: &mut CudaSlice<V>,
+        _found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        self.get_many_into(keys, out).map_err(slab_error)
+    }
+    fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        self.get_many(keys).map_err(slab_error)
+    }
+    fn validate(&mut self) -> Result<()> {
+        SlabHashMap::validate(self).map_err(slab_error)
+    }
+}
+
+impl Subject<u32, u32> for HiveMap {
+    const NAME: &'static str = "HiveMap";
+    fn build(bench: &Bench, n: usize, load: f64) -> Result<Self> {
+        let config = HiveConfig {
+            capacity: (n as f64 / load).ceil() as usize,
+            slots_per_bucket: 16,
+            hash: HashPair::BitHash,
+            auto_resize: false,
+            ..Default::default()
+        };
+        HiveMap::with_config(&bench.gpu, config).map_err(hive_error)
+    }
+    fn clear(&mut self) -> Result<()> {
+        HiveMap::clear(self).map_err(hive_error)
+    }
+    fn insert(&mut self, keys: &CudaSlice<u32>, values: &CudaSlice<u32>) -> Result<()> {
+        self.insert_many(keys, values).map_err(hive_error)
+    }
+    fn find(
+        &mut self,
+        keys: &CudaSlice<u32>,
+        out: &mut CudaSlice<u32>,
+        _found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        self.get_many_into(keys, out, u32::MAX).map_err(hive_error)
+    }
+    fn get(&mut self, keys: &[u32]) -> Result<Vec<Option<u32>>> {
+        self.get_many(keys).map_err(hive_error)
+    }
+    fn validate(&mut self) -> Result<()> {
+        HiveMap::validate(self).map_err(hive_error)
+    }
+}
+
+impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
+    const NAME: &'static str = "GpuBTreeMap";
+    fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
+        let config = BTreeConfig {
+            initial_nodes: (n as u64 / 2).max(1 << 16),
+            max_nodes: (n as u64 * 2).max(1 << 20),
+            ..Default::default()
+        };
+        GpuBTreeMap::with_config(&bench.gpu, config).map_err(tree_error)
+    }
+    fn clear(&mut self) -> Result<()> {
+        GpuBTreeMap::clear(self).map_err(tree_error)
+    }
+    fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
+        self.insert_many_device(keys, values).map_err(tree_error)
+    }
+    fn find(
+        &mut self,
+        keys: &CudaSlice<K>,
+        out: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        self.get_many_device(keys, out, found).map_err(tree_error)
+    }
+    fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        self.get_many(keys).map_err(tree_error)
+    }
+    fn validate(&mut self) -> Result<()> {
+        GpuBTreeMap::validate(self).map_err(tree_error)
+    }
+}
+
+impl<K: DeviceKey, V: DeviceValue> Subject<K, V> for LinearProbeMap<K, V> {
+    const NAME: &'static str = "LinearProbeMap";
+    fn build(bench: &Bench, n: usize, load: f64) -> Result<Self> {
+        let config = LinearConfig {
+            capacity: (n as f64 / load).ceil() as u64,
+            max_load_factor: 0.97,
+            ..LinearConfig::default()
+        };
+        LinearProbeMap::with_config(&bench.gpu, config).map_err(hive_error)
+    }
+    fn clear(&mut self) -> Result<()> {
+        LinearProbeMap::clear(self).map_err(hive_error)
+    }
+    fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
+        self.insert_many_async(keys, values).map_err(hive_error)
+    }
+    fn find(
+        &mut self,
+        keys: &CudaSlice<K>,
+        out: &mut CudaSlice<V>,
+        _found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        self.get_many_into_async(keys, out).map_err(hive_error)
+    }
+    fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        self.get_many(keys).map_err(hive_error)
+    }
+    fn validate(&mut self) -> Result<()> {
+        self.check().map_err(hive_error)
+    }
+}
+
+/// Insert, find of present keys and find of absent keys of one subject.
+struct Measured {
+    insert: Timing,
+    hit: Timing,
+    miss: Timing,
+}
+
+/// Keys checked per find measurement (a sample: host lookups are slow).
+const SAMPLE: usize = 1 << 16;
+
+/// Measures `S` at `n` keys and `load`; fails when a sampled find is wrong.
+fn measure<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
+    bench: &mut Bench,
+    n: usize,
+    load: f64,
+) -> Result<Measured> {
+    let mut subject = S::build(bench, n, load)?;
+    let mut inputs = Inputs::<K, V>::new(&bench.gpu, n)?;
+    let mut misses = Inputs::<K, V>::new(&bench.gpu, n)?;
+    let stream = bench.gpu.stream().clone();
+    // SAFETY: every find writes all of `out` (a value or its absent marker).
+    let mut out = unsafe { stream.alloc::<V>(n) }?;
+    let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+    let mut seed = 0;
+    let insert = bench.timer.measure(|rep| {
+        subject.clear()?;
+        seed = rep.seed();
+        inputs.generate(0, seed)?;
+        rep.time(|| subject.insert(&inputs.keys, &inputs.values))
+    })?;
+    subject.validate()?;
+    misses.generate(n as u64, seed)?;
+    let hit = bench
+        .timer
+        .measure(|rep| rep.time(|| subject.find(&inputs.keys, &mut out, &mut found)))?;
+    let miss = bench
+        .timer
+        .measure(|rep| rep.time(|| subject.find(&misses.keys, &mut out, &mut found)))?;
+    subject.validate()?;
+    let m = SAMPLE.min(n);
+    let keys = stream.clone_dtoh(&inputs.keys.slice(..m))?;
+    let want = stream.clone_dtoh(&inputs.values.slice(..m))?;
+    let got = subject.get(&keys)?;
+    if got
+        .iter()
+        .zip(&want)
+        .any(|(g, w)| g.map(|v| v.to_u64()) != Some(w.to_u64()))
+    {
+        return Err(err(S::NAME, "a present key was not found with its value"));
+    }
+    let absent = stream.clone_dtoh(&misses.keys.slice(..m))?;
+    if subject.get(&absent)?.iter().any(Option::is_some) {
+        return Err(err(S::NAME, "an absent key was found"));
+    }
+    Ok(Measured { insert, hit, miss })
+}
+
+/// The rows of one case: `structure` at K, V against itself at u32 (the baselines), and
+/// LinearProbeMap at K, V.
+fn rows<K, V>(bench: &mut Bench, structure: Structure, n: usize, load: f64) -> Result<Vec<Row>>
+where
+    K: SlabKey + TreeKey,
+    V: SlabValue + TreeValue,
+    HiveMap: Subject<K, V>,
+{
+    let (narrow, wide, name) = match structure {
+        Structure::SlabHash => (
+            measure::<u32, u32, SlabHashMap<u32, u32>>(bench, n, load)?,
+            measure::<K, V, SlabHashMap<K, V>>(bench, n, load)?,
+            "SlabHashMap",
+        ),
+        Structure::Hive => (
+            measure::<u32, u32, HiveMap>(bench, n, load)?,
+            measure::<K, V, HiveMap>(bench, n, load)?,
+            "HiveMap",
+        ),
+        Structure::BTree => (
+            measure::<u32, u32, GpuBTreeMap<u32, u32>>(bench, n, load)?,
+            measure::<K, V, GpuBTreeMap<K, V>>(bench, n, load)?,
+            "GpuBTreeMap",
+        ),
+    };
+    let linear = measure::<K, V, LinearProbeMap<K, V>>(bench, n, load)?;
+    let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
+    let experiment = structure.experiment();
+    let ops = |m: &Measured| {
+        [
+            ("insert", m.insert, Unit::GigaKeysPerSecond),
+            ("find (hit)", m.hit, Unit::GigaQueriesPerSecond),
+            ("find (miss)", m.miss, Unit::GigaQueriesPerSecond),
+        ]
+    };
+    let mut out = Vec::new();
+    for ((op, timing, unit), (_, base, _)) in ops(&wide).into_iter().zip(ops(&narrow)) {
+        out.push(
+            Row::new(
+                experiment,
+                &format!("{op}, {types}, 64-bit form"),
+                n as u64,
+                timing,
+                n as f64,
+                unit,
+            )
+            .with_structure(name)
+            .with_operation(op)
+            .with_types(K::SUFFIX, V::SUFFIX)
+            .with_load(load)
+            .with_baseline(Some(Baseline {
+                label: format!("{name} u32/u32, this run"),
+                rate: base.giga_rate(n as f64),
+            }))
+            .with_note("ratio: the wide words' cost against u32 keys and values"),
+        );
+    }
+    for (op, timing, unit) in ops(&linear) {
+        out.push(
+            Row::new(
+                experiment,
+                &format!("{op}, {types}, LinearProbeMap reference"),
+                n as u64,
+                timing,
+                n as f64,
+                unit,
+            )
+            .with_structure("LinearProbeMap")
+            .with_operation(op)
+            .with_types(K::SUFFIX, V::SUFFIX)
+            .with_load(load)
+            .with_note(format!(
+                "LinearProbeMap at the same types and load, beside {name}"
+            )),
+        );
+    }
+    Ok(out)
+}
