@@ -2,10 +2,11 @@
 // hash (B base slabs, a SlabAlloc for the rest, the universal hash, counters and status
 // word) and the warp-cooperative walk along one request's list.
 //
-// The walk is the slab hash paper's work-sharing loop (§IV-A, Fig. 2): lanes with a
-// request vote, the warp takes the lowest voter's key and bucket and reads one slab per
-// round, all lanes together (reading the next request's base slab ahead, see walk); the operation's body looks at the slab with
-// ballots and decides to finish, re-read the same slab (a CAS lost a race) or move on.
+// The walk is the slab hash paper's work-sharing loop (§IV-A, Fig. 2), core's
+// work_queue: lanes with a request vote, the warp takes the lowest voter's key and bucket
+// and reads one slab per round, all lanes together (reading the next request's base slab
+// ahead, see walk); the operation's body looks at the slab with ballots and decides to
+// finish, re-read the same slab (a CAS lost a race) or move on.
 //
 // The step cap is the most slabs a list may have, and so the most slabs a request
 // visits: an insert never appends a slab to a list that already has `step_cap` slabs
@@ -17,6 +18,7 @@
 #pragma once
 #include <gpuds/core/hash.cuh>
 #include <gpuds/core/status.cuh>
+#include <gpuds/core/work_queue.cuh>
 #include <gpuds/slabhash/slab.cuh>
 
 namespace gpuds {
@@ -114,66 +116,52 @@ struct table {
     return active;
   }
 
-  // Runs the work-sharing loop over the lanes with `active`. `visit(src, key, slab, word,
-  // depth)` is called by all lanes with src's key, the slab it is at (the `depth`-th of
-  // its list, the base slab being the first) and this lane's word of it; it returns true
-  // when src's request is finished, and may move `slab` (to the next slab, or to one it
-  // appended); returning false with `slab` unchanged re-reads it. A request that would
-  // visit more than `step_cap` slabs or re-read more than `retry_cap()` times reports
-  // RETRY_LIMIT and gets OP_FAILED in its lane's `outcome`.
+  // Runs the work-sharing loop (gpuds/core/work_queue.cuh) over the lanes with `active`.
+  // `visit(src, key, slab, word, depth)` is called by all lanes with src's key, the slab
+  // it is at (the `depth`-th of its list, the base slab being the first) and this lane's
+  // word of it; it returns true when src's request is finished, and may move `slab` (to
+  // the next slab, or to one it appended); returning false with `slab` unchanged re-reads
+  // it. A request that would visit more than `step_cap` slabs or re-read more than
+  // `retry_cap()` times reports RETRY_LIMIT and gets OP_FAILED in its lane's `outcome`.
   //
-  // The loop is the paper's (vote, take the lowest requester, broadcast its key), with
-  // two additions. Each lane hashes its own key before the loop, all lanes at once, so a
-  // request costs two shuffles instead of a hash (the hash's 64-bit remainders would
-  // otherwise be the most expensive part of a round). And it is software-pipelined: when
-  // the warp takes up a request it already issues the read of the next request's base
-  // slab, so each warp keeps two slab reads in flight and a request settled in its base
-  // slab (most of them at the paper's utilizations) exposes little latency of its own.
-  // A base slab read ahead may be stale by the time its request runs; operations only
-  // ever change a slab through a CAS that checks what they saw (a lost CAS re-reads or
-  // runs its request again), or, deleting a unique key, through an exchange whose result
-  // says what it replaced.
+  // Two choices make the loop cheap here. Each lane hashes its own key before the loop,
+  // all lanes at once, so a request costs two shuffles instead of a hash (the hash's
+  // 64-bit remainders would otherwise be the most expensive part of a round). And the
+  // work queue reads the next request's base slab while this one runs, keeping only its
+  // bucket and this lane's word of it (two registers, not three for a slab address) across
+  // the visits; a request settled in its base slab (most of them at the paper's
+  // utilizations) exposes little latency of its own. A base slab read ahead may be stale
+  // by the time its request runs; operations only ever change a slab through a CAS that
+  // checks what they saw (a lost CAS re-reads or runs its request again), or, deleting a
+  // unique key, through an exchange whose result says what it replaced.
   template <class Visit>
   __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
-    const unsigned lane = warp::lane_id();
+    struct ahead {
+      unsigned bucket;
+      unsigned word;
+    };
+    struct cursor {
+      unsigned* slab;
+      unsigned word;
+    };
     const unsigned home = active ? bucket_of(key) : 0u;
-    unsigned pending = __ballot_sync(warp::FULL_MASK, active);
-    if (pending == 0u) return;
-    int src = __ffs(pending) - 1;
-    unsigned* slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
-    unsigned word = read_slab(slab);
-    for (;;) {
-      pending &= pending - 1u;
-      const int next_src = pending != 0u ? __ffs(pending) - 1 : -1;
-      // The next request's bucket, not its slab address, is kept across the visit (one
-      // register instead of two).
-      unsigned next_bucket = 0u;
-      unsigned next_word = 0u;
-      if (next_src >= 0) {
-        next_bucket = __shfl_sync(warp::FULL_MASK, home, next_src);
-        next_word = read_slab(base_slab(next_bucket));
-      }
-      const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
-      for (unsigned depth = 1, rereads = 0;;) {
-        const unsigned* const at = slab;
-        if (visit(src, k, slab, word, depth)) break;
-        if (slab != at) {
-          ++depth;
-        } else {
-          ++rereads;
-        }
-        if (depth > step_cap || rereads > retry_cap()) {
+    work_queue::run(
+        active, key, work_queue::caps{step_cap, retry_cap()},
+        [&](int src) {
+          const unsigned bucket = __shfl_sync(warp::FULL_MASK, home, src);
+          return ahead{bucket, read_slab(base_slab(bucket))};
+        },
+        [&](const ahead& a) { return cursor{base_slab(a.bucket), a.word}; },
+        [&](int src, unsigned k, cursor& c, unsigned depth) {
+          const unsigned* const at = c.slab;
+          if (visit(src, k, c.slab, c.word, depth)) return work_queue::DONE;
+          return c.slab != at ? work_queue::MOVED : work_queue::AGAIN;
+        },
+        [&](cursor& c) { c.word = read_slab(c.slab); },
+        [&](int src) {
           report(status::RETRY_LIMIT);
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
-          break;
-        }
-        word = read_slab(slab);
-      }
-      if (next_src < 0) return;
-      src = next_src;
-      slab = base_slab(next_bucket);
-      word = next_word;
-    }
+          if (warp::lane_id() == static_cast<unsigned>(src)) outcome = OP_FAILED;
+        });
   }
 
   // Follows the next address of the slab whose words the lanes hold; false at the tail.
