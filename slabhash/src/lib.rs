@@ -97,12 +97,18 @@ pub use stats::SlabHashStats;
 pub const LIST_FULL: gpuds_core::Status =
     gpuds_core::Status(gpuds_core::Status::FIRST_STRUCTURE_BIT);
 
-/// Every kernel module of gpuds-slabhash, with its instantiations (map of u32 to u32,
-/// set of u32), so that a test can compile all of them without a GPU.
+/// Every kernel module of gpuds-slabhash, with every instantiation the host types make
+/// (maps of u32 and u64 keys to u32 and u64 values, sets of u32 and u64), so that a test
+/// can compile all of them without a GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
+    use kernels::{program, Kind};
     vec![
-        kernels::program::<u32, u32>(kernels::Kind::Map),
-        kernels::program::<u32, u32>(kernels::Kind::Set),
+        program::<u32, u32>(Kind::Map),
+        program::<u32, u64>(Kind::Map),
+        program::<u64, u32>(Kind::Map),
+        program::<u64, u64>(Kind::Map),
+        program::<u32, u32>(Kind::Set),
+        program::<u64, u32>(Kind::Set),
     ]
 }
 
@@ -111,6 +117,10 @@ pub fn programs() -> Vec<gpuds_core::Program> {
 pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     let mut headers = gpuds_alloc::cuda_headers();
     headers.extend([
+        (
+            "gpuds/slabhash/layout.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/layout.cuh"),
+        ),
         (
             "gpuds/slabhash/slab.cuh",
             include_str!("../cuda/include/gpuds/slabhash/slab.cuh"),

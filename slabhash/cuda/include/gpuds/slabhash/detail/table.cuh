@@ -38,6 +38,9 @@ constexpr unsigned RETRY_FLOOR = 1u << 12;
 constexpr unsigned COUNTER_STRIPES = 32;
 constexpr unsigned COUNTER_STRIPE_WORDS = 16;
 
+// The odd constant of the 64-bit key fold (2^32 over the golden ratio).
+constexpr unsigned KEY_FOLD = 0x9E3779B9u;
+
 // What an inserting operation may take instead of a warp_allocator: a tag that makes a
 // warp_allocator at each allocation. Most warps of a batch at the paper's utilizations
 // never allocate, so they skip the allocator's set-up (two hashes, a remainder and a
@@ -54,7 +57,17 @@ struct table {
   unsigned unique_keys;             // 1: keys are unique (REPLACE); 0: duplicates allowed
   unsigned step_cap;                // slabs a list may have and a request may visit
 
-  __device__ unsigned bucket_of(unsigned key) const { return hash(key, num_buckets); }
+  // A 64-bit key is folded to 32 bits first: the low word xor the high word times an odd
+  // constant, a bijection of either word for a fixed other, so keys that differ in one
+  // word only never fold together (host twin: gpuds_slabhash::SlabKey::fold).
+  __device__ static unsigned fold(unsigned key) { return key; }
+  __device__ static unsigned fold(unsigned long long key) {
+    return static_cast<unsigned>(key) ^ (static_cast<unsigned>(key >> 32) * KEY_FOLD);
+  }
+  template <class K>
+  __device__ unsigned bucket_of(K key) const {
+    return hash(fold(key), num_buckets);
+  }
   // Re-reads of one slab (lost CASes) and store passes one request may take.
   __device__ unsigned retry_cap() const { return step_cap > RETRY_FLOOR ? step_cap : RETRY_FLOOR; }
   __device__ unsigned* base_slab(unsigned bucket) const {
@@ -69,23 +82,24 @@ struct table {
     return alloc::warp_allocator(alloc);
   }
 
-  // Lane `dest` swaps word `dest` of `slab` from `expected` to `desired`; every lane
-  // (`lane`: its own id) learns whether the swap won.
-  __device__ __forceinline__ static bool elected_cas(unsigned* slab, unsigned lane, int dest, unsigned expected,
-                                                     unsigned desired) {
+  // Lane `dest` swaps the word (32 or 64 bits, as T) at lane `dest` of `slab` from
+  // `expected` to `desired`; every lane (`lane`: its own id) learns whether the swap won.
+  template <class T>
+  __device__ __forceinline__ static bool elected_cas(unsigned* slab, unsigned lane, int dest, T expected,
+                                                     T desired) {
     bool won = false;
     if (lane == static_cast<unsigned>(dest)) {
-      won = mem::cas_relaxed(slab + dest, expected, desired) == expected;
+      won = mem::cas_relaxed(reinterpret_cast<T*>(slab + dest), expected, desired) == expected;
     }
     return __shfl_sync(warp::FULL_MASK, won, dest);
   }
 
-  __device__ slab_iterator iterate(unsigned bucket, unsigned key_lanes) const {
-    slab_iterator it;
+  template <class K, class V>
+  __device__ slab_iterator<K, V> iterate(unsigned bucket) const {
+    slab_iterator<K, V> it;
     it.alloc = alloc;
     it.slab = base_slab(bucket);
     it.word_ = read_slab(it.slab);
-    it.key_lanes = key_lanes;
     return it;
   }
 
@@ -107,7 +121,8 @@ struct table {
   __device__ void report(unsigned flag) const { status::report(status, flag); }
 
   // Requests with a reserved key are refused (RESERVED_KEY) and marked failed.
-  __device__ bool admit(bool active, unsigned key, unsigned& outcome) const {
+  template <class K>
+  __device__ bool admit(bool active, K key, unsigned& outcome) const {
     if (active && is_reserved_key(key)) {
       report(status::RESERVED_KEY);
       outcome = OP_FAILED;
@@ -134,8 +149,8 @@ struct table {
   // by the time its request runs; operations only ever change a slab through a CAS that
   // checks what they saw (a lost CAS re-reads or runs its request again), or, deleting a
   // unique key, through an exchange whose result says what it replaced.
-  template <class Visit>
-  __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
+  template <class K, class Visit>
+  __device__ void walk(bool active, K key, unsigned& outcome, Visit&& visit) const {
     struct ahead {
       unsigned bucket;
       unsigned word;
@@ -152,7 +167,7 @@ struct table {
           return ahead{bucket, read_slab(base_slab(bucket))};
         },
         [&](const ahead& a) { return cursor{base_slab(a.bucket), a.word}; },
-        [&](int src, unsigned k, cursor& c, unsigned depth) {
+        [&](int src, K k, cursor& c, unsigned depth) {
           const unsigned* const at = c.slab;
           if (visit(src, k, c.slab, c.word, depth)) return work_queue::DONE;
           return c.slab != at ? work_queue::MOVED : work_queue::AGAIN;
