@@ -67,6 +67,7 @@ mod image;
 mod input;
 mod kernels;
 mod keys;
+mod layout;
 mod map;
 mod ops;
 mod refs;

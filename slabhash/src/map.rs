@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::input::{BatchInput, Staged};
 use crate::kernels::Kind;
 use crate::keys::{SlabKey, SlabValue};
+use crate::layout::Layout;
 use crate::ops::{BatchResults, DeviceBatch, MapOp, MultiValues, OpResult};
 use crate::refs::MapRef;
 use crate::stats::SlabHashStats;
@@ -56,8 +57,9 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
-        let mut config = SlabHashConfig::for_len(expected_len, Kind::Map.slots());
-        config.alloc = Table::default_alloc(expected_len, Kind::Map.slots())?;
+        let mut config =
+            SlabHashConfig::for_len(expected_len, Layout::of::<K, V>(Kind::Map).slots());
+        config.alloc = Table::default_alloc(expected_len, Layout::of::<K, V>(Kind::Map).slots())?;
         Self::with_config(gpu, config)
     }
 

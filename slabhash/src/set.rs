@@ -10,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::input::BatchInput;
 use crate::kernels::Kind;
 use crate::keys::SlabKey;
+use crate::layout::Layout;
 use crate::ops::{DeviceBatch, SetOp};
 use crate::refs::SetRef;
 use crate::stats::SlabHashStats;
@@ -47,8 +48,9 @@ impl<K: SlabKey> SlabHashSet<K> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
-        let mut config = SlabHashConfig::for_len(expected_len, Kind::Set.slots());
-        config.alloc = Table::default_alloc(expected_len, Kind::Set.slots())?;
+        let mut config =
+            SlabHashConfig::for_len(expected_len, Layout::of::<K, u32>(Kind::Set).slots());
+        config.alloc = Table::default_alloc(expected_len, Layout::of::<K, u32>(Kind::Set).slots())?;
         Self::with_config(gpu, config)
     }
 

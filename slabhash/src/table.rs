@@ -22,6 +22,7 @@ use crate::image::{self, Image, Summary};
 use crate::input::BatchInput;
 use crate::kernels::{self, Kind, BLOCK, TABLE_BLOCK};
 use crate::keys::SlabKey;
+use crate::layout::Layout;
 use crate::ops::{BatchResults, DeviceBatch, OpResult, OP_ADDED, OP_PRESENT};
 use crate::refs::TableRef;
 use crate::stats::SlabHashStats;
@@ -44,7 +45,7 @@ const CONTROL_WORDS: usize = FIRST_STRIPE + COUNTER_STRIPES * STRIPE_WORDS;
 
 pub(crate) struct Table {
     gpu: Gpu,
-    kind: Kind,
+    layout: Layout,
     suffix: String,
     module: Module,
     buckets: CudaSlice<u32>,
@@ -61,7 +62,7 @@ pub(crate) struct Table {
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("kind", &self.kind)
+            .field("layout", &self.layout)
             .field("buckets", &self.config.buckets)
             .field("unique_keys", &self.config.unique_keys)
             .field("alloc", &self.alloc)
@@ -91,7 +92,7 @@ impl Table {
         primitives::fill(gpu, &mut buckets, u32::MAX)?;
         Ok(Self {
             gpu: gpu.clone(),
-            kind,
+            layout: Layout::of::<K, V>(kind),
             suffix: kernels::suffix::<K, V>(kind),
             module,
             buckets,
@@ -218,7 +219,7 @@ impl Table {
     pub(crate) fn reserve_for(&mut self, n: usize) -> Result<()> {
         self.refresh_claimed()?;
         let warps = self.gpu.info().sm_count as u64 * 64;
-        let bound = slab_bound(self.claimed, n as u64, self.kind.slots() as u64, warps);
+        let bound = slab_bound(self.claimed, n as u64, self.layout.slots() as u64, warps);
         if self.alloc.capacity_units() >= bound.saturating_add(bound / 4) {
             return Ok(());
         }
@@ -239,7 +240,7 @@ impl Table {
         let slabs = pool_slabs_for(
             self.claimed,
             additional as u64,
-            self.kind.slots() as u64,
+            self.layout.slots() as u64,
             self.config.buckets,
         )?;
         let max_units = self.alloc.config().max_units;
@@ -427,8 +428,8 @@ impl Table {
             &census,
             len,
             self.claimed_now()?,
-            self.kind.slots(),
-            self.kind.element_bytes(),
+            self.layout.slots(),
+            self.layout.element_bytes(),
             pool.bytes_reserved,
         ))
     }
@@ -451,7 +452,7 @@ impl Table {
         let r = self.table_ref();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&mut keys);
-        if self.kind == Kind::Map {
+        if self.layout.kind == Kind::Map {
             args.arg(&mut values);
         } else {
             args.arg(&null);
@@ -467,7 +468,7 @@ impl Table {
         }
         let mut k = stream.clone_dtoh(&keys)?;
         k.truncate(len);
-        let mut v = if self.kind == Kind::Map {
+        let mut v = if self.layout.kind == Kind::Map {
             stream.clone_dtoh(&values)?
         } else {
             Vec::new()
@@ -484,7 +485,7 @@ impl Table {
         let control = self.read_control()?;
         let pool = self.alloc.snapshot()?;
         let summary = image::validate(&Image {
-            kind: self.kind,
+            layout: self.layout,
             unique: self.config.unique_keys,
             buckets: &buckets,
             pool: &pool,

@@ -80,10 +80,9 @@ struct map_ref : detail::table {
     if constexpr (layout::WIDE) {
       walk(active, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned hits = layout::match_key(word, k);
-             if (hits == 0) return !advance(slab, word);
-             const unsigned dest = __ffs(hits) - 1;
-             if ((layout::busy(word) >> dest) & 1u) return false;  // being changed: re-read
+             bool finished;
+             const int dest = first_settled(k, slab, word, finished);
+             if (dest < 0) return finished;
              const V v = layout::value_at(word, dest);
              if (lane == static_cast<unsigned>(src)) {
                outcome = OP_PRESENT;
@@ -120,10 +119,9 @@ struct map_ref : detail::table {
       // taken first by another warp, is read again.
       walk(active, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned hits = layout::match_key(word, k);
-             if (hits == 0) return !advance(slab, word);
-             const unsigned dest = __ffs(hits) - 1;
-             if ((layout::busy(word) >> dest) & 1u) return false;
+             bool finished;
+             const int dest = first_settled(k, slab, word, finished);
+             if (dest < 0) return finished;
              bool won = false;
              if (lane == static_cast<unsigned>(src)) {
                won = take_slot(slab, layout::slot_of(dest));
@@ -295,6 +293,23 @@ struct map_ref : detail::table {
   }
 
  private:
+  // Wide layouts: the first slot holding k in the slab the lanes hold (its key lane), or
+  // -1 with `finished` set to what the visit returns: no instance here (move on, finished
+  // at the tail), or the first instance busy (false: read the slab again).
+  __device__ int first_settled(K k, unsigned*& slab, unsigned word, bool& finished) const {
+    const unsigned hits = layout::match_key(word, k);
+    if (hits == 0) {
+      finished = !advance(slab, word);
+      return -1;
+    }
+    const int dest = __ffs(hits) - 1;
+    if ((layout::busy(word) >> dest) & 1u) {
+      finished = false;
+      return -1;
+    }
+    return dest;
+  }
+
   // An inserting request's outcome while it waits for a slab at the end of its list.
   static constexpr unsigned NEEDS_SLAB = 4;
 
