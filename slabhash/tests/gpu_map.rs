@@ -13,9 +13,11 @@ use gpuds_testkit::check::{check_map, check_multimap};
 use gpuds_testkit::model::InsertPolicy;
 use gpuds_testkit::workload::{unique_keys, MixedWorkload, GAMMA_0, GAMMA_1, GAMMA_2};
 use gpuds_testkit::{gpu, strategy, Op};
-use proptest::prelude::*;
 
-use common::{contents, edge_keys, instances, n, not_applied, reply, slots, small_pool, TestValue};
+use common::{
+    contents, edge_keys, for_batch_sequences, instances, n, not_applied, reply, slots, small_pool,
+    TestValue,
+};
 
 for_every_map_type!(
     batch_api_round_trip,
@@ -202,36 +204,28 @@ fn run_duplicate_batches<K: SlabKey, V: TestValue>(
 }
 
 fn unique_batches_match_hashmap<K: SlabKey, V: TestValue>() {
-    let Some(gpu) = gpu() else { return };
-    let config = ProptestConfig {
-        cases: 12,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    proptest!(config, |(batches in strategy::batches(
-        strategy::map_op(strategy::small_keys::<K>(40, &K::RESERVED), strategy::small_values::<V>(5)),
-        6, 200))| {
-        // One bucket (long lists), a few, and many.
-        for buckets in [1, 3, 4096] {
-            run_unique_batches(&gpu, buckets, &batches);
-        }
-    });
+    let ops = strategy::map_op(
+        strategy::small_keys::<K>(40, &K::RESERVED),
+        strategy::small_values::<V>(5),
+    );
+    // One bucket (long lists), a few, and many.
+    for_batch_sequences(
+        strategy::batches(ops, 6, 200),
+        &[1, 3, 4096],
+        run_unique_batches,
+    );
 }
 
 fn duplicate_batches_match_the_multimap<K: SlabKey, V: TestValue>() {
-    let Some(gpu) = gpu() else { return };
-    let config = ProptestConfig {
-        cases: 12,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    };
-    proptest!(config, |(batches in strategy::batches(
-        strategy::multimap_op(strategy::small_keys::<K>(12, &K::RESERVED), strategy::small_values::<V>(6)),
-        5, 120))| {
-        for buckets in [1, 64] {
-            run_duplicate_batches(&gpu, buckets, &batches);
-        }
-    });
+    let ops = strategy::multimap_op(
+        strategy::small_keys::<K>(12, &K::RESERVED),
+        strategy::small_values::<V>(6),
+    );
+    for_batch_sequences(
+        strategy::batches(ops, 5, 120),
+        &[1, 64],
+        run_duplicate_batches,
+    );
 }
 
 fn multimap_search_all_and_delete_all<K: SlabKey, V: TestValue>() {

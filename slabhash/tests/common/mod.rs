@@ -51,6 +51,31 @@ macro_rules! for_every_set_type {
     };
 }
 
+/// Runs `run(gpu, buckets, batches)` for every bucket count of `buckets` on 12 generated
+/// sequences of batches (proptest: a failure is shrunk and reported). Skips without a GPU.
+pub fn for_batch_sequences<T: std::fmt::Debug>(
+    sequences: impl proptest::strategy::Strategy<Value = Vec<Vec<T>>>,
+    buckets: &[u32],
+    run: impl Fn(&gpuds_core::Gpu, u32, &[Vec<T>]),
+) {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut runner = proptest::test_runner::TestRunner::new(proptest::test_runner::Config {
+        cases: 12,
+        failure_persistence: None,
+        ..Default::default()
+    });
+    runner
+        .run(&sequences, |batches| {
+            for &b in buckets {
+                run(&gpu, b, &batches);
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// A value type the oracles can compare and hash (every SlabValue the crate has).
 pub trait TestValue: SlabValue + Eq + std::hash::Hash + Ord {}
 impl<V: SlabValue + Eq + std::hash::Hash + Ord> TestValue for V {}
