@@ -64,21 +64,34 @@ fn modules_build_as_cubin() {
 }
 
 /// The search kernel's loop reads each slab with one 32-bit load per lane and nothing
-/// else from memory: the hot path the search rate depends on.
+/// else from memory, for every key and value type (a 64-bit key is two lanes of the same
+/// 128-byte line): the hot path the search rate depends on.
 #[test]
 fn search_reads_one_word_per_lane_per_slab() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
-    let text = ptx(&gpuds_slabhash::programs()[0], Arch::new(9, 0));
-    let start = text.find(".entry find_map_u32_u32(").expect("find kernel");
-    let body = &text[start..];
-    let body = &body[..body.find("\n}\n").expect("end of kernel")];
-    let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
-    // Three slab reads (the first request's base slab, the next request's base slab read
-    // ahead, the following slabs of a list) and the status-word reads of the three
-    // reports (refused batch, reserved key, step cap) are the only relaxed loads.
-    assert!(slab_loads <= 6, "{slab_loads} relaxed loads in find");
+    let programs = gpuds_slabhash::programs();
+    for (program, types) in programs
+        .iter()
+        .zip(["u32_u32", "u32_u64", "u64_u32", "u64_u64"])
+    {
+        let text = ptx(program, Arch::new(9, 0));
+        let start = text
+            .find(&format!(".entry find_map_{types}("))
+            .expect("find kernel");
+        let body = &text[start..];
+        let body = &body[..body.find("\n}\n").expect("end of kernel")];
+        let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
+        // Three slab reads (the first request's base slab, the next request's base slab
+        // read ahead, the following slabs of a list) and the status-word reads of the
+        // three reports (refused batch, reserved key, step cap) are the only relaxed loads.
+        assert!(
+            slab_loads <= 6,
+            "{slab_loads} relaxed loads in find {types}"
+        );
+        assert!(!body.contains("ld.relaxed.gpu.global.u64"), "find {types}");
+    }
 }
 
 /// A user kernel that uses map_ref, set_ref and the bucket iterator compiles from the

@@ -186,6 +186,12 @@ struct entry_layout {
     return reinterpret_cast<V*>(slab + value_lane(slot_of(lane)));
   }
 
+  // Wide layouts: whether the slot at key lane `lane` is busy (its bit in the auxiliary
+  // lane's word).
+  __device__ __forceinline__ static bool is_busy(unsigned word, unsigned lane) {
+    return (__shfl_sync(warp::FULL_MASK, word, AUX_LANE) >> slot_of(lane)) & 1u;
+  }
+
   // Wide layouts: the busy bits (the auxiliary lane's word) as a mask at key lanes.
   __device__ __forceinline__ static unsigned busy(unsigned word) {
     const unsigned bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);

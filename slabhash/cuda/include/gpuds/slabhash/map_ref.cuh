@@ -303,7 +303,7 @@ struct map_ref : detail::table {
       return -1;
     }
     const int dest = __ffs(hits) - 1;
-    if ((layout::busy(word) >> dest) & 1u) {
+    if (layout::is_busy(word, dest)) {
       finished = false;
       return -1;
     }
@@ -431,7 +431,7 @@ struct map_ref : detail::table {
   __device__ bool store_wide(bool mine, K k, V value, unsigned* slab, unsigned word, int dest,
                              bool replace_here, bool unique, unsigned& outcome, V& old) const {
     const unsigned slot = layout::slot_of(static_cast<unsigned>(dest));
-    if (replace_here && ((layout::busy(word) >> dest) & 1u)) return false;
+    if (replace_here && layout::is_busy(word, dest)) return false;
     bool done = false;
     if (mine) {
       V* const at = layout::value_ptr(slab, dest);
