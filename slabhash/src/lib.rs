@@ -3,14 +3,15 @@
 //! The slab hash (Ashkiani, Farach-Colton and Owens, "A Dynamic Hash Table for the GPU",
 //! IPDPS 2018) and its set variant (Awad, dissertation, 2022, §5.4): hash tables with
 //! chaining whose lists are *slab lists*, linked 128-byte slabs that one warp reads with
-//! one coalesced load, one 32-bit word per lane.
+//! one coalesced load, one 32-bit word per lane. Keys and values are `u32` or `u64`
+//! (every combination; other types do not compile).
 //!
 //! | on the CPU | in gpuds-slabhash |
 //! | --- | --- |
-//! | `HashMap<u32, u32>` | [`SlabHashMap`] (unique keys: REPLACE) |
+//! | `HashMap<u64, u32>` | [`SlabHashMap<u64, u32>`] (unique keys: REPLACE) |
 //! | a multimap | [`SlabHashMap`] with `unique_keys: false` (INSERT, SEARCHALL, DELETEALL) |
-//! | `HashSet<u32>` | [`SlabHashSet`] (30 keys per slab) |
-//! | a list node | a slab: 15 pairs or 30 keys, an auxiliary word, a next address |
+//! | `HashSet<u32>` | [`SlabHashSet`] (30 u32 or 15 u64 keys per slab) |
+//! | a list node | a slab: 15, 10 or 7 pairs or 30 or 15 keys, an auxiliary word, a next address |
 //! | `Box::new` for a node | SlabAlloc (`gpuds-alloc`), warp-synchronous |
 //! | a reference into the map | [`MapRef`] / [`SetRef`], passed by value into kernels |
 //!
@@ -23,6 +24,14 @@
 //! becomes a tombstone, which keeps its slot until [`SlabHashMap::flush`] compacts the
 //! lists: so empty slots are always a suffix of a list, list order is insertion order,
 //! and DELETE and SEARCH see the least recent instance of a key.
+//!
+//! ## 64-bit keys and values
+//!
+//! A slab stays 128 bytes, one line per probe; a 64-bit key or value takes two lanes. The
+//! entries per slab (u32/u32 15, u64/u32 and u32/u64 10, u64/u64 7; sets 30 and 15) and
+//! the claim of a pair wider than 8 bytes (the key by CAS, then the value, under a busy
+//! bit per slot) are described in `docs/slabhash.md`. The reserved keys are all ones and
+//! all ones minus one of the key type.
 //!
 //! ## Operations
 //!
