@@ -81,6 +81,7 @@ mod map;
 mod ops;
 mod refs;
 mod set;
+mod sizing;
 mod stats;
 mod table;
 

@@ -14,6 +14,7 @@ use crate::keys::{SlabKey, SlabValue};
 use crate::layout::Layout;
 use crate::ops::{BatchResults, DeviceBatch, MapOp, MultiValues, OpResult};
 use crate::refs::MapRef;
+use crate::sizing;
 use crate::stats::SlabHashStats;
 use crate::table::{Guard, Table};
 
@@ -59,7 +60,7 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
         let mut config =
             SlabHashConfig::for_len(expected_len, Layout::of::<K, V>(Kind::Map).slots());
-        config.alloc = Table::default_alloc(expected_len, Layout::of::<K, V>(Kind::Map).slots())?;
+        config.alloc = sizing::default_alloc(expected_len, Layout::of::<K, V>(Kind::Map).slots())?;
         Self::with_config(gpu, config)
     }
 

@@ -13,6 +13,7 @@ use crate::keys::SlabKey;
 use crate::layout::Layout;
 use crate::ops::{DeviceBatch, SetOp};
 use crate::refs::SetRef;
+use crate::sizing;
 use crate::stats::SlabHashStats;
 use crate::table::Table;
 
@@ -50,7 +51,8 @@ impl<K: SlabKey> SlabHashSet<K> {
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
         let mut config =
             SlabHashConfig::for_len(expected_len, Layout::of::<K, u32>(Kind::Set).slots());
-        config.alloc = Table::default_alloc(expected_len, Layout::of::<K, u32>(Kind::Set).slots())?;
+        config.alloc =
+            sizing::default_alloc(expected_len, Layout::of::<K, u32>(Kind::Set).slots())?;
         Self::with_config(gpu, config)
     }
 
