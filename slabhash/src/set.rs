@@ -17,9 +17,10 @@ use crate::sizing;
 use crate::stats::SlabHashStats;
 use crate::table::Table;
 
-/// A concurrent hash set on the GPU: the slab list with 30 keys per slab and no values
-/// (Awad, 2022, §5.4), keys unique. The same batch model, reserved keys and
-/// synchronization rules as [`SlabHashMap`](crate::SlabHashMap).
+/// A concurrent hash set on the GPU: the slab list with no values (Awad, 2022, §5.4),
+/// 30 `u32` or 15 `u64` keys per slab, keys unique. The same batch model, reserved keys
+/// (all ones and all ones minus one of the key type) and synchronization rules as
+/// [`SlabHashMap`](crate::SlabHashMap).
 ///
 /// # Examples
 /// ```no_run
