@@ -114,5 +114,9 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             "gpuds/core/kernel_name.cuh",
             include_str!("../cuda/include/gpuds/core/kernel_name.cuh"),
         ),
+        (
+            "gpuds/core/work_queue.cuh",
+            include_str!("../cuda/include/gpuds/core/work_queue.cuh"),
+        ),
     ]
 }

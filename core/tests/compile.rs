@@ -10,6 +10,7 @@ fn all_headers() -> Program {
 #include <gpuds/core/warp.cuh>
 #include <gpuds/core/status.cuh>
 #include <gpuds/core/hash.cuh>
+#include <gpuds/core/work_queue.cuh>
 struct pair { unsigned k, v; };
 extern "C" __global__ void touch(unsigned* a, unsigned long long* b, unsigned* status) {
   using namespace gpuds;
@@ -25,6 +26,18 @@ extern "C" __global__ void touch(unsigned* a, unsigned long long* b, unsigned* s
   pair p{warp::lane_id(), static_cast<unsigned>(warp::global_warp_id() + warp::warp_count())};
   p = warp::broadcast(p, 3);
   warp::work_share(p.k == 1, [&](int src) { x += src; return true; });
+  struct place { unsigned* at; unsigned word; };
+  work_queue::run(
+      x != 0, y, work_queue::caps{4u, 8u},
+      [&](int src) { return __shfl_sync(warp::FULL_MASK, x, src); },
+      [&](unsigned home) { return place{a + home % 2, mem::ld_relaxed(a + home % 2)}; },
+      [&](int src, const unsigned long long& r, place& c, unsigned depth) {
+        if (c.word == static_cast<unsigned>(r)) return work_queue::DONE;
+        if (depth < 3) { c.at = a + depth % 2; return work_queue::MOVED; }
+        return work_queue::AGAIN;
+      },
+      [&](place& c) { c.word = mem::ld_relaxed(c.at); },
+      [&](int src) { status::report(status, status::RETRY_LIMIT); });
   x += warp::tile<8>::rank() + warp::tile<8>::index_in_warp() + warp::tile<8>::mask();
   x += warp::tile<4>::ballot(x & 1) + warp::tile<16>::shfl(x, 2) + warp::tile<32>::any(x);
   hash::universal h{3u, 5u, static_cast<unsigned>(hash::UNIVERSAL_PRIME)};

@@ -7,13 +7,10 @@ use gpuds_alloc::PoolSnapshot;
 use gpuds_core::hash::Universal;
 
 use crate::error::{Error, Result};
-use crate::kernels::Kind;
+use crate::keys::fold_words;
+use crate::layout::{Layout, AUX_LANE, NEXT_LANE};
 
-const EMPTY: u32 = u32::MAX;
-const TOMBSTONE: u32 = u32::MAX - 1;
 const NULL_SLAB: u32 = u32::MAX;
-const AUX_LANE: usize = 30;
-const NEXT_LANE: usize = 31;
 
 /// Where the slabs beyond the base slabs are read from.
 pub(crate) trait Pool {
@@ -39,7 +36,7 @@ impl Pool for PoolSnapshot {
 
 /// A table as the host sees it.
 pub(crate) struct Image<'a, P> {
-    pub kind: Kind,
+    pub layout: Layout,
     pub unique: bool,
     /// The base slabs, 32 words per bucket.
     pub buckets: &'a [u32],
@@ -67,8 +64,9 @@ pub struct Summary {
 /// walk); each slab beyond the base slab is allocated in the
 /// pool and reached once; claimed slots (live keys and tombstones) come before empty
 /// slots and every slab but the last is full; empty pairs keep the empty value; the
-/// auxiliary lane is untouched; every live key hashes to its bucket; with unique keys
-/// no key is live twice. Then: the counters agree with the lists, and the pool holds
+/// auxiliary lane is untouched (packed layouts) or holds exactly the busy bits of the
+/// slots that are not live (wide layouts); every live key hashes to its bucket; with
+/// unique keys no key is live twice. Then: the counters agree with the lists, and the pool holds
 /// exactly the reachable slabs (no leak).
 pub(crate) fn validate<P: Pool>(img: &Image<'_, P>) -> Result<Summary> {
     let bad = |m: String| Err(Error::Corrupted(m));
@@ -76,14 +74,13 @@ pub(crate) fn validate<P: Pool>(img: &Image<'_, P>) -> Result<Summary> {
     if buckets == 0 || img.buckets.len() != buckets * 32 {
         return bad(format!("{} words of base slabs", img.buckets.len()));
     }
-    let (key_lanes, has_values): (Vec<usize>, bool) = match img.kind {
-        Kind::Map => ((0..30).step_by(2).collect(), true),
-        Kind::Set => ((0..30).collect(), false),
-    };
+    let layout = img.layout;
+    let (empty, tombstone) = layout.reserved_keys();
+    let empty_value = Layout::ones(layout.value_words);
     let max_chain = img.pool.units_in_use() + 1;
     let mut reached: HashSet<u32> = HashSet::new();
     let mut summary = Summary::default();
-    let mut keys: HashSet<u32> = HashSet::new();
+    let mut keys: HashSet<u64> = HashSet::new();
     for b in 0..buckets {
         keys.clear();
         let mut slab: &[u32] = &img.buckets[b * 32..b * 32 + 32];
@@ -92,11 +89,13 @@ pub(crate) fn validate<P: Pool>(img: &Image<'_, P>) -> Result<Summary> {
         let mut length = 1u64;
         loop {
             summary.slabs += 1;
-            for &lane in &key_lanes {
-                let key = slab[lane];
-                if key == EMPTY {
+            let mut busy = u32::MAX;
+            for j in 0..layout.slots() {
+                let lane = layout.key_lane(j);
+                let key = layout.key(slab, j);
+                if key == empty {
                     seen_empty = true;
-                    if has_values && slab[lane + 1] != EMPTY {
+                    if layout.value_words > 0 && layout.value(slab, j) != empty_value {
                         return bad(format!("{place}: empty slot on lane {lane} holds a value"));
                     }
                     continue;
@@ -106,12 +105,16 @@ pub(crate) fn validate<P: Pool>(img: &Image<'_, P>) -> Result<Summary> {
                         "{place}: claimed slot on lane {lane} after an empty one"
                     ));
                 }
-                if key == TOMBSTONE {
+                if key == tombstone {
                     summary.tombstones += 1;
                     continue;
                 }
                 summary.live += 1;
-                let home = img.hash.bucket(key, buckets as u32) as usize;
+                busy &= !(1 << j);
+                let home = img
+                    .hash
+                    .bucket(fold_words(key, layout.key_words), buckets as u32)
+                    as usize;
                 if home != b {
                     return bad(format!("{place}: key {key:#x} belongs in bucket {home}"));
                 }
@@ -119,9 +122,10 @@ pub(crate) fn validate<P: Pool>(img: &Image<'_, P>) -> Result<Summary> {
                     return bad(format!("{place}: key {key:#x} is live twice"));
                 }
             }
-            if slab[AUX_LANE] != EMPTY {
+            let aux = if layout.packed() { u32::MAX } else { busy };
+            if slab[AUX_LANE] != aux {
                 return bad(format!(
-                    "{place}: auxiliary lane holds {:#x}",
+                    "{place}: auxiliary lane holds {:#x}, not {aux:#x}",
                     slab[AUX_LANE]
                 ));
             }
@@ -184,6 +188,7 @@ pub(crate) fn validate<P: Pool>(img: &Image<'_, P>) -> Result<Summary> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kernels::Kind;
     use std::collections::HashMap;
 
     /// A pool of units keyed by address.
@@ -202,30 +207,64 @@ mod tests {
         }
     }
 
+    const EMPTY: u32 = u32::MAX;
+
     fn empty_slab() -> Vec<u32> {
         vec![EMPTY; 32]
     }
 
-    /// A two-bucket map with `per_bucket` keys each (the keys that hash there), spilling
-    /// into pool slabs 100, 101, ... as needed.
-    fn map_image(hash: Universal, per_bucket: usize) -> (Vec<u32>, FakePool, u64) {
+    fn put_words(slab: &mut [u32], lane: usize, words: u32, x: u64) {
+        slab[lane] = x as u32;
+        if words == 2 {
+            slab[lane + 1] = (x >> 32) as u32;
+        }
+    }
+
+    /// Writes key `k` (and value `k ^ 0xabc`) into slot `j`, settled (busy bit clear).
+    fn put(layout: Layout, slab: &mut [u32], j: u32, k: u64) {
+        put_words(slab, layout.key_lane(j), layout.key_words, k);
+        if layout.value_words > 0 {
+            put_words(slab, layout.value_lane(j), layout.value_words, k ^ 0xabc);
+        }
+        if !layout.packed() {
+            slab[AUX_LANE] &= !(1 << j);
+        }
+    }
+
+    /// The candidate keys: for 64-bit keys, ones that differ only in their high word
+    /// (a bucket hash that dropped it would put them all in one bucket).
+    fn candidate(layout: Layout, i: u64) -> u64 {
+        if layout.key_words == 2 {
+            (i << 32) | 0x5eed
+        } else {
+            i
+        }
+    }
+
+    /// A two-bucket table with `per_bucket` keys each (the keys that hash there),
+    /// spilling into pool slabs 100, 101, ... as needed.
+    fn table_image(
+        layout: Layout,
+        hash: Universal,
+        per_bucket: usize,
+    ) -> (Vec<u32>, FakePool, u64) {
         let mut buckets = vec![EMPTY; 64];
         let mut pool = FakePool::default();
         let mut next_unit = 100;
         let mut live = 0;
+        let slots = layout.slots() as usize;
         for b in 0..2u32 {
-            let keys: Vec<u32> = (0..)
-                .filter(|&k| hash.bucket(k, 2) == b)
+            let keys: Vec<u64> = (0..)
+                .map(|i| candidate(layout, i))
+                .filter(|&k| hash.bucket(fold_words(k, layout.key_words), 2) == b)
                 .take(per_bucket)
                 .collect();
             let mut slabs = vec![empty_slab()];
             for (i, &k) in keys.iter().enumerate() {
-                if i > 0 && i % 15 == 0 {
+                if i > 0 && i % slots == 0 {
                     slabs.push(empty_slab());
                 }
-                let s = slabs.last_mut().unwrap();
-                s[2 * (i % 15)] = k;
-                s[2 * (i % 15) + 1] = k ^ 0xabc;
+                put(layout, slabs.last_mut().unwrap(), (i % slots) as u32, k);
                 live += 1;
             }
             let addrs: Vec<u32> = (1..slabs.len())
@@ -245,6 +284,10 @@ mod tests {
         (buckets, pool, live)
     }
 
+    fn map_image(hash: Universal, per_bucket: usize) -> (Vec<u32>, FakePool, u64) {
+        table_image(Layout::of::<u32, u32>(Kind::Map), hash, per_bucket)
+    }
+
     fn image<'a>(
         buckets: &'a [u32],
         pool: &'a FakePool,
@@ -252,7 +295,7 @@ mod tests {
         live: u64,
     ) -> Image<'a, FakePool> {
         Image {
-            kind: Kind::Map,
+            layout: Layout::of::<u32, u32>(Kind::Map),
             unique: true,
             buckets,
             pool,
@@ -332,5 +375,65 @@ mod tests {
         assert!(validate(&img).unwrap_err().to_string().contains("twice"));
         img.unique = false;
         assert!(validate(&img).is_ok());
+    }
+
+    /// Every 64-bit layout: a well-formed table passes (its keys differ only in their
+    /// high words and still spread over both buckets), and a live slot still marked busy,
+    /// a claimed slot after an empty one, or a key in the wrong bucket are caught.
+    #[test]
+    fn wide_and_64_bit_layouts_are_checked() {
+        let hash = Universal::from_seed(5);
+        for layout in [
+            Layout::of::<u64, u32>(Kind::Set),
+            Layout::of::<u64, u64>(Kind::Map),
+            Layout::of::<u64, u32>(Kind::Map),
+            Layout::of::<u32, u64>(Kind::Map),
+        ] {
+            let (buckets, pool, live) = table_image(layout, hash, 25);
+            let check = |buckets: &[u32]| {
+                validate(&Image {
+                    layout,
+                    unique: true,
+                    buckets,
+                    pool: &pool,
+                    hash,
+                    live,
+                    claimed: live,
+                    step_cap: 100,
+                })
+            };
+            let s = check(&buckets).unwrap();
+            assert_eq!(s.live, 50, "{layout:?}");
+            let per_list = 25u64.div_ceil(u64::from(layout.slots()));
+            assert_eq!(s.slabs, 2 * per_list, "{layout:?}");
+
+            let mut b = buckets.clone();
+            if layout.packed() {
+                b[AUX_LANE] = 0;
+            } else {
+                b[AUX_LANE] |= 1;
+            }
+            let e = check(&b).unwrap_err().to_string();
+            assert!(e.contains("auxiliary"), "{layout:?}: {e}");
+
+            let mut b = buckets.clone();
+            let lane = layout.key_lane(0);
+            for w in 0..layout.key_words as usize {
+                b[lane + w] = b[32 + lane + w];
+            }
+            let e = check(&b).unwrap_err().to_string();
+            assert!(e.contains("belongs in bucket"), "{layout:?}: {e}");
+
+            // The high word alone tells these keys apart: the second key of bucket 0 with
+            // a high bit flipped is a new key, checked against its own bucket.
+            if layout.key_words == 2 {
+                let mut b = buckets.clone();
+                b[layout.key_lane(1) + 1] ^= 1 << 31;
+                let moved = layout.key(&b, 1);
+                let home = hash.bucket(fold_words(moved, 2), 2);
+                let r = check(&b);
+                assert_eq!(r.is_ok(), home == 0, "{layout:?}: {r:?}");
+            }
+        }
     }
 }

@@ -17,24 +17,6 @@ pub(crate) enum Kind {
     Set,
 }
 
-impl Kind {
-    /// Elements per slab: 15 pairs or 30 keys.
-    pub(crate) fn slots(self) -> u32 {
-        match self {
-            Kind::Map => 15,
-            Kind::Set => 30,
-        }
-    }
-
-    /// Bytes of one element (the paper's x in the memory utilization).
-    pub(crate) fn element_bytes(self) -> u32 {
-        match self {
-            Kind::Map => 8,
-            Kind::Set => 4,
-        }
-    }
-}
-
 /// The module for `kind` with key type `K` and value type `V` (ignored for sets).
 pub(crate) fn program<K: DeviceType, V: DeviceType>(kind: Kind) -> Program {
     let suffix = suffix::<K, V>(kind);

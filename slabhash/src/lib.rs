@@ -3,14 +3,15 @@
 //! The slab hash (Ashkiani, Farach-Colton and Owens, "A Dynamic Hash Table for the GPU",
 //! IPDPS 2018) and its set variant (Awad, dissertation, 2022, §5.4): hash tables with
 //! chaining whose lists are *slab lists*, linked 128-byte slabs that one warp reads with
-//! one coalesced load, one 32-bit word per lane.
+//! one coalesced load, one 32-bit word per lane. Keys and values are `u32` or `u64`
+//! (every combination; other types do not compile).
 //!
 //! | on the CPU | in gpuds-slabhash |
 //! | --- | --- |
-//! | `HashMap<u32, u32>` | [`SlabHashMap`] (unique keys: REPLACE) |
+//! | `HashMap<u64, u32>` | [`SlabHashMap<u64, u32>`] (unique keys: REPLACE) |
 //! | a multimap | [`SlabHashMap`] with `unique_keys: false` (INSERT, SEARCHALL, DELETEALL) |
-//! | `HashSet<u32>` | [`SlabHashSet`] (30 keys per slab) |
-//! | a list node | a slab: 15 pairs or 30 keys, an auxiliary word, a next address |
+//! | `HashSet<u32>` | [`SlabHashSet`] (30 u32 or 15 u64 keys per slab) |
+//! | a list node | a slab: 15, 10 or 7 pairs or 30 or 15 keys, an auxiliary word, a next address |
 //! | `Box::new` for a node | SlabAlloc (`gpuds-alloc`), warp-synchronous |
 //! | a reference into the map | [`MapRef`] / [`SetRef`], passed by value into kernels |
 //!
@@ -23,6 +24,14 @@
 //! becomes a tombstone, which keeps its slot until [`SlabHashMap::flush`] compacts the
 //! lists: so empty slots are always a suffix of a list, list order is insertion order,
 //! and DELETE and SEARCH see the least recent instance of a key.
+//!
+//! ## 64-bit keys and values
+//!
+//! A slab stays 128 bytes, one line per probe; a 64-bit key or value takes two lanes. The
+//! entries per slab (u32/u32 15, u64/u32 and u32/u64 10, u64/u64 7; sets 30 and 15) and
+//! the claim of a pair wider than 8 bytes (the key by CAS, then the value, under a busy
+//! bit per slot) are described in `docs/slabhash.md`. The reserved keys are all ones and
+//! all ones minus one of the key type.
 //!
 //! ## Operations
 //!
@@ -67,10 +76,12 @@ mod image;
 mod input;
 mod kernels;
 mod keys;
+mod layout;
 mod map;
 mod ops;
 mod refs;
 mod set;
+mod sizing;
 mod stats;
 mod table;
 
@@ -97,12 +108,18 @@ pub use stats::SlabHashStats;
 pub const LIST_FULL: gpuds_core::Status =
     gpuds_core::Status(gpuds_core::Status::FIRST_STRUCTURE_BIT);
 
-/// Every kernel module of gpuds-slabhash, with its instantiations (map of u32 to u32,
-/// set of u32), so that a test can compile all of them without a GPU.
+/// Every kernel module of gpuds-slabhash, with every instantiation the host types make
+/// (maps of u32 and u64 keys to u32 and u64 values, sets of u32 and u64), so that a test
+/// can compile all of them without a GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
+    use kernels::{program, Kind};
     vec![
-        kernels::program::<u32, u32>(kernels::Kind::Map),
-        kernels::program::<u32, u32>(kernels::Kind::Set),
+        program::<u32, u32>(Kind::Map),
+        program::<u32, u64>(Kind::Map),
+        program::<u64, u32>(Kind::Map),
+        program::<u64, u64>(Kind::Map),
+        program::<u32, u32>(Kind::Set),
+        program::<u64, u32>(Kind::Set),
     ]
 }
 
@@ -111,6 +128,10 @@ pub fn programs() -> Vec<gpuds_core::Program> {
 pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     let mut headers = gpuds_alloc::cuda_headers();
     headers.extend([
+        (
+            "gpuds/slabhash/layout.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/layout.cuh"),
+        ),
         (
             "gpuds/slabhash/slab.cuh",
             include_str!("../cuda/include/gpuds/slabhash/slab.cuh"),

@@ -10,14 +10,17 @@ use crate::error::{Error, Result};
 use crate::input::BatchInput;
 use crate::kernels::Kind;
 use crate::keys::SlabKey;
+use crate::layout::Layout;
 use crate::ops::{DeviceBatch, SetOp};
 use crate::refs::SetRef;
+use crate::sizing;
 use crate::stats::SlabHashStats;
 use crate::table::Table;
 
-/// A concurrent hash set on the GPU: the slab list with 30 keys per slab and no values
-/// (Awad, 2022, §5.4), keys unique. The same batch model, reserved keys and
-/// synchronization rules as [`SlabHashMap`](crate::SlabHashMap).
+/// A concurrent hash set on the GPU: the slab list with no values (Awad, 2022, §5.4),
+/// 30 `u32` or 15 `u64` keys per slab, keys unique. The same batch model, reserved keys
+/// (all ones and all ones minus one of the key type) and synchronization rules as
+/// [`SlabHashMap`](crate::SlabHashMap).
 ///
 /// # Examples
 /// ```no_run
@@ -47,8 +50,10 @@ impl<K: SlabKey> SlabHashSet<K> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
-        let mut config = SlabHashConfig::for_len(expected_len, Kind::Set.slots());
-        config.alloc = Table::default_alloc(expected_len, Kind::Set.slots())?;
+        let mut config =
+            SlabHashConfig::for_len(expected_len, Layout::of::<K, u32>(Kind::Set).slots());
+        config.alloc =
+            sizing::default_alloc(expected_len, Layout::of::<K, u32>(Kind::Set).slots())?;
         Self::with_config(gpu, config)
     }
 

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchArgs, LaunchConfig, PushKernelArg};
-use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+use gpuds_alloc::SlabAlloc;
 use gpuds_core::failures::{self, CallStatus};
 use gpuds_core::hash::Universal;
 use gpuds_core::{launch, primitives, DeviceType, Gpu, Kernel, Module, Status};
@@ -22,8 +22,10 @@ use crate::image::{self, Image, Summary};
 use crate::input::BatchInput;
 use crate::kernels::{self, Kind, BLOCK, TABLE_BLOCK};
 use crate::keys::SlabKey;
+use crate::layout::Layout;
 use crate::ops::{BatchResults, DeviceBatch, OpResult, OP_ADDED, OP_PRESENT};
 use crate::refs::TableRef;
+use crate::sizing::{pool_slabs_for, slab_bound};
 use crate::stats::SlabHashStats;
 
 /// What `read_control` returns: live keys, claimed slots, status word (low 32 bits).
@@ -44,7 +46,7 @@ const CONTROL_WORDS: usize = FIRST_STRIPE + COUNTER_STRIPES * STRIPE_WORDS;
 
 pub(crate) struct Table {
     gpu: Gpu,
-    kind: Kind,
+    layout: Layout,
     suffix: String,
     module: Module,
     buckets: CudaSlice<u32>,
@@ -61,7 +63,7 @@ pub(crate) struct Table {
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("kind", &self.kind)
+            .field("layout", &self.layout)
             .field("buckets", &self.config.buckets)
             .field("unique_keys", &self.config.unique_keys)
             .field("alloc", &self.alloc)
@@ -91,7 +93,7 @@ impl Table {
         primitives::fill(gpu, &mut buckets, u32::MAX)?;
         Ok(Self {
             gpu: gpu.clone(),
-            kind,
+            layout: Layout::of::<K, V>(kind),
             suffix: kernels::suffix::<K, V>(kind),
             module,
             buckets,
@@ -218,7 +220,7 @@ impl Table {
     pub(crate) fn reserve_for(&mut self, n: usize) -> Result<()> {
         self.refresh_claimed()?;
         let warps = self.gpu.info().sm_count as u64 * 64;
-        let bound = slab_bound(self.claimed, n as u64, self.kind.slots() as u64, warps);
+        let bound = slab_bound(self.claimed, n as u64, self.layout.slots() as u64, warps);
         if self.alloc.capacity_units() >= bound.saturating_add(bound / 4) {
             return Ok(());
         }
@@ -239,7 +241,7 @@ impl Table {
         let slabs = pool_slabs_for(
             self.claimed,
             additional as u64,
-            self.kind.slots() as u64,
+            self.layout.slots() as u64,
             self.config.buckets,
         )?;
         let max_units = self.alloc.config().max_units;
@@ -427,8 +429,8 @@ impl Table {
             &census,
             len,
             self.claimed_now()?,
-            self.kind.slots(),
-            self.kind.element_bytes(),
+            self.layout.slots(),
+            self.layout.element_bytes(),
             pool.bytes_reserved,
         ))
     }
@@ -451,7 +453,7 @@ impl Table {
         let r = self.table_ref();
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&mut keys);
-        if self.kind == Kind::Map {
+        if self.layout.kind == Kind::Map {
             args.arg(&mut values);
         } else {
             args.arg(&null);
@@ -467,7 +469,7 @@ impl Table {
         }
         let mut k = stream.clone_dtoh(&keys)?;
         k.truncate(len);
-        let mut v = if self.kind == Kind::Map {
+        let mut v = if self.layout.kind == Kind::Map {
             stream.clone_dtoh(&values)?
         } else {
             Vec::new()
@@ -484,7 +486,7 @@ impl Table {
         let control = self.read_control()?;
         let pool = self.alloc.snapshot()?;
         let summary = image::validate(&Image {
-            kind: self.kind,
+            layout: self.layout,
             unique: self.config.unique_keys,
             buckets: &buckets,
             pool: &pool,
@@ -495,29 +497,6 @@ impl Table {
         })?;
         self.alloc.validate()?;
         Ok(summary)
-    }
-
-    /// The default slab pool for about `expected_len` elements at `slots` per slab: room
-    /// for all of them from the start (at least 2^14 slabs), a maximum of at least the
-    /// default's. More slabs than any pool holds
-    /// ([`MAX_UNITS`](gpuds_alloc::MAX_UNITS)) is a
-    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
-    pub(crate) fn default_alloc(expected_len: usize, slots: u32) -> Result<SlabAllocConfig> {
-        let expected_slabs = (expected_len as u64).div_ceil(u64::from(slots.max(1)));
-        if expected_slabs > gpuds_alloc::MAX_UNITS {
-            return Err(gpuds_core::Error::CapacityOverflow(format!(
-                "{expected_len} elements need {expected_slabs} slabs of {slots}; a pool holds \
-                 at most {}",
-                gpuds_alloc::MAX_UNITS
-            ))
-            .into());
-        }
-        let default = SlabAllocConfig::default();
-        Ok(SlabAllocConfig {
-            initial_units: expected_slabs.max(1 << 14),
-            max_units: default.max_units.max(expected_slabs),
-            ..default
-        })
     }
 }
 
@@ -604,95 +583,5 @@ impl Guard {
             index,
             key: key.to_u64(),
         })
-    }
-}
-
-/// The most slabs beyond the base slabs a table with `claimed` claimed slots can need
-/// after `n` more claims, while `warps` warps run: every slab of a list but the last is
-/// full, so there are at most (claimed + n) / slots of them, and each resident warp may
-/// hold one more for a moment (a slab it allocated but lost the race to link).
-/// Saturates rather than overflowing: it is a bound to grow towards, capped by the
-/// pool's maximum.
-pub(crate) fn slab_bound(claimed: u64, n: u64, slots: u64, warps: u64) -> u64 {
-    claimed
-        .saturating_add(n)
-        .div_ceil(slots.max(1))
-        .saturating_add(warps)
-}
-
-/// Pool slabs (beyond the `buckets` base slabs) that `claimed + n` claimed slots need at
-/// least, every slab full at `slots` per slab, or
-/// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
-pub(crate) fn pool_slabs_for(claimed: u64, n: u64, slots: u64, buckets: u32) -> Result<u64> {
-    let total = gpuds_core::size::checked_add(claimed, n, "claimed and new slots")?;
-    Ok(total
-        .div_ceil(slots.max(1))
-        .saturating_sub(u64::from(buckets)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{pool_slabs_for, slab_bound, Table};
-    use crate::error::Error;
-    use gpuds_testkit::strategy::capacity_edges;
-
-    #[test]
-    fn bounds_saturate_and_slab_counts_are_checked() {
-        for claimed in [0u64, 1, 1 << 32, u64::MAX] {
-            for n in capacity_edges() {
-                let bound = slab_bound(claimed, n, 15, 8448);
-                let exact = (u128::from(claimed) + u128::from(n)).div_ceil(15) + 8448;
-                let sum = (u128::from(claimed) + u128::from(n)).min(u128::from(u64::MAX));
-                assert_eq!(
-                    u128::from(bound),
-                    sum.div_ceil(15) + 8448,
-                    "{claimed} + {n}"
-                );
-                assert!(u128::from(bound) <= exact);
-                match pool_slabs_for(claimed, n, 15, 64) {
-                    Ok(s) => assert_eq!(u128::from(s), (exact - 8448).saturating_sub(64)),
-                    Err(Error::Core(gpuds_core::Error::CapacityOverflow(_))) => {
-                        assert!(u128::from(claimed) + u128::from(n) > u128::from(u64::MAX))
-                    }
-                    Err(e) => panic!("{claimed} + {n}: {e}"),
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn default_pools_hold_the_expected_length_or_refuse_it() {
-        for len in capacity_edges() {
-            let Ok(len) = usize::try_from(len) else {
-                continue;
-            };
-            for slots in [15u32, 30] {
-                match Table::default_alloc(len, slots) {
-                    Ok(config) => {
-                        config.validate().unwrap();
-                        assert!(config.initial_units * u64::from(slots) >= len as u64);
-                    }
-                    Err(Error::Core(gpuds_core::Error::CapacityOverflow(_))) => {
-                        assert!((len as u64).div_ceil(u64::from(slots)) > gpuds_alloc::MAX_UNITS)
-                    }
-                    Err(e) => panic!("{len}: {e}"),
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn the_bound_covers_full_lists_and_racing_warps() {
-        // 15 pairs per slab: 30 claimed slots in one list are the base slab and two more
-        // at most; the bound never undercounts.
-        assert_eq!(slab_bound(0, 30, 15, 0), 2);
-        assert_eq!(slab_bound(10, 21, 15, 0), 3);
-        assert_eq!(slab_bound(0, 0, 30, 8448), 8448);
-        for claimed in [0u64, 1, 14, 15, 16, 1 << 20] {
-            for n in [0u64, 1, 15, 1000] {
-                let b = slab_bound(claimed, n, 15, 0);
-                assert!(b * 15 >= claimed + n);
-            }
-        }
     }
 }

@@ -24,6 +24,7 @@ using ref_t = set_ref<K>;
 using V = VALUE_T;
 using ref_t = map_ref<K, V>;
 #endif
+using layout = ref_t::layout;
 
 // Operation kinds of a mixed batch (apply).
 constexpr unsigned KIND_INSERT = 0;
@@ -105,9 +106,9 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
   (void)values;
   const unsigned outcome = ref.find(active, key);
 #else
-  V value = static_cast<V>(NOT_FOUND_VALUE);
+  V value = not_found_value<V>;
   const unsigned outcome = ref.find(active, key, value);
-  if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : V(NOT_FOUND_VALUE);
+  if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : not_found_value<V>;
 #endif
   const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);
   if (found != nullptr && active && warp::lane_id() == 0) found[i / 32] = bits;
@@ -213,12 +214,42 @@ extern "C" __global__ void GPUDS_KERNEL(find_all)(ref_t ref, const K* keys, unsi
 // in list order, into its first slabs, empties the rest of the last one, cuts the list
 // there and returns the slabs after it to SlabAlloc. Entries move only towards the head
 // (the write position never passes the read position), so each slab is read before it
-// is written. Runs alone: no other kernel may use the table meanwhile.
+// is written. A wide layout's busy bits are rewritten with the slots: clear for the
+// packed entries, set for the rest. Runs alone: no other kernel may use the table
+// meanwhile.
+// Moves the entry whose first key lane this is (`mine`: a live one) to slot `at` of
+// `dst`. All lanes call it: they gather the entries' words with shuffles.
+__device__ __forceinline__ void move_entry(bool mine, unsigned* dst, unsigned at, unsigned word) {
+  if constexpr (layout::WIDE) {
+#if !SLAB_SET
+    const K key = layout::own_key(word);
+    const V value = layout::own_value(word);
+    if (mine) {
+      mem::st_relaxed(layout::key_ptr(dst, layout::key_lane(at)), key);
+      mem::st_relaxed(layout::value_ptr(dst, layout::key_lane(at)), value);
+    }
+#endif
+  } else if constexpr (layout::KW + layout::VW == 2) {
+    const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
+    if (mine) {
+      mem::st_relaxed(reinterpret_cast<unsigned long long*>(dst + layout::STRIDE * at),
+                      pack_pair(word, neighbour));
+    }
+  } else {
+    if (mine) mem::st_relaxed(dst + at, word);
+  }
+}
+
+// A wide layout's busy word for a slab whose first `filled` slots hold live entries.
+__device__ __forceinline__ void set_busy(unsigned* slab, unsigned filled) {
+  if constexpr (layout::WIDE) {
+    if (warp::lane_id() == AUX_LANE) mem::st_relaxed(slab + AUX_LANE, FRESH_WORD << filled);
+  }
+}
+
 extern "C" __global__ void GPUDS_KERNEL(flush)(ref_t ref, unsigned long long* freed) {
   const unsigned lane = warp::lane_id();
-  constexpr unsigned KEY_LANES = ref_t::KEY_LANES;
   constexpr unsigned SLOTS = ref_t::SLOTS;
-  constexpr unsigned WORDS_PER_SLOT = SLAB_SET ? 1u : 2u;
   unsigned long long released = 0;
   for (unsigned long long b = warp::global_warp_id(); b < ref.num_buckets; b += warp::warp_count()) {
     unsigned* write = ref.base_slab(static_cast<unsigned>(b));
@@ -226,25 +257,19 @@ extern "C" __global__ void GPUDS_KERNEL(flush)(ref_t ref, unsigned long long* fr
     unsigned* read = write;
     for (unsigned steps = 0; steps < ref.step_cap; ++steps) {
       const unsigned word = read_slab(read);
-      const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
       const unsigned next = __shfl_sync(warp::FULL_MASK, word, NEXT_LANE);
-      const unsigned live = __ballot_sync(warp::FULL_MASK, !is_reserved_key(word)) & KEY_LANES;
+      const unsigned live = layout::live(word);
       const unsigned count = __popc(live);
       unsigned* spill = write;
       if (filled + count > SLOTS) spill = ref.slab_at(mem::ld_relaxed(write + NEXT_LANE));
-      if ((live >> lane) & 1u) {
-        const unsigned rank = filled + __popc(live & lanes_below());
-        unsigned* dst = rank < SLOTS ? write + WORDS_PER_SLOT * rank
-                                     : spill + WORDS_PER_SLOT * (rank - SLOTS);
-#if SLAB_SET
-        (void)neighbour;
-        mem::st_relaxed(dst, word);
-#else
-        mem::st_relaxed(reinterpret_cast<unsigned long long*>(dst), pack_pair(word, neighbour));
-#endif
-      }
+      const bool mine = (live >> lane) & 1u;
+      const unsigned rank = filled + __popc(live & lanes_below());
+      unsigned* const dst = rank < SLOTS ? write : spill;
+      const unsigned at = rank < SLOTS ? rank : rank - SLOTS;
+      move_entry(mine, dst, at, word);
       __syncwarp();
       if (filled + count > SLOTS) {
+        set_busy(write, SLOTS);
         write = spill;
         filled = filled + count - SLOTS;
       } else {
@@ -256,9 +281,9 @@ extern "C" __global__ void GPUDS_KERNEL(flush)(ref_t ref, unsigned long long* fr
     // Empty the unused slots of the last packed slab, cut the list after it, free the rest.
     unsigned tail = mem::ld_relaxed(write + NEXT_LANE);
     __syncwarp();
-    if (lane < WORDS_PER_SLOT * SLOTS && lane / WORDS_PER_SLOT >= filled) {
-      mem::st_relaxed(write + lane, FRESH_WORD);
-    }
+    const unsigned slot = layout::slot_of_lane(lane);
+    if (slot < SLOTS && slot >= filled) mem::st_relaxed(write + lane, FRESH_WORD);
+    set_busy(write, filled);
     if (lane == NEXT_LANE) mem::st_relaxed(write + NEXT_LANE, NULL_SLAB);
     for (unsigned steps = 0; tail != NULL_SLAB && steps < ref.step_cap; ++steps) {
       const unsigned after = mem::ld_relaxed(ref.slab_at(tail) + NEXT_LANE);
@@ -275,7 +300,7 @@ extern "C" __global__ void GPUDS_KERNEL(flush)(ref_t ref, unsigned long long* fr
 extern "C" __global__ void GPUDS_KERNEL(census)(ref_t ref, unsigned* slabs) {
   for (unsigned long long b = warp::global_warp_id(); b < ref.num_buckets; b += warp::warp_count()) {
     unsigned count = 0;
-    slab_iterator it = ref.bucket(static_cast<unsigned>(b));
+    auto it = ref.bucket(static_cast<unsigned>(b));
     for (unsigned steps = 0; it.valid() && steps < ref.step_cap; ++steps, it.next()) ++count;
     if (warp::lane_id() == 0) slabs[b] = count;
   }
@@ -288,18 +313,23 @@ extern "C" __global__ void GPUDS_KERNEL(export_entries)(ref_t ref, K* keys, V* v
                                                         unsigned long long capacity) {
   const unsigned lane = warp::lane_id();
   for (unsigned long long b = warp::global_warp_id(); b < ref.num_buckets; b += warp::warp_count()) {
-    slab_iterator it = ref.bucket(static_cast<unsigned>(b));
+    auto it = ref.bucket(static_cast<unsigned>(b));
     for (unsigned steps = 0; it.valid() && steps < ref.step_cap; ++steps) {
       const unsigned live = it.live_key_lanes();
-      const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, it.word(), 1);
+      const K key = layout::own_key(it.word());
+#if SLAB_SET
+      const V value = V(0);
+#else
+      const V value = layout::own_value(it.word());
+#endif
       unsigned long long base = 0;
       if (lane == 0 && live != 0) base = mem::fetch_add_relaxed(cursor, __popc(live));
       base = __shfl_sync(warp::FULL_MASK, base, 0);
       if ((live >> lane) & 1u) {
         const unsigned long long at = base + __popc(live & lanes_below());
         if (at < capacity) {
-          keys[at] = static_cast<K>(it.word());
-          if (values != nullptr) values[at] = static_cast<V>(neighbour);
+          keys[at] = key;
+          if (values != nullptr) values[at] = value;
         }
       }
       it.next();

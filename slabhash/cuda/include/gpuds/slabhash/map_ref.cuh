@@ -8,6 +8,21 @@
 // per kernel with `make_allocator()`. Counters (`len`) are kept exact with one atomic
 // per operation call and warp.
 //
+// Keys and values are 32 or 64 bits each (layout.cuh). The paper's u32/u32 pair is one
+// 64-bit word: one CAS claims, replaces or deletes it. A wider pair changes in two steps
+// under its slot's busy bit (layout.cuh): a claim CASes the key from EMPTY (the bit still
+// set from the fresh slab), stores the value, then clears the bit with a release; a
+// replacement or deletion takes the bit (an atomic OR that found it clear), then stores
+// the value (and clears the bit) or the tombstone (and keeps it: a tombstone is never
+// changed again before FLUSH). Why readers stay correct: a reader that finds its key in
+// a busy slot reads the slab again (bounded by the retry cap) instead of using the value,
+// so it never returns a value before the claim that wrote it finished nor one a holder
+// is changing; a slot seen not busy holds its key's value of that moment (each value is
+// one aligned atomic word). Only one holder at a time changes a slot's value, so a
+// replacement's old value and a deletion's removed value are exact, and a deletion and a
+// replacement of one key take effect in the order they took the bit. Holders never wait
+// for anything while they hold a slot, so readers re-read for at most a few accesses.
+//
 // Operations (the paper's §III-B, plus the dissertation's §5.4 replace result):
 //   replace   REPLACE: unique keys; OP_ABSENT (added) or OP_PRESENT (old value out;
 //             `old` is meaningful only then)
@@ -32,13 +47,12 @@ namespace slabhash {
 
 template <class K, class V>
 struct map_ref : detail::table {
-  static_assert(sizeof(K) == 4 && sizeof(V) == 4, "map_ref stores 32-bit keys and values");
-  static constexpr unsigned KEY_LANES = MAP_KEY_LANES;
-  static constexpr unsigned SLOTS = 15;
+  using layout = entry_layout<K, V>;
+  static constexpr unsigned KEY_LANES = layout::KEY_LANES;
+  static constexpr unsigned SLOTS = layout::SLOTS;
 
-  // An iterator over bucket `b`'s slabs (see slab_iterator); a live key on lane i has its
-  // value on lane i + 1.
-  __device__ slab_iterator bucket(unsigned b) const { return iterate(b, KEY_LANES); }
+  // An iterator over bucket `b`'s slabs (see slab_iterator: key(lane), value(lane)).
+  __device__ slab_iterator<K, V> bucket(unsigned b) const { return iterate<K, V>(b); }
 
   // Inserting operations take the warp's allocator (make_allocator()) or, for a kernel
   // whose warps rarely allocate, an on_demand_allocator{} (an allocator is then made at
@@ -63,21 +77,35 @@ struct map_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
-        active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
-          const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
-          if (hits != 0) {
-            // __ffs is one-based: the lane after the key, which holds its value.
-            const unsigned v = __shfl_sync(warp::FULL_MASK, word, __ffs(hits));
-            if (lane == static_cast<unsigned>(src)) {
-              outcome = OP_PRESENT;
-              value = static_cast<V>(v);
-            }
-            return true;
-          }
-          return !advance(slab, word);
-        });
+    if constexpr (layout::WIDE) {
+      walk(active, key, outcome,
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+             bool finished;
+             const int dest = first_settled(k, slab, word, finished);
+             if (dest < 0) return finished;
+             const V v = layout::value_at(word, dest);
+             if (lane == static_cast<unsigned>(src)) {
+               outcome = OP_PRESENT;
+               value = v;
+             }
+             return true;
+           });
+    } else {
+      walk(active, key, outcome,
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
+             if (hits != 0) {
+               // __ffs is one-based: the lane after the key, which holds its value.
+               const unsigned v = __shfl_sync(warp::FULL_MASK, word, __ffs(hits));
+               if (lane == static_cast<unsigned>(src)) {
+                 outcome = OP_PRESENT;
+                 value = static_cast<V>(v);
+               }
+               return true;
+             }
+             return !advance(slab, word);
+           });
+    }
     return outcome;
   }
 
@@ -85,7 +113,27 @@ struct map_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    if (unique_keys != 0) {
+    if constexpr (layout::WIDE) {
+      // The least recent instance not already taken: its lane takes the slot's busy bit,
+      // reads the value and tombstones the key (keeping the bit); a slot that is busy, or
+      // taken first by another warp, is read again.
+      walk(active, key, outcome,
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+             bool finished;
+             const int dest = first_settled(k, slab, word, finished);
+             if (dest < 0) return finished;
+             bool won = false;
+             if (lane == static_cast<unsigned>(src)) {
+               won = take_slot(slab, layout::slot_of(dest));
+               if (won) {
+                 value = mem::ld_relaxed(layout::value_ptr(slab, dest));
+                 mem::st_relaxed(layout::key_ptr(slab, dest), tombstone_key<K>);
+                 outcome = OP_PRESENT;
+               }
+             }
+             return __ballot_sync(warp::FULL_MASK, won) != 0u;
+           });
+    } else if (unique_keys != 0) {
       // Unique keys: the request's lane exchanges the pair it found for a tombstone and
       // the walk goes straight on to the next request; the exchange's result (read after
       // the walk) says whether this request removed the key. A slot seen holding k holds
@@ -94,7 +142,7 @@ struct map_ref : detail::table {
       // concurrent DELETE of the same key, which removed the only instance: k is absent.
       unsigned long long seen = pack_pair(EMPTY_KEY, EMPTY_VALUE);
       walk(active, key, outcome,
-           [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -112,7 +160,7 @@ struct map_ref : detail::table {
       // Duplicates: a lost race must look further (a later instance), so each CAS is
       // checked before the walk moves on.
       walk(active, key, outcome,
-           [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -142,9 +190,28 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     unsigned removed = 0;
+    if constexpr (layout::WIDE) {
+      // Each instance's key lane takes its slot and tombstones the key; busy instances and
+      // ones taken first by another warp are read again.
+      walk(active, key, outcome,
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_key(word, k);
+             if (hits == 0) return !advance(slab, word);
+             const unsigned free_hits = hits & ~layout::busy(word);
+             bool won = false;
+             if ((free_hits >> lane) & 1u) {
+               won = take_slot(slab, layout::slot_of(lane));
+               if (won) mem::st_relaxed(layout::key_ptr(slab, lane), tombstone_key<K>);
+             }
+             const unsigned wins = __ballot_sync(warp::FULL_MASK, won);
+             if (lane == static_cast<unsigned>(src)) removed += __popc(wins);
+             if (wins != hits) return false;
+             return !advance(slab, word);
+           });
+    } else {
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
+        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits == 0) return !advance(slab, word);
@@ -159,6 +226,7 @@ struct map_ref : detail::table {
           if (wins != hits) return false;  // some instance changed under us: re-read
           return !advance(slab, word);
         });
+    }
     count(-static_cast<long long>(detail::warp_sum(removed)), 0);
     if (outcome_out != nullptr) {
       *outcome_out = outcome == OP_FAILED ? OP_FAILED : (removed != 0 ? OP_PRESENT : OP_ABSENT);
@@ -176,9 +244,29 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     unsigned found = 0;
+    if constexpr (layout::WIDE) {
+      walk(active, key, outcome,
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_key(word, k);
+             if (hits != 0) {
+               if ((hits & layout::busy(word)) != 0u) return false;  // being changed: re-read
+               const unsigned before = __shfl_sync(warp::FULL_MASK, found, src);
+               V* dst = warp::broadcast(out, src);
+               const unsigned cap = __shfl_sync(warp::FULL_MASK, capacity, src);
+               // Key lanes write their slot's value.
+               const V v = layout::own_value(word);
+               if ((hits >> lane) & 1u) {
+                 const unsigned rank = before + __popc(hits & lanes_below());
+                 if (rank < cap) dst[rank] = v;
+               }
+               if (lane == static_cast<unsigned>(src)) found += __popc(hits);
+             }
+             return !advance(slab, word);
+           });
+    } else {
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
+        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits != 0) {
             const unsigned before = __shfl_sync(warp::FULL_MASK, found, src);
@@ -193,6 +281,7 @@ struct map_ref : detail::table {
           }
           return !advance(slab, word);
         });
+    }
     if (outcome_out != nullptr) {
       *outcome_out = outcome == OP_FAILED ? OP_FAILED : (found != 0 ? OP_PRESENT : OP_ABSENT);
     }
@@ -204,6 +293,23 @@ struct map_ref : detail::table {
   }
 
  private:
+  // Wide layouts: the first slot holding k in the slab the lanes hold (its key lane), or
+  // -1 with `finished` set to what the visit returns: no instance here (move on, finished
+  // at the tail), or the first instance busy (false: read the slab again).
+  __device__ int first_settled(K k, unsigned*& slab, unsigned word, bool& finished) const {
+    const unsigned hits = layout::match_key(word, k);
+    if (hits == 0) {
+      finished = !advance(slab, word);
+      return -1;
+    }
+    const int dest = __ffs(hits) - 1;
+    if (layout::is_busy(word, dest)) {
+      finished = false;
+      return -1;
+    }
+    return dest;
+  }
+
   // An inserting request's outcome while it waits for a slab at the end of its list.
   static constexpr unsigned NEEDS_SLAB = 4;
 
@@ -235,11 +341,15 @@ struct map_ref : detail::table {
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
       walk(pending, key, outcome,
-           [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
-             const unsigned hits =
-                 unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
-             const unsigned empties =
-                 __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
+           [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
+             unsigned hits, empties;
+             if constexpr (layout::WIDE) {
+               hits = unique ? layout::match_key(word, k) : 0u;
+               empties = layout::empties(word);
+             } else {
+               hits = unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
+               empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
+             }
              const unsigned targets = hits | empties;
              if (targets == 0) {
                if (advance(slab, word)) return false;
@@ -258,6 +368,10 @@ struct map_ref : detail::table {
              }
              const int dest = __ffs(targets) - 1;
              const bool replace_here = (hits >> dest) & 1u;
+             if constexpr (layout::WIDE) {
+               return store_wide(lane == static_cast<unsigned>(src), k, value, slab, word, dest,
+                                 replace_here, unique, outcome, old);
+             } else {
              unsigned ev = EMPTY_VALUE;
              if (replace_here) ev = __shfl_sync(warp::FULL_MASK, word, dest + 1);
              // Selects rather than a branch, so that the CAS stays one predicated
@@ -270,6 +384,7 @@ struct map_ref : detail::table {
              cas_pair_relaxed_if(mine, slab + dest, pack_pair(k, static_cast<unsigned>(value)),
                                  seen);
              return true;
+             }
            });
       // A pending request that did not fail either issued its CAS, which lost when the
       // pair it returned is not the one the request saw, or stopped at the end of its
@@ -278,7 +393,7 @@ struct map_ref : detail::table {
       bool lost = false;
       if (pending && outcome == NEEDS_SLAB) {
         lost = true;
-      } else if (pending && outcome != OP_FAILED) {
+      } else if (layout::PACKED && pending && outcome != OP_FAILED) {
         const bool replacing = outcome == OP_PRESENT;
         lost = seen != (replacing ? pack_pair(static_cast<unsigned>(key), static_cast<unsigned>(old))
                                   : pack_pair(EMPTY_KEY, EMPTY_VALUE));
@@ -305,6 +420,37 @@ struct map_ref : detail::table {
                __ballot_sync(warp::FULL_MASK, active));
     count(added, added);
     return outcome;
+  }
+
+  // One visit of a wide store at its target slot (key lane `dest`), by all lanes; the
+  // request's lane (`mine`) acts. A present key's slot is taken (its busy bit), its value
+  // replaced and the slot released; an empty slot is claimed by a CAS of the key from
+  // EMPTY, its value stored and the slot released (its busy bit set since the slab was
+  // fresh). True when the request is done; false (a busy slot, a lost CAS or a slot
+  // taken first) re-reads the slab.
+  __device__ bool store_wide(bool mine, K k, V value, unsigned* slab, unsigned word, int dest,
+                             bool replace_here, bool unique, unsigned& outcome, V& old) const {
+    const unsigned slot = layout::slot_of(static_cast<unsigned>(dest));
+    if (replace_here && layout::is_busy(word, dest)) return false;
+    bool done = false;
+    if (mine) {
+      V* const at = layout::value_ptr(slab, dest);
+      if (replace_here) {
+        done = take_slot(slab, slot);
+        if (done) {
+          old = mem::ld_relaxed(at);
+          outcome = OP_PRESENT;
+        }
+      } else {
+        done = mem::cas_relaxed(layout::key_ptr(slab, dest), empty_key<K>, k) == empty_key<K>;
+        if (done) outcome = unique ? OP_ABSENT : OP_ADDED;
+      }
+      if (done) {
+        mem::st_relaxed(at, value);
+        release_slot(slab, slot);
+      }
+    }
+    return __ballot_sync(warp::FULL_MASK, done) != 0u;
   }
 };
 

@@ -1,7 +1,8 @@
 // gpuds/slabhash/set_ref.cuh: set_ref, the device view of a SlabHashSet.
 //
-// The dissertation's concurrent set (Awad, 2022, §5.4): the slab list of map_ref with 30
-// keys per slab and no values; keys are unique. Same calling rules as map_ref: all 32
+// The dissertation's concurrent set (Awad, 2022, §5.4): the slab list of map_ref with no
+// values, 30 32-bit keys or 15 64-bit keys per slab (layout.cuh), each claimed and
+// deleted by one CAS of its 32 or 64 bits; keys are unique. Same calling rules as map_ref: all 32
 // lanes call each operation, `active` says whether a lane has a request, inserting
 // operations take the warp's allocator (`make_allocator()`, once per warp per kernel).
 //
@@ -18,12 +19,13 @@ namespace slabhash {
 
 template <class K>
 struct set_ref : detail::table {
-  static_assert(sizeof(K) == 4, "set_ref stores 32-bit keys");
-  static constexpr unsigned KEY_LANES = SET_KEY_LANES;
-  static constexpr unsigned SLOTS = 30;
+  using layout = entry_layout<K, no_value>;
+  static_assert(layout::PACKED, "a set's key is one word");
+  static constexpr unsigned KEY_LANES = layout::KEY_LANES;
+  static constexpr unsigned SLOTS = layout::SLOTS;
 
   // An iterator over bucket `b`'s slabs (see slab_iterator).
-  __device__ slab_iterator bucket(unsigned b) const { return iterate(b, KEY_LANES); }
+  __device__ slab_iterator<K, no_value> bucket(unsigned b) const { return iterate<K, no_value>(b); }
 
   // `allocator`: the warp's (make_allocator()) or a detail::on_demand_allocator, as for
   // map_ref.
@@ -34,9 +36,9 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
-          const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
-          const unsigned empties = __ballot_sync(warp::FULL_MASK, word == EMPTY_KEY) & KEY_LANES;
+        [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
+          const unsigned hits = layout::match_key(word, k);
+          const unsigned empties = layout::empties(word);
           const unsigned targets = hits | empties;
           if (targets == 0) {
             if (move_on(allocator, slab, word, depth)) return false;
@@ -48,7 +50,7 @@ struct set_ref : detail::table {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
             return true;
           }
-          if (!elected_cas(slab, lane, dest, EMPTY_KEY, k)) return false;  // lost a race: re-read
+          if (!elected_cas(slab, lane, dest, empty_key<K>, k)) return false;  // lost a race: re-read
           if (lane == static_cast<unsigned>(src)) outcome = OP_ABSENT;
           return true;
         });
@@ -63,11 +65,11 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
-          const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
+        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+          const unsigned hits = layout::match_key(word, k);
           if (hits == 0) return !advance(slab, word);
           const int dest = __ffs(hits) - 1;
-          if (!elected_cas(slab, lane, dest, k, TOMBSTONE_KEY)) return false;
+          if (!elected_cas(slab, lane, dest, k, tombstone_key<K>)) return false;
           if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
           return true;
         });
@@ -82,8 +84,8 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk(
         active, key, outcome,
-        [&](int src, unsigned k, unsigned*& slab, unsigned word, unsigned) -> bool {
-          if (__ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES) {
+        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+          if (layout::match_key(word, k) != 0u) {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
             return true;
           }

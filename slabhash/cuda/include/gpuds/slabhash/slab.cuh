@@ -1,9 +1,10 @@
 // gpuds/slabhash/slab.cuh: the slab, its reserved values, and the bucket iterator.
 //
 // A slab is 128 bytes read by one warp, one 32-bit word per lane (Ashkiani et al.,
-// "A Dynamic Hash Table for the GPU", 2018, §IV-B). Lanes 0-29 hold data: for a map 15
-// key-value pairs (keys on even lanes, each value on the lane after its key), for a set
-// 30 keys. Lane 30 is auxiliary (unused, kept all ones), lane 31 holds the 32-bit
+// "A Dynamic Hash Table for the GPU", 2018, §IV-B). Lanes 0-29 hold data, laid out per
+// key and value type as layout.cuh says (the paper's map: 15 key-value pairs, keys on
+// even lanes, each value on the lane after its key; a set: 30 keys). Lane 30 is
+// auxiliary (kept all ones, or the busy bits of a wide layout), lane 31 holds the 32-bit
 // SlabAlloc address of the next slab, or NULL_SLAB at the tail.
 //
 // Invariants every operation keeps (the dissertation's §5.4.3 design):
@@ -15,37 +16,37 @@
 // - a slab is linked at the tail only after the tail was seen full, and its words are
 //   all ones (empty pairs, NULL next) before it is published (a release CAS on the
 //   tail's next word);
-// - a claim, replacement or deletion is one relaxed CAS of the whole slot (a map's
-//   key-value pair as one 64-bit word), or for a map with unique keys a deletion is one
-//   relaxed exchange of the pair for a tombstone: the slot is all it publishes, so it
-//   needs no ordering with other memory, and relaxed atomics skip the fences an acq_rel
-//   one costs.
+// - a packed entry's claim, replacement or deletion is one relaxed CAS of the whole slot
+//   (a map's key-value pair as one 64-bit word), or for a map with unique keys a deletion
+//   is one relaxed exchange of the pair for a tombstone: the slot is all it publishes, so
+//   it needs no ordering with other memory, and relaxed atomics skip the fences an
+//   acq_rel one costs. A wide entry (a pair over 8 bytes) changes under its busy bit
+//   (layout.cuh, map_ref.cuh).
 #pragma once
 #include <gpuds/alloc/slab_alloc.cuh>
 #include <gpuds/core/memory.cuh>
 #include <gpuds/core/warp.cuh>
+#include <gpuds/slabhash/layout.cuh>
 
 namespace gpuds {
 namespace slabhash {
 
-constexpr unsigned SLAB_WORDS = 32;
-constexpr unsigned AUX_LANE = 30;
-constexpr unsigned NEXT_LANE = 31;
-
-// Reserved key values: a slot never claimed, and a deleted key.
+// Reserved key values of 32-bit keys (the words of a slot never claimed, and of a
+// deleted key); a 64-bit key's are all ones and all ones minus one (empty_key<K>).
 constexpr unsigned EMPTY_KEY = 0xFFFFFFFFu;
 constexpr unsigned TOMBSTONE_KEY = 0xFFFFFFFEu;
+template <class K>
+constexpr K empty_key = static_cast<K>(~static_cast<K>(0));
+template <class K>
+constexpr K tombstone_key = static_cast<K>(~static_cast<K>(0) - 1);
 // The value word of an empty pair, so that a claim is one 64-bit CAS of the whole pair.
 constexpr unsigned EMPTY_VALUE = 0xFFFFFFFFu;
 // Every word of a fresh slab: empty slots and a NULL next address.
 constexpr unsigned FRESH_WORD = 0xFFFFFFFFu;
 constexpr unsigned NULL_SLAB = alloc::null_unit;
-// What get_many_into writes for a missing key.
-constexpr unsigned NOT_FOUND_VALUE = 0xFFFFFFFFu;
-
-// Lanes holding keys: a map's even lanes 0-28, a set's lanes 0-29.
-constexpr unsigned MAP_KEY_LANES = 0x15555555u;
-constexpr unsigned SET_KEY_LANES = 0x3FFFFFFFu;
+// What get_many_into writes for a missing key (all ones, of the value type).
+template <class V>
+constexpr V not_found_value = static_cast<V>(~static_cast<V>(0));
 
 // The per-lane outcome of an operation.
 constexpr unsigned OP_ABSENT = 0;   // the key was not there (REPLACE: it was added)
@@ -53,8 +54,9 @@ constexpr unsigned OP_PRESENT = 1;  // the key was there (found, replaced or del
 constexpr unsigned OP_FAILED = 2;   // not applied: a status flag says why
 constexpr unsigned OP_ADDED = 3;    // INSERT (duplicates allowed) added an instance
 
-__device__ __forceinline__ bool is_reserved_key(unsigned k) {
-  return k == EMPTY_KEY || k == TOMBSTONE_KEY;
+template <class K>
+__device__ __forceinline__ bool is_reserved_key(K k) {
+  return k == empty_key<K> || k == tombstone_key<K>;
 }
 
 // One mov of two 32-bit registers: a shift and an or would let the compiler keep the
@@ -88,6 +90,23 @@ __device__ __forceinline__ void cas_pair_relaxed_if(bool mine, unsigned* slot,
       : "memory");
 }
 
+// The busy bit of slot `slot` of a wide layout (layout.cuh). take_slot sets it with an
+// acquire (what the last holder wrote before its release is visible after) and says
+// whether it was clear, so that the caller now holds the slot; release_slot clears it
+// with a release (the value stored before it is visible to whoever sees it clear).
+__device__ __forceinline__ bool take_slot(unsigned* slab, unsigned slot) {
+  unsigned was;
+  asm volatile("atom.acquire.gpu.global.or.b32 %0, [%1], %2;"
+               : "=r"(was)
+               : "l"(slab + AUX_LANE), "r"(1u << slot)
+               : "memory");
+  return ((was >> slot) & 1u) == 0u;
+}
+__device__ __forceinline__ void release_slot(unsigned* slab, unsigned slot) {
+  asm volatile("red.release.gpu.global.and.b32 [%0], %1;" ::"l"(slab + AUX_LANE), "r"(~(1u << slot))
+               : "memory");
+}
+
 // One lane's word of a slab. Relaxed loads at GPU scope are served from L2, the point of
 // coherence, so a warp sees every claim that completed before its read; the 32 lanes'
 // loads coalesce into one 128-byte request.
@@ -106,27 +125,33 @@ __device__ __forceinline__ unsigned lanes_below() {
 // the current slab. All 32 lanes must call every member (converged, same bucket).
 //
 //   for (auto it = ref.bucket(b); it.valid(); it.next()) {
-//     const unsigned keys = it.live_key_lanes();  // lanes with a live key
-//     ...                                         // it.word(): this lane's word
+//     for (unsigned live = it.live_key_lanes(); live != 0; live &= live - 1) {
+//       const unsigned at = __ffs(live) - 1;        // a live slot's first key lane
+//       const auto key = it.key(at);                // broadcast to every lane
+//       ...
+//     }
 //   }
 //
 // The iterator reads with relaxed loads and follows next addresses as it goes, so it
 // sees a list that is being appended to concurrently as some prefix of it.
+template <class K, class V>
 struct slab_iterator {
+  using layout = entry_layout<K, V>;
   alloc::slab_alloc_ref alloc;
   unsigned* slab;
   unsigned word_;
-  unsigned key_lanes;
 
   __device__ bool valid() const { return slab != nullptr; }
   // This lane's word of the current slab.
   __device__ unsigned word() const { return word_; }
   // The current slab (its first word).
   __device__ unsigned* address() const { return slab; }
-  // The key lanes holding a live key (neither empty nor a tombstone).
-  __device__ unsigned live_key_lanes() const {
-    return __ballot_sync(warp::FULL_MASK, !is_reserved_key(word_)) & key_lanes;
-  }
+  // The slots holding a live key (neither empty nor a tombstone), one bit at each one's
+  // first key lane.
+  __device__ unsigned live_key_lanes() const { return layout::live(word_); }
+  // The key and (maps) the value of the slot whose first key lane is `lane`.
+  __device__ K key(unsigned lane) const { return layout::key_at(word_, lane); }
+  __device__ V value(unsigned lane) const { return layout::value_at(word_, lane); }
   // The SlabAlloc address of the next slab, NULL_SLAB at the tail.
   __device__ unsigned next_address() const {
     return __shfl_sync(warp::FULL_MASK, word_, NEXT_LANE);

@@ -2,10 +2,11 @@
 // hash (B base slabs, a SlabAlloc for the rest, the universal hash, counters and status
 // word) and the warp-cooperative walk along one request's list.
 //
-// The walk is the slab hash paper's work-sharing loop (§IV-A, Fig. 2): lanes with a
-// request vote, the warp takes the lowest voter's key and bucket and reads one slab per
-// round, all lanes together (reading the next request's base slab ahead, see walk); the operation's body looks at the slab with
-// ballots and decides to finish, re-read the same slab (a CAS lost a race) or move on.
+// The walk is the slab hash paper's work-sharing loop (§IV-A, Fig. 2), core's
+// work_queue: lanes with a request vote, the warp takes the lowest voter's key and bucket
+// and reads one slab per round, all lanes together (reading the next request's base slab
+// ahead, see walk); the operation's body looks at the slab with ballots and decides to
+// finish, re-read the same slab (a CAS lost a race) or move on.
 //
 // The step cap is the most slabs a list may have, and so the most slabs a request
 // visits: an insert never appends a slab to a list that already has `step_cap` slabs
@@ -17,6 +18,7 @@
 #pragma once
 #include <gpuds/core/hash.cuh>
 #include <gpuds/core/status.cuh>
+#include <gpuds/core/work_queue.cuh>
 #include <gpuds/slabhash/slab.cuh>
 
 namespace gpuds {
@@ -36,6 +38,9 @@ constexpr unsigned RETRY_FLOOR = 1u << 12;
 constexpr unsigned COUNTER_STRIPES = 32;
 constexpr unsigned COUNTER_STRIPE_WORDS = 16;
 
+// The odd constant of the 64-bit key fold (2^32 over the golden ratio).
+constexpr unsigned KEY_FOLD = 0x9E3779B9u;
+
 // What an inserting operation may take instead of a warp_allocator: a tag that makes a
 // warp_allocator at each allocation. Most warps of a batch at the paper's utilizations
 // never allocate, so they skip the allocator's set-up (two hashes, a remainder and a
@@ -52,7 +57,17 @@ struct table {
   unsigned unique_keys;             // 1: keys are unique (REPLACE); 0: duplicates allowed
   unsigned step_cap;                // slabs a list may have and a request may visit
 
-  __device__ unsigned bucket_of(unsigned key) const { return hash(key, num_buckets); }
+  // A 64-bit key is folded to 32 bits first: the low word xor the high word times an odd
+  // constant, a bijection of either word for a fixed other, so keys that differ in one
+  // word only never fold together (host twin: gpuds_slabhash::SlabKey::fold).
+  __device__ static unsigned fold(unsigned key) { return key; }
+  __device__ static unsigned fold(unsigned long long key) {
+    return static_cast<unsigned>(key) ^ (static_cast<unsigned>(key >> 32) * KEY_FOLD);
+  }
+  template <class K>
+  __device__ unsigned bucket_of(K key) const {
+    return hash(fold(key), num_buckets);
+  }
   // Re-reads of one slab (lost CASes) and store passes one request may take.
   __device__ unsigned retry_cap() const { return step_cap > RETRY_FLOOR ? step_cap : RETRY_FLOOR; }
   __device__ unsigned* base_slab(unsigned bucket) const {
@@ -67,23 +82,24 @@ struct table {
     return alloc::warp_allocator(alloc);
   }
 
-  // Lane `dest` swaps word `dest` of `slab` from `expected` to `desired`; every lane
-  // (`lane`: its own id) learns whether the swap won.
-  __device__ __forceinline__ static bool elected_cas(unsigned* slab, unsigned lane, int dest, unsigned expected,
-                                                     unsigned desired) {
+  // Lane `dest` swaps the word (32 or 64 bits, as T) at lane `dest` of `slab` from
+  // `expected` to `desired`; every lane (`lane`: its own id) learns whether the swap won.
+  template <class T>
+  __device__ __forceinline__ static bool elected_cas(unsigned* slab, unsigned lane, int dest, T expected,
+                                                     T desired) {
     bool won = false;
     if (lane == static_cast<unsigned>(dest)) {
-      won = mem::cas_relaxed(slab + dest, expected, desired) == expected;
+      won = mem::cas_relaxed(reinterpret_cast<T*>(slab + dest), expected, desired) == expected;
     }
     return __shfl_sync(warp::FULL_MASK, won, dest);
   }
 
-  __device__ slab_iterator iterate(unsigned bucket, unsigned key_lanes) const {
-    slab_iterator it;
+  template <class K, class V>
+  __device__ slab_iterator<K, V> iterate(unsigned bucket) const {
+    slab_iterator<K, V> it;
     it.alloc = alloc;
     it.slab = base_slab(bucket);
     it.word_ = read_slab(it.slab);
-    it.key_lanes = key_lanes;
     return it;
   }
 
@@ -105,7 +121,8 @@ struct table {
   __device__ void report(unsigned flag) const { status::report(status, flag); }
 
   // Requests with a reserved key are refused (RESERVED_KEY) and marked failed.
-  __device__ bool admit(bool active, unsigned key, unsigned& outcome) const {
+  template <class K>
+  __device__ bool admit(bool active, K key, unsigned& outcome) const {
     if (active && is_reserved_key(key)) {
       report(status::RESERVED_KEY);
       outcome = OP_FAILED;
@@ -114,66 +131,52 @@ struct table {
     return active;
   }
 
-  // Runs the work-sharing loop over the lanes with `active`. `visit(src, key, slab, word,
-  // depth)` is called by all lanes with src's key, the slab it is at (the `depth`-th of
-  // its list, the base slab being the first) and this lane's word of it; it returns true
-  // when src's request is finished, and may move `slab` (to the next slab, or to one it
-  // appended); returning false with `slab` unchanged re-reads it. A request that would
-  // visit more than `step_cap` slabs or re-read more than `retry_cap()` times reports
-  // RETRY_LIMIT and gets OP_FAILED in its lane's `outcome`.
+  // Runs the work-sharing loop (gpuds/core/work_queue.cuh) over the lanes with `active`.
+  // `visit(src, key, slab, word, depth)` is called by all lanes with src's key, the slab
+  // it is at (the `depth`-th of its list, the base slab being the first) and this lane's
+  // word of it; it returns true when src's request is finished, and may move `slab` (to
+  // the next slab, or to one it appended); returning false with `slab` unchanged re-reads
+  // it. A request that would visit more than `step_cap` slabs or re-read more than
+  // `retry_cap()` times reports RETRY_LIMIT and gets OP_FAILED in its lane's `outcome`.
   //
-  // The loop is the paper's (vote, take the lowest requester, broadcast its key), with
-  // two additions. Each lane hashes its own key before the loop, all lanes at once, so a
-  // request costs two shuffles instead of a hash (the hash's 64-bit remainders would
-  // otherwise be the most expensive part of a round). And it is software-pipelined: when
-  // the warp takes up a request it already issues the read of the next request's base
-  // slab, so each warp keeps two slab reads in flight and a request settled in its base
-  // slab (most of them at the paper's utilizations) exposes little latency of its own.
-  // A base slab read ahead may be stale by the time its request runs; operations only
-  // ever change a slab through a CAS that checks what they saw (a lost CAS re-reads or
-  // runs its request again), or, deleting a unique key, through an exchange whose result
-  // says what it replaced.
-  template <class Visit>
-  __device__ void walk(bool active, unsigned key, unsigned& outcome, Visit&& visit) const {
-    const unsigned lane = warp::lane_id();
+  // Two choices make the loop cheap here. Each lane hashes its own key before the loop,
+  // all lanes at once, so a request costs two shuffles instead of a hash (the hash's
+  // 64-bit remainders would otherwise be the most expensive part of a round). And the
+  // work queue reads the next request's base slab while this one runs, keeping only its
+  // bucket and this lane's word of it (two registers, not three for a slab address) across
+  // the visits; a request settled in its base slab (most of them at the paper's
+  // utilizations) exposes little latency of its own. A base slab read ahead may be stale
+  // by the time its request runs; operations only ever change a slab through a CAS that
+  // checks what they saw (a lost CAS re-reads or runs its request again), or, deleting a
+  // unique key, through an exchange whose result says what it replaced.
+  template <class K, class Visit>
+  __device__ void walk(bool active, K key, unsigned& outcome, Visit&& visit) const {
+    struct ahead {
+      unsigned bucket;
+      unsigned word;
+    };
+    struct cursor {
+      unsigned* slab;
+      unsigned word;
+    };
     const unsigned home = active ? bucket_of(key) : 0u;
-    unsigned pending = __ballot_sync(warp::FULL_MASK, active);
-    if (pending == 0u) return;
-    int src = __ffs(pending) - 1;
-    unsigned* slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
-    unsigned word = read_slab(slab);
-    for (;;) {
-      pending &= pending - 1u;
-      const int next_src = pending != 0u ? __ffs(pending) - 1 : -1;
-      // The next request's bucket, not its slab address, is kept across the visit (one
-      // register instead of two).
-      unsigned next_bucket = 0u;
-      unsigned next_word = 0u;
-      if (next_src >= 0) {
-        next_bucket = __shfl_sync(warp::FULL_MASK, home, next_src);
-        next_word = read_slab(base_slab(next_bucket));
-      }
-      const unsigned k = __shfl_sync(warp::FULL_MASK, key, src);
-      for (unsigned depth = 1, rereads = 0;;) {
-        const unsigned* const at = slab;
-        if (visit(src, k, slab, word, depth)) break;
-        if (slab != at) {
-          ++depth;
-        } else {
-          ++rereads;
-        }
-        if (depth > step_cap || rereads > retry_cap()) {
+    work_queue::run(
+        active, key, work_queue::caps{step_cap, retry_cap()},
+        [&](int src) {
+          const unsigned bucket = __shfl_sync(warp::FULL_MASK, home, src);
+          return ahead{bucket, read_slab(base_slab(bucket))};
+        },
+        [&](const ahead& a) { return cursor{base_slab(a.bucket), a.word}; },
+        [&](int src, K k, cursor& c, unsigned depth) {
+          const unsigned* const at = c.slab;
+          if (visit(src, k, c.slab, c.word, depth)) return work_queue::DONE;
+          return c.slab != at ? work_queue::MOVED : work_queue::AGAIN;
+        },
+        [&](cursor& c) { c.word = read_slab(c.slab); },
+        [&](int src) {
           report(status::RETRY_LIMIT);
-          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
-          break;
-        }
-        word = read_slab(slab);
-      }
-      if (next_src < 0) return;
-      src = next_src;
-      slab = base_slab(next_bucket);
-      word = next_word;
-    }
+          if (warp::lane_id() == static_cast<unsigned>(src)) outcome = OP_FAILED;
+        });
   }
 
   // Follows the next address of the slab whose words the lanes hold; false at the tail.

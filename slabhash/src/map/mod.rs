@@ -3,27 +3,40 @@
 use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, PushKernelArg};
-use gpuds_core::failures::CallStatus;
-use gpuds_core::{primitives, Gpu};
+use gpuds_core::Gpu;
 
 use crate::config::SlabHashConfig;
 use crate::error::{Error, Result};
-use crate::input::{BatchInput, Staged};
+use crate::input::BatchInput;
 use crate::kernels::Kind;
 use crate::keys::{SlabKey, SlabValue};
-use crate::ops::{BatchResults, DeviceBatch, MapOp, MultiValues, OpResult};
+use crate::layout::Layout;
+use crate::ops::{BatchResults, DeviceBatch, MapOp, OpResult};
 use crate::refs::MapRef;
+use crate::sizing;
 use crate::stats::SlabHashStats;
-use crate::table::{Guard, Table};
+use crate::table::Table;
 
-/// A concurrent hash map on the GPU: the slab hash (Ashkiani et al., 2018) of 32-bit
-/// keys and values, with unique keys (REPLACE) by default or duplicate keys (a
-/// multimap) when configured.
+mod multimap;
+
+/// A concurrent hash map on the GPU: the slab hash (Ashkiani et al., 2018) of 32- or
+/// 64-bit keys and values (`u32` or `u64` each, every combination), with unique keys
+/// (REPLACE) by default or duplicate keys (a multimap) when configured.
 ///
 /// Every operation is a batch run by one kernel, one request per thread, requests served
-/// warp by warp. Keys `u32::MAX` and `u32::MAX - 1` are reserved ([`SlabKey::RESERVED`]):
-/// a batch holding one fails with [`Error::ReservedKey`] and nothing is applied. Values
-/// are unrestricted. Each method says whether it synchronizes the stream.
+/// warp by warp. The key type's all ones and all ones minus one are reserved
+/// ([`SlabKey::RESERVED`]): a batch holding one fails with [`Error::ReservedKey`] and
+/// nothing is applied. Values are unrestricted. Each method says whether it synchronizes
+/// the stream. Switching `u32` to `u64` in the type parameters changes nothing else:
+///
+/// ```no_run
+/// use gpuds_slabhash::SlabHashMap;
+/// let gpu = gpuds_core::Gpu::new(0)?;
+/// let mut ids = SlabHashMap::<u64, u64>::new(&gpu, 1000)?;
+/// ids.insert_many(&[1 << 40, 2 << 40], &[u64::MAX, 7])?;
+/// assert_eq!(ids.get_many(&[1 << 40, 3 << 40])?, vec![Some(u64::MAX), None]);
+/// # Ok::<(), gpuds_slabhash::Error>(())
+/// ```
 ///
 /// # Examples
 /// ```no_run
@@ -56,8 +69,9 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// # Ok::<(), gpuds_slabhash::Error>(())
     /// ```
     pub fn new(gpu: &Gpu, expected_len: usize) -> Result<Self> {
-        let mut config = SlabHashConfig::for_len(expected_len, Kind::Map.slots());
-        config.alloc = Table::default_alloc(expected_len, Kind::Map.slots())?;
+        let mut config =
+            SlabHashConfig::for_len(expected_len, Layout::of::<K, V>(Kind::Map).slots());
+        config.alloc = sizing::default_alloc(expected_len, Layout::of::<K, V>(Kind::Map).slots())?;
         Self::with_config(gpu, config)
     }
 
@@ -155,30 +169,6 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     ) -> Result<()> {
         let unique = self.config().unique_keys;
         self.store(keys, values, unique, "insert_many")
-    }
-
-    /// INSERT, the multimap insert: adds every pair as a new instance, after the key's
-    /// earlier instances. Only for maps made with `unique_keys: false`
-    /// ([`Error::NeedsDuplicates`] otherwise). Synchronizes.
-    ///
-    /// ```no_run
-    /// use gpuds_slabhash::{SlabHashConfig, SlabHashMap};
-    /// # let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut mm = SlabHashMap::<u32, u32>::with_config(
-    ///     &gpu, SlabHashConfig { unique_keys: false, ..Default::default() })?;
-    /// mm.insert_duplicates_many(&[7, 7], &[1, 2])?;
-    /// assert_eq!(mm.count_many(&[7])?, vec![2]);
-    /// # Ok::<(), gpuds_slabhash::Error>(())
-    /// ```
-    pub fn insert_duplicates_many(
-        &mut self,
-        keys: &(impl BatchInput<K> + ?Sized),
-        values: &(impl BatchInput<V> + ?Sized),
-    ) -> Result<()> {
-        if self.config().unique_keys {
-            return Err(Error::NeedsDuplicates("insert_duplicates_many"));
-        }
-        self.store(keys, values, false, "insert_duplicates_many")
     }
 
     fn store(
@@ -336,122 +326,6 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         Ok(self.get_many(keys)?.iter().map(Option::is_some).collect())
     }
 
-    /// COUNT: instances of each key (0 or 1 with unique keys). Synchronizes.
-    ///
-    /// ```no_run
-    /// # let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_slabhash::SlabHashMap::<u32, u32>::new(&gpu, 10)?;
-    /// map.insert_many(&[1], &[10])?;
-    /// assert_eq!(map.count_many(&[1, 2])?, vec![1, 0]);
-    /// # Ok::<(), gpuds_slabhash::Error>(())
-    /// ```
-    pub fn count_many(&self, keys: &(impl BatchInput<K> + ?Sized)) -> Result<Vec<u32>> {
-        let n = keys.len();
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let call = self.table.begin_call(n, false)?;
-        let (k, counts, guard) = self.counts(keys, &call)?;
-        self.table.check_read(&call, &guard, &k.view())?;
-        Ok(self.table.gpu().stream().clone_dtoh(&counts)?)
-    }
-
-    /// Launches COUNT for non-empty `keys` under `call`; returns the staged keys, the
-    /// counts on the device and the keys' check.
-    fn counts<'a>(
-        &self,
-        keys: &'a (impl BatchInput<K> + ?Sized),
-        call: &CallStatus,
-    ) -> Result<(Staged<'a, K>, CudaSlice<u32>, Guard)> {
-        let n = keys.len();
-        let gpu = self.table.gpu();
-        let k = keys.stage(gpu)?;
-        let guard = self.table.check_keys(keys, &k.view())?;
-        let stream = gpu.stream();
-        let mut counts = stream.alloc_zeros::<u32>(n)?;
-        let kernel = self.table.kernel("count")?;
-        let r = self.table.call_ref(call);
-        let (n64, failed) = (n as u64, call.bits_ptr());
-        let kv = k.view();
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&kv).arg(&n64).arg(&mut counts);
-        guard.push(&mut args);
-        args.arg(&failed);
-        // SAFETY: the kernel reads keys[..n] and writes counts[..n] and the call's
-        // status and failure bits.
-        unsafe { args.launch(self.table.item_shape(n)?) }?;
-        drop(args);
-        Ok((k, counts, guard))
-    }
-
-    /// SEARCHALL: every value of every key, least recent first, as counts, offsets and
-    /// one array of values (a COUNT, a scan and a second walk). Synchronizes. The offsets
-    /// are 32-bit: more than `u32::MAX` values in all is a
-    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) (ask for fewer keys).
-    ///
-    /// ```no_run
-    /// use gpuds_slabhash::{SlabHashConfig, SlabHashMap};
-    /// # let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut mm = SlabHashMap::<u32, u32>::with_config(
-    ///     &gpu, SlabHashConfig { unique_keys: false, ..Default::default() })?;
-    /// mm.insert_duplicates_many(&[7, 8, 7], &[1, 2, 3])?;
-    /// let all = mm.get_all_many(&[7, 9])?;
-    /// let mut sevens = all.get(0).to_vec();
-    /// sevens.sort();
-    /// assert_eq!(sevens, vec![1, 3]);
-    /// assert!(all.get(1).is_empty());
-    /// # Ok::<(), gpuds_slabhash::Error>(())
-    /// ```
-    pub fn get_all_many(&self, keys: &(impl BatchInput<K> + ?Sized)) -> Result<MultiValues<V>> {
-        let n = keys.len();
-        if n == 0 {
-            return Ok(MultiValues {
-                counts: Vec::new(),
-                offsets: Vec::new(),
-                values: Vec::new(),
-            });
-        }
-        let gpu = self.table.gpu();
-        let stream = gpu.stream();
-        // One status for both kernels: a request either of them could not serve is
-        // named once.
-        let call = self.table.begin_call(n, false)?;
-        let (k, counts, guard) = self.counts(keys, &call)?;
-        // The offsets are 32-bit: more values than that is refused, never wrapped.
-        let counts_host = stream.clone_dtoh(&counts)?;
-        let all: u64 = counts_host.iter().map(|&c| u64::from(c)).sum();
-        gpuds_core::size::u32_len(all as usize, "values of one get_all_many call")?;
-        let mut offsets = stream.alloc_zeros::<u32>(n)?;
-        let total = primitives::exclusive_scan(gpu, &counts, &mut offsets)?;
-        let mut values = stream.alloc_zeros::<V>(total.max(1) as usize)?;
-        let kernel = self.table.kernel("find_all")?;
-        let r = self.table.call_ref(&call);
-        let (n64, failed) = (n as u64, call.bits_ptr());
-        let kv = k.view();
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r)
-            .arg(&kv)
-            .arg(&n64)
-            .arg(&offsets)
-            .arg(&total)
-            .arg(&mut values);
-        guard.push(&mut args);
-        args.arg(&failed);
-        // SAFETY: request i writes at most offsets[i+1] - offsets[i] values from offsets[i],
-        // and the call's status and failure bits.
-        unsafe { args.launch(self.table.item_shape(n)?) }?;
-        drop(args);
-        self.table.check_read(&call, &guard, &kv)?;
-        let mut values = stream.clone_dtoh(&values)?;
-        values.truncate(total as usize);
-        let result = MultiValues {
-            counts: counts_host,
-            offsets: stream.clone_dtoh(&offsets)?,
-            values,
-        };
-        Ok(result)
-    }
-
     /// DELETE: removes each key's least recent instance (missing keys are no error). The
     /// slot stays a tombstone until [`flush`](Self::flush). Synchronizes.
     ///
@@ -465,22 +339,6 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// ```
     pub fn remove_many(&mut self, keys: &(impl BatchInput<K> + ?Sized)) -> Result<()> {
         self.remove("erase", keys, 2)
-    }
-
-    /// DELETEALL: removes every instance of each key. Synchronizes.
-    ///
-    /// ```no_run
-    /// use gpuds_slabhash::{SlabHashConfig, SlabHashMap};
-    /// # let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut mm = SlabHashMap::<u32, u32>::with_config(
-    ///     &gpu, SlabHashConfig { unique_keys: false, ..Default::default() })?;
-    /// mm.insert_duplicates_many(&[7, 7, 8], &[1, 2, 3])?;
-    /// mm.remove_all_many(&[7])?;
-    /// assert_eq!(mm.len()?, 1);
-    /// # Ok::<(), gpuds_slabhash::Error>(())
-    /// ```
-    pub fn remove_all_many(&mut self, keys: &(impl BatchInput<K> + ?Sized)) -> Result<()> {
-        self.remove("erase_all", keys, 1)
     }
 
     /// Launches an erase kernel whose `outputs` output pointers are all null.
