@@ -85,21 +85,60 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
                     value.name(),
                     size_label(n as u64)
                 ),
-                move |bench| match (key, value) {
-                    (Word::U32, Word::U32) => rows::<u32, u32>(bench, structure, n, load),
-                    _ => Err(Error::InvalidArgument(
-                        "64-bit words are not merged yet".into(),
-                    )),
+                move |bench| match structure {
+                    Structure::SlabHash => typed!(bench, n, load, key, value, SlabHashMap),
+                    Structure::Hive => match (key, value) {
+                        (Word::U32, Word::U32) => {
+                            rows::<u32, u32, HiveMap, HiveMap>(bench, n, load)
+                        }
+                        _ => Err(Error::InvalidArgument(
+                            "HiveMap takes u32 words only".into(),
+                        )),
+                    },
+                    Structure::BTree => match (key, value) {
+                        (Word::U32, Word::U32) => {
+                            rows::<u32, u32, GpuBTreeMap<u32, u32>, GpuBTreeMap<u32, u32>>(
+                                bench, n, load,
+                            )
+                        }
+                        _ => Err(Error::InvalidArgument(
+                            "GpuBTreeMap takes u32 words only".into(),
+                        )),
+                    },
                 },
             )
         })
         .collect()
 }
 
+/// The rows of generic structure `$s` (a type constructor of two parameters) at the
+/// command line's words.
+macro_rules! typed {
+    ($bench:expr, $n:expr, $load:expr, $key:expr, $value:expr, $s:ident) => {
+        match ($key, $value) {
+            (Word::U32, Word::U32) => {
+                rows::<u32, u32, $s<u32, u32>, $s<u32, u32>>($bench, $n, $load)
+            }
+            (Word::U32, Word::U64) => {
+                rows::<u32, u64, $s<u32, u64>, $s<u32, u32>>($bench, $n, $load)
+            }
+            (Word::U64, Word::U32) => {
+                rows::<u64, u32, $s<u64, u32>, $s<u32, u32>>($bench, $n, $load)
+            }
+            (Word::U64, Word::U64) => {
+                rows::<u64, u64, $s<u64, u64>, $s<u32, u32>>($bench, $n, $load)
+            }
+        }
+    };
+}
+use typed;
+
 /// A structure under test at key type `K` and value type `V`.
 trait Subject<K: DeviceKey, V: DeviceValue>: Sized {
     /// The structure's name in rows.
     const NAME: &'static str;
+    /// The experiment its rows belong to.
+    const EXPERIMENT: &'static str;
     /// An empty structure for `n` keys at `load`.
     fn build(bench: &Bench, n: usize, load: f64) -> Result<Self>;
     /// Empties it.
@@ -146,6 +185,7 @@ fn tree_error(e: gpuds_btree::Error) -> Error {
 
 impl<K: SlabKey, V: SlabValue> Subject<K, V> for SlabHashMap<K, V> {
     const NAME: &'static str = "SlabHashMap";
+    const EXPERIMENT: &'static str = "slabhash";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
         SlabHashMap::new(&bench.gpu, n).map_err(slab_error)
     }
@@ -173,6 +213,7 @@ impl<K: SlabKey, V: SlabValue> Subject<K, V> for SlabHashMap<K, V> {
 
 impl Subject<u32, u32> for HiveMap {
     const NAME: &'static str = "HiveMap";
+    const EXPERIMENT: &'static str = "hive";
     fn build(bench: &Bench, n: usize, load: f64) -> Result<Self> {
         let config = HiveConfig {
             capacity: (n as f64 / load).ceil() as usize,
@@ -207,6 +248,7 @@ impl Subject<u32, u32> for HiveMap {
 
 impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
     const NAME: &'static str = "GpuBTreeMap";
+    const EXPERIMENT: &'static str = "btree";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
         let config = BTreeConfig {
             initial_nodes: (n as u64 / 2).max(1 << 16),
@@ -239,6 +281,7 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
 
 impl<K: DeviceKey, V: DeviceValue> Subject<K, V> for LinearProbeMap<K, V> {
     const NAME: &'static str = "LinearProbeMap";
+    const EXPERIMENT: &'static str = "linear";
     fn build(bench: &Bench, n: usize, load: f64) -> Result<Self> {
         let config = LinearConfig {
             capacity: (n as f64 / load).ceil() as u64,
@@ -326,34 +369,21 @@ fn measure<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
     Ok(Measured { insert, hit, miss })
 }
 
-/// The rows of one case: `structure` at K, V against itself at u32 (the baselines), and
-/// LinearProbeMap at K, V.
-fn rows<K, V>(bench: &mut Bench, structure: Structure, n: usize, load: f64) -> Result<Vec<Row>>
+/// The rows of one case: structure `S` at K, V against `N`, the same structure at u32
+/// (the baselines), and LinearProbeMap at K, V.
+fn rows<K, V, S, N>(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>>
 where
-    K: SlabKey + TreeKey,
-    V: SlabValue + TreeValue,
-    HiveMap: Subject<K, V>,
+    K: DeviceKey,
+    V: DeviceValue,
+    S: Subject<K, V>,
+    N: Subject<u32, u32>,
 {
-    let (narrow, wide, name) = match structure {
-        Structure::SlabHash => (
-            measure::<u32, u32, SlabHashMap<u32, u32>>(bench, n, load)?,
-            measure::<K, V, SlabHashMap<K, V>>(bench, n, load)?,
-            "SlabHashMap",
-        ),
-        Structure::Hive => (
-            measure::<u32, u32, HiveMap>(bench, n, load)?,
-            measure::<K, V, HiveMap>(bench, n, load)?,
-            "HiveMap",
-        ),
-        Structure::BTree => (
-            measure::<u32, u32, GpuBTreeMap<u32, u32>>(bench, n, load)?,
-            measure::<K, V, GpuBTreeMap<K, V>>(bench, n, load)?,
-            "GpuBTreeMap",
-        ),
-    };
+    let narrow = measure::<u32, u32, N>(bench, n, load)?;
+    let wide = measure::<K, V, S>(bench, n, load)?;
+    let name = S::NAME;
     let linear = measure::<K, V, LinearProbeMap<K, V>>(bench, n, load)?;
     let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
-    let experiment = structure.experiment();
+    let experiment = S::EXPERIMENT;
     let ops = |m: &Measured| {
         [
             ("insert", m.insert, Unit::GigaKeysPerSecond),
