@@ -94,6 +94,7 @@
 mod config;
 mod error;
 mod kernels;
+mod keys;
 mod map;
 pub mod node;
 mod ops;
@@ -103,13 +104,15 @@ pub mod validate;
 
 pub use config::BTreeConfig;
 pub use error::{Error, Result};
-pub use map::{BTreeStats, GpuBTreeMap, TreeKey, TreeValue};
+pub use keys::{TreeKey, TreeValue, TreeWord, Word};
+pub use map::{BTreeStats, GpuBTreeMap};
 pub use ops::{Ranges, TreeOp, TreeReply};
 pub use sorted_array::SortedArray;
 pub use tree_ref::TreeRef;
 
-/// Every kernel module of gpuds-btree (the update module, the query module for both
-/// tiles, and the sorted-array baseline), so that a test can compile all of them without a GPU.
+/// Every kernel module of gpuds-btree (for every key and value type: the update module
+/// and the query module for each tile; for 64-bit pairs both node sizes; and the
+/// sorted-array baseline), so that a test can compile all of them without a GPU.
 ///
 /// ```no_run
 /// for program in gpuds_btree::programs() {
@@ -118,13 +121,26 @@ pub use tree_ref::TreeRef;
 /// # Ok::<(), gpuds_core::Error>(())
 /// ```
 pub fn programs() -> Vec<gpuds_core::Program> {
-    vec![
-        kernels::update_program(),
-        kernels::query_program(8),
-        kernels::query_program(16),
-        kernels::query_program(32),
-        sorted_array::program(),
-    ]
+    let mut all = Vec::new();
+    instances::<u32, u32>(&mut all, &[128]);
+    instances::<u64, u32>(&mut all, &[128, 256]);
+    instances::<u32, u64>(&mut all, &[128, 256]);
+    instances::<u64, u64>(&mut all, &[128, 256]);
+    all.push(sorted_array::program());
+    all
+}
+
+/// The modules of one key and value type, for each wide node size given.
+fn instances<K: TreeKey, V: TreeValue>(
+    all: &mut Vec<gpuds_core::Program>,
+    wide_node_bytes: &[u32],
+) {
+    for &bytes in wide_node_bytes {
+        all.push(kernels::update_program::<K, V>(bytes));
+        for tile in [8, 16, 32] {
+            all.push(kernels::query_program::<K, V>(tile, bytes));
+        }
+    }
 }
 
 /// gpuds-btree's device headers and those of the crates below, as (include name, text).

@@ -24,25 +24,30 @@ fn kernel_names_are_the_ones_the_host_loads() {
         .iter()
         .map(|p| gpuds_testkit::ptx(p, Arch::new(8, 0)))
         .collect();
-    let mut expected = vec![
-        "btree_init".to_string(),
-        "btree_insert".into(),
-        "btree_apply".into(),
-        "btree_last_of_run".into(),
-        "btree_count_repeats".into(),
-        "btree_bulk_build".into(),
-        "btree_check_increasing".into(),
-    ];
-    for tile in [8, 16, 32] {
+    let mut expected = Vec::new();
+    for types in ["u32_u32", "u64_u32", "u32_u64", "u64_u64"] {
         for name in [
-            "btree_get",
-            "btree_successor",
-            "btree_range_count",
-            "btree_range_collect",
-            "btree_range_collect_capped",
-            "btree_remove",
+            "btree_init",
+            "btree_insert",
+            "btree_apply",
+            "btree_last_of_run",
+            "btree_count_repeats",
+            "btree_bulk_build",
+            "btree_check_increasing",
         ] {
-            expected.push(format!("{name}_t{tile}"));
+            expected.push(format!("{name}_{types}"));
+        }
+        for tile in [8, 16, 32] {
+            for name in [
+                "btree_get",
+                "btree_successor",
+                "btree_range_count",
+                "btree_range_collect",
+                "btree_range_collect_capped",
+                "btree_remove",
+            ] {
+                expected.push(format!("{name}_{types}_t{tile}"));
+            }
         }
     }
     for name in expected {
