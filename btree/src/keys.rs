@@ -34,7 +34,7 @@ impl TreeKey for u64 {
 
 /// A value type of [`crate::GpuBTreeMap`]: `u32` or `u64`; every value can be stored.
 /// Sealed.
-pub trait TreeValue: DeviceValue + Eq + Default + sealed::Sealed {
+pub trait TreeValue: DeviceValue + Eq + std::hash::Hash + Default + sealed::Sealed {
     /// The word of a mixed batch with keys `K` (see [`Word`]).
     type Word<K: TreeKey>: TreeWord;
 }

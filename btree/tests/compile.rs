@@ -62,3 +62,47 @@ fn kernel_modules_build_as_cubin() {
     }
     gpuds_testkit::assert_cubins(&gpuds_btree::programs());
 }
+
+/// A user kernel over every `tree_ref<K, V>` instantiation (each node layout) compiles:
+/// the device API's templates are instantiated as a user's code instantiates them.
+#[test]
+fn user_kernels_compile_for_every_instantiation() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    const USER: &str = r#"
+#include <gpuds/btree/tree_ref.cuh>
+using K = KEY_T;
+using V = VALUE_T;
+extern "C" __global__ void user(gpuds::btree::tree_ref<K, V> t, gpuds::alloc::slab_alloc_ref a, K k, K* out_k,
+                                V* out_v, unsigned* out) {
+  gpuds::alloc::warp_allocator allocator(a);
+  V v = 0;
+  K sk = 0;
+  out[0] = t.lookup<8, gpuds::btree::cached>(k, v);
+  out[1] = t.successor<16>(k, sk, v);
+  out[2] = t.range_count<32>(k, k + 5);
+  out[3] = t.range_collect<16>(k, k + 5, out_k, out_v, 4);
+  out[4] = t.remove<32>(k, v);
+  out[5] = t.insert(allocator, k, v);
+}
+"#;
+    for (key, value) in [
+        ("unsigned", "unsigned"),
+        ("unsigned long long", "unsigned"),
+        ("unsigned", "unsigned long long"),
+        ("unsigned long long", "unsigned long long"),
+    ] {
+        for bytes in [128, 256] {
+            let program = gpuds_core::Program::new(
+                format!("btree_user_{}_{}_{bytes}", key.len(), value.len()),
+                USER,
+            )
+            .headers(gpuds_btree::cuda_headers())
+            .define("KEY_T", key)
+            .define("VALUE_T", value)
+            .define("GPUDS_BTREE_WIDE_NODE_BYTES", bytes);
+            assert!(gpuds_testkit::ptx(&program, Arch::new(8, 0)).contains(".entry user("));
+        }
+    }
+}

@@ -44,9 +44,10 @@ macro_rules! typed {
 pub const LOW_WORD: u64 = 0x9e37_79b9;
 
 /// Test key x of type K: x itself for u32; for u64, x in the high word above
-/// [`LOW_WORD`] (order-preserving, so ranges and successors keep their meaning).
+/// [`LOW_WORD`] (order-preserving, so ranges and successors keep their meaning), and 0
+/// for 0 (the low bound of the leftmost nodes, which some tests aim at).
 pub fn key<K: TreeKey>(x: u32) -> K {
-    if std::mem::size_of::<K>() == 8 {
+    if std::mem::size_of::<K>() == 8 && x != 0 {
         K::from_u64((x as u64) << 32 | LOW_WORD)
     } else {
         K::from_u64(x as u64)
@@ -239,4 +240,9 @@ pub fn point<K, V>(op: TreeOp<K, V>, reply: TreeReply<K, V>) -> Option<(Op<K, V>
         (TreeOp::Get(k), TreeReply::Value(v)) => Some((Op::Get(k), Reply::Value(v))),
         _ => None,
     }
+}
+
+/// [`val_of`] of each key.
+pub fn vals_of<K: TreeKey, V: TreeValue>(ks: &[K]) -> Vec<V> {
+    ks.iter().map(|&k| val_of(k)).collect()
 }
