@@ -33,23 +33,15 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
 
     /// [`GpuBTreeMap::bulk_build`] from device buffers, which it sorts in place.
     /// Synchronizes once (it reads the number of distinct keys); the build itself is one
-    /// kernel with node addresses computed, not allocated. More pairs than one sort takes
-    /// ([`RadixSorter::MAX_LEN`]) is a
-    /// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) with the tree unchanged;
-    /// on another error the tree is left empty.
+    /// kernel with node addresses computed, not allocated. More than `u32::MAX` pairs (the
+    /// kernels' counts) is a [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow) with
+    /// the tree unchanged; on another error the tree is left empty.
     pub fn bulk_build_device(
         &mut self,
         keys: &mut CudaSlice<K>,
         values: &mut CudaSlice<V>,
     ) -> Result<()> {
-        if keys.len().max(values.len()) > RadixSorter::MAX_LEN {
-            return Err(gpuds_core::Error::CapacityOverflow(format!(
-                "a bulk build of {} pairs; one sort takes at most {}",
-                keys.len().max(values.len()),
-                RadixSorter::MAX_LEN
-            ))
-            .into());
-        }
+        batch_len(keys.len().max(values.len()))?;
         let result = self.try_bulk_build(keys, values);
         if result.is_err() {
             // A partial build is not a tree: start over empty (keep the first error).
