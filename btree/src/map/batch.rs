@@ -5,18 +5,20 @@ use gpuds_core::{DeviceKey, DeviceValue, Gpu};
 
 use crate::error::Result;
 
-/// Nodes a batch of `inserts` insertions may add, reserved before it runs. An insertion
-/// that reaches a full leaf splits it (at most one such split per insertion; a further
-/// split of one of its halves needs seven more pairs landed in it), so leaf splits are at
-/// most 8/7 of the insertions; a split one level up needs seven splits below it, or a node
-/// that was already full, and a root split adds two nodes: at most 4/3 of the insertions
-/// plus the internal nodes that were full before the batch, which this bound leaves out.
-/// A batch that needs those too (rare: trees whose internal nodes are nearly all full)
-/// fails part of its insertions with `POOL_EXHAUSTED`; the synchronizing forms then grow
-/// the pool and insert those again, so that only the pool's maximum ends them.
-pub(super) fn split_bound(inserts: usize) -> u64 {
+/// Nodes a batch of `inserts` insertions may add to a tree of nodes of `node_pairs`
+/// pairs, reserved before it runs. An insertion that reaches a full leaf splits it (at
+/// most one such split per insertion); a split one level up needs h = node_pairs / 2
+/// splits below it (pairs landed in a half), or a node that was already full, and a root
+/// split adds two nodes: at most n + n / (h - 1) nodes (14 pairs: 7/6 of the insertions,
+/// reserved as 4/3; 6 pairs: 3/2) plus the internal nodes that were full before the
+/// batch, which this bound leaves out. A batch that needs those too (rare: trees whose
+/// internal nodes are nearly all full) fails part of its insertions with
+/// `POOL_EXHAUSTED`; the synchronizing forms then grow the pool and insert those again,
+/// so that only the pool's maximum ends them.
+pub(super) fn split_bound(inserts: usize, node_pairs: usize) -> u64 {
     let n = inserts as u64;
-    n + n.div_ceil(3) + 64
+    let per_split = (node_pairs as u64 / 2).saturating_sub(1).clamp(1, 3);
+    n + n.div_ceil(per_split) + 64
 }
 
 /// The elements of `all` at the positions `at`, or all of them (`None`).

@@ -213,7 +213,9 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let fill = self.config.fill_for(self.layout.pairs());
         let kernel = &self.kernels.bulk_build;
         let words = self.pool.capacity_units() / 32;
-        let threads = (total * 8).max(words) as usize;
+        // One lane per 16 bytes of node.
+        let lanes = self.layout.node_bytes as u64 / 16;
+        let threads = (total * lanes).max(words) as usize;
         let grid = self.gpu.grid_for(kernel, threads, BLOCK)?;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r)

@@ -138,7 +138,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if n == 0 {
             return Ok(failed);
         }
-        self.ensure_room(split_bound(n as usize))?;
+        self.ensure_room(split_bound(n as usize, self.layout.pairs()))?;
         let r = self.device_ref();
         let shape = self.grid(&self.kernels.apply, n as usize)?;
         let mut b = stream.launch_builder(self.kernels.apply.func());

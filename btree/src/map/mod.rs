@@ -356,7 +356,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let before = self.pool.capacity_units();
         match self
             .pool
-            .reserve_within_max(before.max(split_bound(failed)))
+            .reserve_within_max(before.max(split_bound(failed, self.layout.pairs())))
         {
             Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
             // No device memory for more nodes: the batch ends naming what it did not apply.

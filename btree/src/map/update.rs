@@ -67,7 +67,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if n == 0 {
             return Ok(failed);
         }
-        self.ensure_room(split_bound(n as usize))?;
+        self.ensure_room(split_bound(n as usize, self.layout.pairs()))?;
         let mut replaced = stream.alloc_zeros::<u32>(words)?;
         let r = self.device_ref();
         let shape = self.grid(&self.kernels.insert, n as usize)?;
