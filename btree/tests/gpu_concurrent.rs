@@ -35,15 +35,29 @@ fn batch<K: TreeKey, V: TreeValue>(
         .collect()
 }
 
-typed!(mixed_batches_are_explained_by_serial_orders);
+typed!(
+    mixed_batches_are_explained_by_serial_orders,
+    mixed_batches_on_256_byte_nodes
+);
 
 fn mixed_batches_are_explained_by_serial_orders<K: TreeKey, V: TreeValue>() {
+    mixed_batches::<K, V>(128);
+}
+
+/// The same on nodes of 256 bytes (two lines written and read by one instruction of 16
+/// lanes): a reader that saw one line of a write without the other would break a reply
+/// or the validation here.
+fn mixed_batches_on_256_byte_nodes<K: TreeKey, V: TreeValue>() {
+    mixed_batches::<K, V>(256);
+}
+
+fn mixed_batches<K: TreeKey, V: TreeValue>(wide_node_bytes: u32) {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
     let mut rng = ChaCha8Rng::seed_from_u64(21);
     let universe: Vec<u32> = (0..6000u32).map(|i| i * 977 + 3).collect();
-    let mut t = common::tree::<K, V>(&gpu, 16);
+    let mut t = common::tree_of::<K, V>(&gpu, 16, wide_node_bytes);
     let initial: Vec<u32> = universe.iter().copied().step_by(2).collect();
     t.insert_many(&common::keys(&initial), &common::vals(&initial))
         .unwrap();

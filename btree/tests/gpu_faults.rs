@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use common::{keys, vals_of};
 use gpuds_alloc::faults::Faults;
+use gpuds_btree::node::NodeLayout;
 use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeKey, TreeOp, TreeValue};
 use gpuds_testkit::failed::applied;
 use gpuds_testkit::workload::unique_keys;
@@ -65,7 +66,11 @@ fn a_failed_allocation_request_names_what_it_did_not_apply<K: TreeKey, V: TreeVa
     let (raw, batch) = unique::<K>(32, 30_000, &raw_base);
     let values: Vec<V> = raw.iter().map(|k| common::val(k ^ 0xabcd)).collect();
     // How many requests the batch makes (nothing fails at u32::MAX).
-    let (mut probe, _) = start::<K, V>(&gpu, 8192, 8192, &base);
+    // A pool that holds base and batch with room to spare (8192 nodes of 14 pairs),
+    // scaled to the layout's pairs per node.
+    let pairs = NodeLayout::of::<K, V>(BTreeConfig::default().wide_node_bytes).pairs() as u64;
+    let room = 8192 * 14 / pairs;
+    let (mut probe, _) = start::<K, V>(&gpu, room, room, &base);
     probe
         .inject_faults(Faults {
             fail_request: Some(u32::MAX),
@@ -80,7 +85,7 @@ fn a_failed_allocation_request_names_what_it_did_not_apply<K: TreeKey, V: TreeVa
     );
     for k in [1, requests / 2, requests] {
         // A pool that cannot grow: the failed insert is named, the rest applied.
-        let (mut t, mut model) = start(&gpu, 8192, 8192, &base);
+        let (mut t, mut model) = start(&gpu, room, room, &base);
         t.inject_faults(Faults {
             fail_request: Some(k),
             ..Default::default()
@@ -118,7 +123,7 @@ fn a_failed_allocation_request_names_what_it_did_not_apply<K: TreeKey, V: TreeVa
         model.extend(applied(&batch, &values, &HashSet::new()));
         common::same_contents(&t, &model);
         // The same in a mixed batch.
-        let (mut t, mut model) = start(&gpu, 8192, 8192, &base);
+        let (mut t, mut model) = start(&gpu, room, room, &base);
         t.inject_faults(Faults {
             fail_request: Some(k),
             ..Default::default()

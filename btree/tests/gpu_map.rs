@@ -24,6 +24,7 @@ typed!(
     pool_exhaustion_is_an_error_and_the_tree_stays_valid,
     mismatched_lengths_are_rejected,
     extreme_keys_and_values,
+    operation_sequences_on_256_byte_nodes,
 );
 
 fn small_operations_match_std<K: TreeKey, V: TreeValue>() {
@@ -153,6 +154,16 @@ fn extreme_keys_and_values<K: TreeKey, V: TreeValue>() {
 }
 
 fn operation_sequences_match_std<K: TreeKey, V: TreeValue>() {
+    sequences_match_std::<K, V>(BTreeConfig::default().wide_node_bytes);
+}
+
+/// The other layout of 64-bit pairs (`BTreeConfig::wide_node_bytes`: 14 pairs in 256
+/// bytes); u32/u32 trees ignore the knob and run the test as above.
+fn operation_sequences_on_256_byte_nodes<K: TreeKey, V: TreeValue>() {
+    sequences_match_std::<K, V>(256);
+}
+
+fn sequences_match_std<K: TreeKey, V: TreeValue>(wide_node_bytes: u32) {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -166,7 +177,7 @@ fn operation_sequences_match_std<K: TreeKey, V: TreeValue>() {
     for tile in [8, 16, 32] {
         runner
             .run(&strategy, |batches| {
-                let mut t = tree::<K, V>(&gpu, tile);
+                let mut t = common::tree_of::<K, V>(&gpu, tile, wide_node_bytes);
                 let mut model = OrderedMapModel::new();
                 for batch in &batches {
                     run_phased(&mut t, &mut model, batch);

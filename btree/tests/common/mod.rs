@@ -90,10 +90,20 @@ pub fn val_of<K: TreeKey, V: TreeValue>(k: K) -> V {
 }
 
 pub fn tree<K: TreeKey, V: TreeValue>(gpu: &Gpu, tile: u32) -> GpuBTreeMap<K, V> {
+    tree_of(gpu, tile, BTreeConfig::default().wide_node_bytes)
+}
+
+/// A tree whose 64-bit pairs sit in nodes of `wide_node_bytes` (128 or 256).
+pub fn tree_of<K: TreeKey, V: TreeValue>(
+    gpu: &Gpu,
+    tile: u32,
+    wide_node_bytes: u32,
+) -> GpuBTreeMap<K, V> {
     GpuBTreeMap::with_config(
         gpu,
         BTreeConfig {
             query_tile: tile,
+            wide_node_bytes,
             ..Default::default()
         },
     )
