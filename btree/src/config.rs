@@ -1,7 +1,7 @@
 //! [`BTreeConfig`]: pool sizes, bulk-build fill, query tile and retry cap.
 
 use crate::error::{Error, Result};
-use crate::node::NODE_PAIRS;
+use crate::node::MAX_PAIRS;
 
 /// Configuration of a [`crate::GpuBTreeMap`].
 ///
@@ -19,8 +19,11 @@ pub struct BTreeConfig {
     pub initial_nodes: u64,
     /// Most nodes the pool may grow to; past it inserts fail with a pool-exhausted error.
     pub max_nodes: u64,
-    /// Pairs per node written by the bulk build (2 to 14). Fewer than 14 leaves room, so
-    /// that later inserts do not split at once (§3.4.1 fills 8 of 15).
+    /// Pairs per node written by the bulk build (2 to 14), counted in nodes of 14 pairs
+    /// (u32 keys and values). Fewer than 14 leaves room, so that later inserts do not split
+    /// at once (§3.4.1 fills 8 of 15). Nodes of another size get the same fraction
+    /// ([`BTreeConfig::fill_for`]: 10 of 14 is 4 of the 6 pairs of a 128-byte node of
+    /// 64-bit pairs), so one config serves every key and value type.
     pub bulk_fill: u32,
     /// Lanes per phased query (8, 16 or 32): a warp answers 32 / `query_tile` queries at
     /// a time. Deletions use at least 16 lanes; insertions and mixed batches whole warps.
@@ -32,6 +35,13 @@ pub struct BTreeConfig {
     /// Most node visits and restarts one operation may make before it gives up and
     /// reports `RETRY_LIMIT` (bounds every loop, so that a bug cannot hang the GPU).
     pub max_steps: u32,
+    /// Bytes per node when a key or value is 64 bits: 128 (one line, 6 pairs, read by 8
+    /// lanes; the default) or 256 (two lines, 14 pairs, read by 16 lanes in one
+    /// instruction). For measuring the two layouts against each other; `u32`/`u32` trees
+    /// always use 128-byte nodes. A user kernel over a tree of 256-byte nodes must define
+    /// `GPUDS_BTREE_WIDE_NODE_BYTES=256` before including `gpuds/btree/tree_ref.cuh`.
+    #[doc(hidden)]
+    pub wide_node_bytes: u32,
 }
 
 impl Default for BTreeConfig {
@@ -42,6 +52,7 @@ impl Default for BTreeConfig {
             bulk_fill: 10,
             query_tile: 8,
             max_steps: 1 << 20,
+            wide_node_bytes: 128,
         }
     }
 }
@@ -59,10 +70,16 @@ impl BTreeConfig {
     /// ```
     pub fn validate(&self) -> Result<()> {
         let bad = |m: String| Err(Error::InvalidConfig(m));
-        if !(2..=NODE_PAIRS as u32).contains(&self.bulk_fill) {
+        if !(2..=MAX_PAIRS as u32).contains(&self.bulk_fill) {
             return bad(format!(
-                "bulk_fill is {}, must be between 2 and {NODE_PAIRS}",
+                "bulk_fill is {}, must be between 2 and {MAX_PAIRS}",
                 self.bulk_fill
+            ));
+        }
+        if ![128, 256].contains(&self.wide_node_bytes) {
+            return bad(format!(
+                "wide_node_bytes is {}, must be 128 or 256",
+                self.wide_node_bytes
             ));
         }
         if ![8, 16, 32].contains(&self.query_tile) {
@@ -95,6 +112,23 @@ impl BTreeConfig {
             ));
         }
         Ok(())
+    }
+
+    /// The bulk build's pairs per node in nodes of `node_pairs` pairs: `bulk_fill` scaled
+    /// from 14 to `node_pairs` (rounded to nearest), at least 2 and at most `node_pairs`.
+    ///
+    /// ```
+    /// use gpuds_btree::BTreeConfig;
+    /// let c = BTreeConfig::default(); // bulk_fill 10
+    /// assert_eq!(c.fill_for(14), 10);
+    /// assert_eq!(c.fill_for(6), 4);
+    /// assert_eq!(BTreeConfig { bulk_fill: 14, ..c.clone() }.fill_for(6), 6);
+    /// assert_eq!(BTreeConfig { bulk_fill: 2, ..c }.fill_for(6), 2);
+    /// ```
+    pub fn fill_for(&self, node_pairs: usize) -> u32 {
+        let pairs = node_pairs as u32;
+        let scaled = (self.bulk_fill * pairs + MAX_PAIRS as u32 / 2) / MAX_PAIRS as u32;
+        scaled.clamp(2, pairs.max(2))
     }
 }
 

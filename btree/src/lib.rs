@@ -1,9 +1,11 @@
 //! # gpuds-btree
 //!
 //! [`GpuBTreeMap`], the warp-cooperative GPU B-link tree of Awad (2022), chapter 3
-//! ("Engineering a High-Performance GPU B-Tree"): an ordered map of `u32` keys to `u32`
-//! values that supports batched insertion, lookup, deletion, range and successor queries,
-//! mixed concurrent batches and a bulk build, all on the GPU.
+//! ("Engineering a High-Performance GPU B-Tree"): an ordered map of `u32` or `u64` keys to
+//! `u32` or `u64` values (all four combinations; [`TreeKey`], [`TreeValue`]) that
+//! supports batched insertion, lookup, deletion, range and successor queries, mixed
+//! concurrent batches and a bulk build, all on the GPU. A program switches `u32` to `u64`
+//! in the type parameters and nothing else.
 //!
 //! | on the CPU (`std::collections::BTreeMap`) | here |
 //! | --- | --- |
@@ -13,17 +15,19 @@
 //! | `range(lo..=hi)` | [`GpuBTreeMap::range_many`], [`GpuBTreeMap::range_many_capped`] (one pass), [`GpuBTreeMap::range_count_many`] |
 //! | `range((Excluded(k), Unbounded)).next()` | [`GpuBTreeMap::successor_many`] |
 //! | `FromIterator` | [`GpuBTreeMap::bulk_build`] (sort, then the whole tree in one kernel) |
-//! | a node of 11 keys | a 128-byte node: 14 pairs, a metadata pair, a B-link pair ([`node`]) |
+//! | a node of 11 keys | a 128-byte node of 14 pairs (u32/u32) or 6 pairs (64-bit keys or values), a metadata slot, a B-link slot ([`node`]) |
 //!
 //! ## Design (§3.3 of the dissertation, each decision)
 //!
 //! - **One node per cache line**, read by one tile with one coalesced load. Node
 //!   addresses are 32-bit slab units of a `gpuds_alloc::SlabAlloc` of 128-byte units.
-//! - **Full 32-bit keys.** The original steals the most significant bit of the keys for
-//!   the leaf and latch flags (31-bit keys, 15 pairs). Here latch, count and level sit in
-//!   a metadata pair, so every `u32` is a key and **no key is reserved**. It costs one
-//!   pair of fanout (14 instead of 15, the fanout of the versioned tree), a count to keep
-//!   per node, and a node height of at most one level more for the same keys.
+//! - **Full 32- and 64-bit keys.** The original steals the most significant bit of the
+//!   keys for the leaf and latch flags (31-bit keys, 15 pairs). Here latch, count and
+//!   level sit in a metadata slot, so every `u32` or `u64` is a key and **no key is
+//!   reserved**. It costs one pair of fanout (14 instead of 15, the fanout of the
+//!   versioned tree), a count to keep per node, and a node height of at most one level
+//!   more for the same keys. A 64-bit key or value makes a slot 16 bytes: a 128-byte node
+//!   then holds 6 pairs (read by 8 lanes), see [`node::NodeLayout`].
 //! - **Warp-cooperative work sharing** (§3.3.6): each thread brings a request, a tile
 //!   serialises its lanes' requests (ballot, find first set, shuffle) and does each with
 //!   all its lanes. Phased queries use tiles of 8, 16 or 32 lanes
@@ -94,6 +98,7 @@
 mod config;
 mod error;
 mod kernels;
+mod keys;
 mod map;
 pub mod node;
 mod ops;
@@ -103,13 +108,15 @@ pub mod validate;
 
 pub use config::BTreeConfig;
 pub use error::{Error, Result};
-pub use map::{BTreeStats, GpuBTreeMap, TreeKey, TreeValue};
+pub use keys::{TreeKey, TreeValue, TreeWord, Word};
+pub use map::{BTreeStats, GpuBTreeMap};
 pub use ops::{Ranges, TreeOp, TreeReply};
 pub use sorted_array::SortedArray;
 pub use tree_ref::TreeRef;
 
-/// Every kernel module of gpuds-btree (the update module, the query module for both
-/// tiles, and the sorted-array baseline), so that a test can compile all of them without a GPU.
+/// Every kernel module of gpuds-btree (for every key and value type: the update module
+/// and the query module for each tile; for 64-bit pairs both node sizes; and the
+/// sorted-array baseline), so that a test can compile all of them without a GPU.
 ///
 /// ```no_run
 /// for program in gpuds_btree::programs() {
@@ -118,13 +125,26 @@ pub use tree_ref::TreeRef;
 /// # Ok::<(), gpuds_core::Error>(())
 /// ```
 pub fn programs() -> Vec<gpuds_core::Program> {
-    vec![
-        kernels::update_program(),
-        kernels::query_program(8),
-        kernels::query_program(16),
-        kernels::query_program(32),
-        sorted_array::program(),
-    ]
+    let mut all = Vec::new();
+    instances::<u32, u32>(&mut all, &[128]);
+    instances::<u64, u32>(&mut all, &[128, 256]);
+    instances::<u32, u64>(&mut all, &[128, 256]);
+    instances::<u64, u64>(&mut all, &[128, 256]);
+    all.push(sorted_array::program());
+    all
+}
+
+/// The modules of one key and value type, for each wide node size given.
+fn instances<K: TreeKey, V: TreeValue>(
+    all: &mut Vec<gpuds_core::Program>,
+    wide_node_bytes: &[u32],
+) {
+    for &bytes in wide_node_bytes {
+        all.push(kernels::update_program::<K, V>(bytes));
+        for tile in [8, 16, 32] {
+            all.push(kernels::query_program::<K, V>(tile, bytes));
+        }
+    }
 }
 
 /// gpuds-btree's device headers and those of the crates below, as (include name, text).

@@ -1,5 +1,7 @@
 //! Operations of a mixed batch and results of range queries.
 
+use gpuds_core::DeviceType;
+
 /// One operation of a mixed concurrent batch ([`crate::GpuBTreeMap::apply`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum TreeOp<K, V> {
@@ -15,15 +17,17 @@ pub enum TreeOp<K, V> {
     Count(K, K),
 }
 
-impl<K: Copy, V: Copy> TreeOp<K, V> {
-    /// The device operation code, key and argument (value or upper bound).
-    pub(crate) fn encode(&self, zero: V, widen: impl Fn(K) -> V) -> (u32, K, V) {
+impl<K: DeviceType, V: DeviceType> TreeOp<K, V> {
+    /// The device operation code, key and argument (value or upper bound) as a word `W`
+    /// that holds both a key and a value.
+    pub(crate) fn encode<W: DeviceType>(&self) -> (u32, K, W) {
+        let zero = W::from_u64(0);
         match *self {
-            TreeOp::Insert(k, v) => (0, k, v),
+            TreeOp::Insert(k, v) => (0, k, W::from_u64(v.to_u64())),
             TreeOp::Remove(k) => (1, k, zero),
             TreeOp::Get(k) => (2, k, zero),
             TreeOp::Successor(k) => (3, k, zero),
-            TreeOp::Count(lo, hi) => (4, lo, widen(hi)),
+            TreeOp::Count(lo, hi) => (4, lo, W::from_u64(hi.to_u64())),
         }
     }
 }

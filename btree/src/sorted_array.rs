@@ -53,7 +53,8 @@ impl SortedArray {
     /// An empty array.
     pub fn new(gpu: &Gpu) -> Result<Self> {
         let module = gpu.load(&program())?;
-        let update = gpu.load(&crate::kernels::update_program())?;
+        // The B-Tree's bulk-build helper of u32 keys (its node size is irrelevant here).
+        let update = gpu.load(&crate::kernels::update_program::<u32, u32>(128))?;
         Ok(Self {
             gpu: gpu.clone(),
             keys: gpu.stream().alloc_zeros::<u32>(1)?,
@@ -61,7 +62,7 @@ impl SortedArray {
             len: 0,
             sorter: RadixSorter::new(gpu)?,
             scanner: Scanner::new(gpu)?,
-            last_of_run: update.kernel("btree_last_of_run")?,
+            last_of_run: update.kernel("btree_last_of_run_u32_u32")?,
             get: module.kernel("sa_get")?,
             range_count: module.kernel("sa_range_count")?,
             successor: module.kernel("sa_successor")?,

@@ -1,7 +1,7 @@
 //! Host-side invariant checks and shape statistics over a copy of the tree.
 //!
 //! [`walk`] starts at the root and checks, level by level: every node is present and
-//! decodes, has the level its parent implies, a free latch and at most 14 pairs; keys are
+//! decodes, has the level its parent implies, a free latch and at most its layout's pairs; keys are
 //! strictly increasing within a node and lie in the node's range `[low, high)` given by
 //! its parent's pivots; an internal node's pivot 0 is its low bound and it has children;
 //! the side links of each level visit exactly the nodes the parents list, in order, each
@@ -11,7 +11,9 @@
 
 use std::collections::HashSet;
 
-use crate::node::{Node, NODE_PAIRS, NULL_NODE};
+use gpuds_core::DeviceType;
+
+use crate::node::{Node, NULL_NODE};
 
 /// Shape of a tree: what [`crate::GpuBTreeMap::stats`] reports.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -22,6 +24,8 @@ pub struct TreeShape {
     pub nodes_per_level: Vec<u64>,
     /// Meaningful pairs per level, leaves first (at level 0, the number of keys).
     pub pairs_per_level: Vec<u64>,
+    /// Pairs a node holds (its layout's, see [`crate::node::NodeLayout`]).
+    pub pairs_per_node: u32,
 }
 
 impl TreeShape {
@@ -35,16 +39,16 @@ impl TreeShape {
         self.pairs_per_level.first().copied().unwrap_or(0)
     }
 
-    /// Fill of each level: meaningful pairs over the 14 slots of its nodes.
+    /// Fill of each level: meaningful pairs over the pair slots of its nodes.
     pub fn fill_per_level(&self) -> Vec<f64> {
         self.nodes_per_level
             .iter()
             .zip(&self.pairs_per_level)
             .map(|(&n, &p)| {
-                if n == 0 {
+                if n == 0 || self.pairs_per_node == 0 {
                     0.0
                 } else {
-                    p as f64 / (n * NODE_PAIRS as u64) as f64
+                    p as f64 / (n * self.pairs_per_node as u64) as f64
                 }
             })
             .collect()
@@ -53,10 +57,10 @@ impl TreeShape {
 
 /// A node the parent level expects: address and key range (`high` None: unbounded).
 #[derive(Clone, Copy)]
-struct Expected {
+struct Expected<K> {
     addr: u32,
-    low: u32,
-    high: Option<u32>,
+    low: K,
+    high: Option<K>,
 }
 
 /// Checks the tree under `root` (see the module docs), reading nodes through `fetch`
@@ -66,13 +70,14 @@ struct Expected {
 /// # Examples
 /// ```
 /// use std::collections::HashMap;
-/// use gpuds_btree::node::Node;
+/// use gpuds_btree::node::{Node, NodeLayout};
 /// use gpuds_btree::validate::walk;
 /// // root 0 over leaves 1 and 2, split at key 10
+/// let l = NodeLayout::NARROW;
 /// let nodes = HashMap::from([
-///     (0, Node::new(1, &[(0, 1), (10, 2)], None)),
-///     (1, Node::leaf(&[(3, 30), (7, 70)], Some((10, 2)))),
-///     (2, Node::leaf(&[(10, 100)], None)),
+///     (0, Node::<u32, u32>::new(l, 1, &[(0, 1), (10, 2)], None)),
+///     (1, Node::leaf(l, &[(3, 30), (7, 70)], Some((10, 2)))),
+///     (2, Node::leaf(l, &[(10, 100)], None)),
 /// ]);
 /// let (shape, pairs) = walk(0, |a| nodes.get(&a).copied(), true)?;
 /// assert_eq!(shape.height, 2);
@@ -80,22 +85,24 @@ struct Expected {
 /// assert_eq!(pairs, vec![(3, 30), (7, 70), (10, 100)]);
 /// # Ok::<(), String>(())
 /// ```
-pub fn walk(
+pub fn walk<K: DeviceType + Ord + std::fmt::Debug + std::fmt::LowerHex, V: DeviceType>(
     root: u32,
-    fetch: impl Fn(u32) -> Option<Node>,
+    fetch: impl Fn(u32) -> Option<Node<K, V>>,
     collect: bool,
-) -> Result<(TreeShape, Vec<(u32, u32)>), String> {
+) -> Result<(TreeShape, Vec<(K, V)>), String> {
     let top = fetch(root).ok_or_else(|| format!("root {root:#x} is not an allocated node"))?;
+    let node_pairs = top.layout.pairs();
     let mut shape = TreeShape {
         height: top.level + 1,
         nodes_per_level: vec![0; top.level as usize + 1],
         pairs_per_level: vec![0; top.level as usize + 1],
+        pairs_per_node: node_pairs as u32,
     };
     let mut pairs = Vec::new();
     let mut seen = HashSet::new();
     let mut level_nodes = vec![Expected {
         addr: root,
-        low: 0,
+        low: K::from_u64(0),
         high: None,
     }];
     for level in (0..=top.level).rev() {
@@ -112,7 +119,15 @@ pub fn walk(
             if node.latch != 0 {
                 return Err(format!("{} is still latched ({:#x})", at(), node.latch));
             }
-            if node.count as usize > NODE_PAIRS {
+            if node.layout != top.layout {
+                return Err(format!(
+                    "{} has layout {:?}, the root {:?}",
+                    at(),
+                    node.layout,
+                    top.layout
+                ));
+            }
+            if node.count as usize > node_pairs {
                 return Err(format!("{} holds {} pairs", at(), node.count));
             }
             let entries = node.entries();
@@ -176,7 +191,7 @@ pub fn walk(
             for (j, &(pivot, child)) in entries.iter().enumerate() {
                 let high = entries.get(j + 1).map(|p| p.0).or(e.high);
                 children.push(Expected {
-                    addr: child,
+                    addr: child.to_u64() as u32,
                     low: pivot,
                     high,
                 });
@@ -189,17 +204,20 @@ pub fn walk(
 
 /// The shape a bulk build of `n` unique pairs gives with `fill` pairs per node
 /// (every level `ceil(previous / fill)` nodes, up to one root; an empty tree is one
-/// empty leaf).
+/// empty leaf), in nodes of `pairs_per_node` pairs.
 ///
 /// ```
-/// let shape = gpuds_btree::validate::bulk_shape(100, 10);
+/// let shape = gpuds_btree::validate::bulk_shape(100, 10, 14);
 /// assert_eq!(shape.nodes_per_level, vec![10, 1]);
 /// assert_eq!(shape.pairs_per_level, vec![100, 10]);
-/// assert_eq!(gpuds_btree::validate::bulk_shape(0, 10).nodes_per_level, vec![1]);
+/// assert_eq!(gpuds_btree::validate::bulk_shape(0, 10, 14).nodes_per_level, vec![1]);
 /// ```
-pub fn bulk_shape(n: u64, fill: u32) -> TreeShape {
+pub fn bulk_shape(n: u64, fill: u32, pairs_per_node: u32) -> TreeShape {
     let fill = fill.max(2) as u64;
-    let mut shape = TreeShape::default();
+    let mut shape = TreeShape {
+        pairs_per_node,
+        ..TreeShape::default()
+    };
     let mut entries = n;
     loop {
         let nodes = entries.div_ceil(fill).max(1);

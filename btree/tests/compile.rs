@@ -24,25 +24,30 @@ fn kernel_names_are_the_ones_the_host_loads() {
         .iter()
         .map(|p| gpuds_testkit::ptx(p, Arch::new(8, 0)))
         .collect();
-    let mut expected = vec![
-        "btree_init".to_string(),
-        "btree_insert".into(),
-        "btree_apply".into(),
-        "btree_last_of_run".into(),
-        "btree_count_repeats".into(),
-        "btree_bulk_build".into(),
-        "btree_check_increasing".into(),
-    ];
-    for tile in [8, 16, 32] {
+    let mut expected = Vec::new();
+    for types in ["u32_u32", "u64_u32", "u32_u64", "u64_u64"] {
         for name in [
-            "btree_get",
-            "btree_successor",
-            "btree_range_count",
-            "btree_range_collect",
-            "btree_range_collect_capped",
-            "btree_remove",
+            "btree_init",
+            "btree_insert",
+            "btree_apply",
+            "btree_last_of_run",
+            "btree_count_repeats",
+            "btree_bulk_build",
+            "btree_check_increasing",
         ] {
-            expected.push(format!("{name}_t{tile}"));
+            expected.push(format!("{name}_{types}"));
+        }
+        for tile in [8, 16, 32] {
+            for name in [
+                "btree_get",
+                "btree_successor",
+                "btree_range_count",
+                "btree_range_collect",
+                "btree_range_collect_capped",
+                "btree_remove",
+            ] {
+                expected.push(format!("{name}_{types}_t{tile}"));
+            }
         }
     }
     for name in expected {
@@ -56,4 +61,48 @@ fn kernel_modules_build_as_cubin() {
         return;
     }
     gpuds_testkit::assert_cubins(&gpuds_btree::programs());
+}
+
+/// A user kernel over every `tree_ref<K, V>` instantiation (each node layout) compiles:
+/// the device API's templates are instantiated as a user's code instantiates them.
+#[test]
+fn user_kernels_compile_for_every_instantiation() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    const USER: &str = r#"
+#include <gpuds/btree/tree_ref.cuh>
+using K = KEY_T;
+using V = VALUE_T;
+extern "C" __global__ void user(gpuds::btree::tree_ref<K, V> t, gpuds::alloc::slab_alloc_ref a, K k, K* out_k,
+                                V* out_v, unsigned* out) {
+  gpuds::alloc::warp_allocator allocator(a);
+  V v = 0;
+  K sk = 0;
+  out[0] = t.lookup<8, gpuds::btree::cached>(k, v);
+  out[1] = t.successor<16>(k, sk, v);
+  out[2] = t.range_count<32>(k, k + 5);
+  out[3] = t.range_collect<16>(k, k + 5, out_k, out_v, 4);
+  out[4] = t.remove<32>(k, v);
+  out[5] = t.insert(allocator, k, v);
+}
+"#;
+    for (key, value) in [
+        ("unsigned", "unsigned"),
+        ("unsigned long long", "unsigned"),
+        ("unsigned", "unsigned long long"),
+        ("unsigned long long", "unsigned long long"),
+    ] {
+        for bytes in [128, 256] {
+            let program = gpuds_core::Program::new(
+                format!("btree_user_{}_{}_{bytes}", key.len(), value.len()),
+                USER,
+            )
+            .headers(gpuds_btree::cuda_headers())
+            .define("KEY_T", key)
+            .define("VALUE_T", value)
+            .define("GPUDS_BTREE_WIDE_NODE_BYTES", bytes);
+            assert!(gpuds_testkit::ptx(&program, Arch::new(8, 0)).contains(".entry user("));
+        }
+    }
 }

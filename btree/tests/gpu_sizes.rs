@@ -4,7 +4,11 @@
 //! queries whose output (`ranges × cap`) passes the 32-bit limit are refused with the
 //! tree unchanged. Without a GPU each test prints `skipped: no CUDA device` and passes.
 
-use gpuds_btree::{BTreeConfig, Error, GpuBTreeMap};
+mod common;
+
+use common::{key, keys, vals};
+use gpuds_btree::node::NodeLayout;
+use gpuds_btree::{BTreeConfig, Error, GpuBTreeMap, TreeKey, TreeValue};
 use gpuds_testkit::strategy::capacity_edges;
 
 /// The largest pool a test lets a constructor allocate (nodes of 128 bytes: 8 MiB).
@@ -14,8 +18,13 @@ fn is_overflow(e: &Error) -> bool {
     matches!(e, Error::Core(gpuds_core::Error::CapacityOverflow(_)))
 }
 
-#[test]
-fn constructors_take_every_pool_size_or_refuse_it() {
+typed!(
+    constructors_take_every_pool_size_or_refuse_it,
+    a_pool_past_device_memory_is_out_of_memory,
+    capped_ranges_past_32_bits_are_refused,
+);
+
+fn constructors_take_every_pool_size_or_refuse_it<K: TreeKey, V: TreeValue>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -26,10 +35,10 @@ fn constructors_take_every_pool_size_or_refuse_it() {
                 initial_nodes: n,
                 ..Default::default()
             };
-            match GpuBTreeMap::<u32, u32>::with_config(&gpu, config) {
+            match GpuBTreeMap::<K, V>::with_config(&gpu, config) {
                 Ok(mut t) => {
                     assert!(t.stats().unwrap().capacity_units >= n, "{n}");
-                    t.insert_many(&[1, 2], &[10, 20]).unwrap();
+                    t.insert_many(&keys(&[1, 2]), &vals(&[10, 20])).unwrap();
                     t.validate().unwrap();
                 }
                 Err(e) => assert!(n > default_max && is_overflow(&e), "initial {n}: {e}"),
@@ -42,7 +51,7 @@ fn constructors_take_every_pool_size_or_refuse_it() {
                 max_nodes: n,
                 ..Default::default()
             };
-            match GpuBTreeMap::<u32, u32>::with_config(&gpu, config) {
+            match GpuBTreeMap::<K, V>::with_config(&gpu, config) {
                 Ok(t) => {
                     assert!(n >= 1);
                     t.validate().unwrap();
@@ -59,12 +68,12 @@ fn constructors_take_every_pool_size_or_refuse_it() {
 
 /// A pool that would start larger than the device: `OutOfMemory`, decided before
 /// anything is allocated.
-#[test]
-fn a_pool_past_device_memory_is_out_of_memory() {
+fn a_pool_past_device_memory_is_out_of_memory<K: TreeKey, V: TreeValue>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    if !gpuds_testkit::memory_below(&gpu, gpuds_alloc::MAX_UNITS * 128) {
+    let node_bytes = NodeLayout::of::<K, V>(BTreeConfig::default().wide_node_bytes).node_bytes;
+    if !gpuds_testkit::memory_below(&gpu, gpuds_alloc::MAX_UNITS * node_bytes as u64) {
         return;
     }
     let config = BTreeConfig {
@@ -72,7 +81,7 @@ fn a_pool_past_device_memory_is_out_of_memory() {
         max_nodes: gpuds_alloc::MAX_UNITS,
         ..Default::default()
     };
-    let e = GpuBTreeMap::<u32, u32>::with_config(&gpu, config).unwrap_err();
+    let e = GpuBTreeMap::<K, V>::with_config(&gpu, config).unwrap_err();
     assert!(
         matches!(e, Error::Core(gpuds_core::Error::OutOfMemory { .. })),
         "{e}"
@@ -81,15 +90,14 @@ fn a_pool_past_device_memory_is_out_of_memory() {
 
 /// `ranges × cap` output pairs past `u32::MAX` are refused before anything is
 /// allocated; smaller ones run.
-#[test]
-fn capped_ranges_past_32_bits_are_refused() {
+fn capped_ranges_past_32_bits_are_refused<K: TreeKey, V: TreeValue>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let mut t = GpuBTreeMap::<u32, u32>::new(&gpu).unwrap();
-    let keys: Vec<u32> = (0..1000).collect();
-    t.insert_many(&keys, &keys).unwrap();
-    let ranges = vec![(0u32, 10u32); 1 << 16];
+    let mut t = GpuBTreeMap::<K, V>::new(&gpu).unwrap();
+    let raw: Vec<u32> = (0..1000).collect();
+    t.insert_many(&keys::<K>(&raw), &vals::<V>(&raw)).unwrap();
+    let ranges = vec![(key::<K>(0), key::<K>(10)); 1 << 16];
     for cap in [u32::MAX, 1 << 31, (1 << 16) + 1] {
         let e = t.range_many_capped(&ranges, cap).unwrap_err();
         assert!(is_overflow(&e), "cap {cap}: {e}");
@@ -98,10 +106,10 @@ fn capped_ranges_past_32_bits_are_refused() {
     assert_eq!(counts, vec![11; 4]);
     assert_eq!(found.get(3).len(), 11);
     let stream = gpu.stream();
-    let lo = stream.clone_htod(&[0u32, 5]).unwrap();
-    let hi = stream.clone_htod(&[9u32, 9]).unwrap();
-    let mut out_k = stream.alloc_zeros::<u32>(4).unwrap();
-    let mut out_v = stream.alloc_zeros::<u32>(4).unwrap();
+    let lo = stream.clone_htod(&keys::<K>(&[0, 5])).unwrap();
+    let hi = stream.clone_htod(&keys::<K>(&[9, 9])).unwrap();
+    let mut out_k = stream.alloc_zeros::<K>(4).unwrap();
+    let mut out_v = stream.alloc_zeros::<V>(4).unwrap();
     let mut counts = stream.alloc_zeros::<u32>(2).unwrap();
     let e = t
         .range_collect_capped_device(&lo, &hi, u32::MAX, &mut out_k, &mut out_v, &mut counts)

@@ -3,11 +3,16 @@
 // of 16 lanes). Queries load nodes through the read-only cache: the host runs them only while
 // no kernel modifies the tree. Deletions latch leaves and load coherently.
 // Results: one word per request, plus one bit per request (32 per warp, written by lane 0).
+// Compiled once per key type KEY_T, value type VALUE_T and tile; KERNEL_SUFFIX names the
+// instantiation (`btree_get_u64_u32_t8`).
 #include <gpuds/btree/tree_ref.cuh>
 #include <gpuds/btree/detail/work_share.cuh>
 #include <gpuds/core/kernel_name.cuh>
 
 using namespace gpuds::btree;
+using K = KEY_T;
+using V = VALUE_T;
+using tree = tree_ref<K, V>;
 using gpuds::btree::detail::for_each_chunk;
 using gpuds::btree::detail::tile_work_share;
 using tile = gpuds::warp::tile<QUERY_TILE>;
@@ -25,7 +30,8 @@ constexpr unsigned TILE = QUERY_TILE;
 constexpr bool LOCKSTEP = BTREE_LOCKSTEP != 0 && TILE < 32;
 using gpuds::btree::detail::warp_work_share;
 __device__ __forceinline__ unsigned tile_base() { return gpuds::warp::lane_id() & ~(TILE - 1); }
-__device__ __forceinline__ unsigned warp_shfl(unsigned v, unsigned from) {
+template <class T>
+__device__ __forceinline__ T warp_shfl(T v, unsigned from) {
   return __shfl_sync(gpuds::warp::FULL_MASK, v, static_cast<int>(from));
 }
 // Full occupancy (2048 threads per SM: at most 32 registers); BTREE_BLOCK is the host's
@@ -36,15 +42,15 @@ __device__ __forceinline__ unsigned warp_shfl(unsigned v, unsigned from) {
 #endif
 #define QUERY_BOUNDS __launch_bounds__(BTREE_BLOCK, QUERY_MIN_BLOCKS)
 
-extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_get)(tree_ref t, const unsigned* keys, unsigned n,
-                                                    unsigned* values, unsigned* found_bits) {
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_get)(tree t, const K* keys, unsigned n, V* values,
+                                                               unsigned* found_bits) {
   with_layout(t, [&](const auto& tr) {
     for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
-      const unsigned mine = active ? keys[i] : 0u;
-      unsigned value = 0;
+      const K mine = active ? keys[i] : K(0);
+      V value = 0;
       bool found = false;
       tile_work_share<TILE>(active, [&](unsigned src) {
-        unsigned v = 0;
+        V v = 0;
         const bool hit = detail::lookup<TILE, cached>(tr, tile::shfl(mine, src), v);
         if (tile::rank() == src) {
           found = hit;
@@ -58,16 +64,17 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_get)(tree_ref t, cons
   });
 }
 
-extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_successor)(tree_ref t, const unsigned* keys, unsigned n,
-                                                          unsigned* out_keys, unsigned* out_values,
-                                                          unsigned* found_bits) {
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_successor)(tree t, const K* keys, unsigned n, K* out_keys,
+                                                                     V* out_values, unsigned* found_bits) {
   with_layout(t, [&](const auto& tr) {
     for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
-      const unsigned mine = active ? keys[i] : 0u;
-      unsigned key = 0, value = 0;
+      const K mine = active ? keys[i] : K(0);
+      K key = 0;
+      V value = 0;
       bool found = false;
       tile_work_share<TILE>(active, [&](unsigned src) {
-        unsigned k = 0, v = 0;
+        K k = 0;
+        V v = 0;
         const bool hit = detail::successor<TILE, cached>(tr, tile::shfl(mine, src), k, v);
         if (tile::rank() == src) {
           found = hit;
@@ -86,12 +93,11 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_successor)(tree_ref t
 }
 
 // Count pass of a range query: counts[i] = |{k : lo[i] <= k <= hi[i]}|.
-extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_count)(tree_ref t, const unsigned* lo,
-                                                            const unsigned* hi, unsigned n,
-                                                            unsigned* counts) {
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_count)(tree t, const K* lo, const K* hi, unsigned n,
+                                                                       unsigned* counts) {
   with_layout(t, [&](const auto& tr) {
     for_each_chunk(n, [&](unsigned, unsigned i, bool active) {
-      const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+      const K my_lo = active ? lo[i] : K(0), my_hi = active ? hi[i] : K(0);
       unsigned count = 0;
       if constexpr (LOCKSTEP) {
         warp_work_share<TILE>(active, [&](bool live, unsigned src) {
@@ -114,16 +120,12 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_count)(tree_ref
 
 // Collect pass: query i writes its pairs from offsets[i], at most counts[i] of them (the
 // count pass's answer, so a changed tree cannot overrun the output).
-extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_ref t, const unsigned* lo,
-                                                              const unsigned* hi, unsigned n,
-                                                              const unsigned* offsets,
-                                                              const unsigned* counts,
-                                                              unsigned* out_keys,
-                                                              unsigned* out_values,
-                                                              unsigned out_len) {
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree t, const K* lo, const K* hi, unsigned n,
+                                                                         const unsigned* offsets, const unsigned* counts,
+                                                                         K* out_keys, V* out_values, unsigned out_len) {
   with_layout(t, [&](const auto& tr) {
     for_each_chunk(n, [&](unsigned, unsigned i, bool active) {
-      const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+      const K my_lo = active ? lo[i] : K(0), my_hi = active ? hi[i] : K(0);
       const unsigned my_off = active ? offsets[i] : 0u;
       // The caller's offsets and counts are input: a query never writes past the outputs
       // (out_len pairs); one whose offset and count pass them is cut and reported.
@@ -153,11 +155,10 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect)(tree_r
 // of a fixed size): query i writes its first pairs, at most `cap`, from i * cap, and the
 // number of pairs in its range to counts[i] (more than cap: only the first cap written).
 extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect_capped)(
-    tree_ref t, const unsigned* lo, const unsigned* hi, unsigned n, unsigned cap, unsigned* out_keys,
-    unsigned* out_values, unsigned* counts) {
+    tree t, const K* lo, const K* hi, unsigned n, unsigned cap, K* out_keys, V* out_values, unsigned* counts) {
   with_layout(t, [&](const auto& tr) {
     for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
-      const unsigned my_lo = active ? lo[i] : 0u, my_hi = active ? hi[i] : 0u;
+      const K my_lo = active ? lo[i] : K(0), my_hi = active ? hi[i] : K(0);
       const unsigned tile_base = gpuds::warp::lane_id() - tile::rank();
       unsigned count = 0;
       if constexpr (LOCKSTEP) {
@@ -186,18 +187,18 @@ extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_range_collect_capped)
 // Deletion (§3.4.4). Removed bit, failed bit (max_steps passed: nothing changed) and old
 // value per request; size updated once per warp. Only leaves change in this kernel, so
 // internal nodes are read through the cache.
-extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_remove)(tree_ref t, const unsigned* keys, unsigned n,
-                                                       unsigned* old_values, unsigned* found_bits,
-                                                       unsigned* failed_bits) {
-  constexpr unsigned RTILE = TILE < 16 ? 16 : TILE;
+extern "C" __global__ void QUERY_BOUNDS GPUDS_KERNEL(btree_remove)(tree t, const K* keys, unsigned n, V* old_values,
+                                                                  unsigned* found_bits, unsigned* failed_bits) {
+  // One lane per slot at least (a node is written by one instruction).
+  constexpr unsigned RTILE = TILE < layout<K, V>::SLOTS ? layout<K, V>::SLOTS : TILE;
   using rtile = gpuds::warp::tile<RTILE>;
   unsigned long long removed = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
-    const unsigned mine = active ? keys[i] : 0u;
-    unsigned value = 0;
+    const K mine = active ? keys[i] : K(0);
+    V value = 0;
     bool done = false, failed = false;
     tile_work_share<RTILE>(active, [&](unsigned src) {
-      unsigned v = 0;
+      V v = 0;
       const remove_outcome r = detail::remove<RTILE, cached>(t, rtile::shfl(mine, src), v);
       if (rtile::rank() == src) {
         done = r == REMOVE_DONE;

@@ -1,9 +1,21 @@
 // Updates of GpuBTreeMap: root creation, batched insertion, mixed concurrent batches and
 // the bulk build. One whole warp per request (the slab allocator hands out units per warp).
+// Compiled once per key type KEY_T and value type VALUE_T; KERNEL_SUFFIX names the
+// instantiation (`btree_insert_u64_u32`).
 #include <gpuds/btree/tree_ref.cuh>
 #include <gpuds/btree/detail/work_share.cuh>
+#include <gpuds/core/kernel_name.cuh>
 
 using namespace gpuds::btree;
+using K = KEY_T;
+using V = VALUE_T;
+using L = layout<K, V>;
+using slot = L::slot;
+using tree = tree_ref<K, V>;
+// A mixed batch's argument and first result: a value, a key (a count's upper bound, a
+// successor's key) or a count, so the wider of K and V.
+using word = WORD_T;
+static_assert(sizeof(word) >= sizeof(K) && sizeof(word) >= sizeof(V), "WORD_T holds a key and a value");
 using gpuds::alloc::warp_allocator;
 using gpuds::btree::detail::for_each_chunk;
 using gpuds::btree::detail::tile_work_share;
@@ -16,38 +28,37 @@ namespace {
 // Writes this lane's share of a fresh node: pairs 0..count-1 from (keys, values) (one per
 // lane of rank < count), the metadata pair with the latch free, and a link pair saying
 // "rightmost" (a later pass links it to its sibling).
-__device__ __forceinline__ void write_fresh(unsigned long long* w, unsigned count, unsigned level,
-                                            unsigned key, unsigned value) {
+__device__ __forceinline__ void write_empty(slot* w) {
   const unsigned lane = lane_id();
-  if (lane < count) store_pair(w, lane, key, value);
-  if (lane == META_PAIR) store_pair(w, META_PAIR, LATCH_FREE, make_meta(count, level));
-  if (lane == LINK_PAIR) store_pair(w, LINK_PAIR, NO_HIGH_KEY, null_node);
+  if (lane == L::META_PAIR) store_pair<K, V>(w, L::META_PAIR, K(LATCH_FREE), V(make_meta(0, 0)));
+  if (lane == L::LINK_PAIR) store_pair<K, V>(w, L::LINK_PAIR, no_high_key<K>(), V(null_node));
 }
 
-__device__ __forceinline__ void add_size(const tree_ref& t, unsigned long long delta) {
+__device__ __forceinline__ void add_size(const tree& t, unsigned long long delta) {
   if (lane_id() == 0 && delta != 0) gpuds::mem::fetch_add_relaxed(t.size, delta);
 }
 
 }  // namespace
 
 // One warp: allocates the root, an empty leaf, and writes its address to *root.
-extern "C" __global__ void btree_init(tree_ref t, unsigned* root) {
+extern "C" __global__ void GPUDS_KERNEL(btree_init)(tree t, unsigned* root) {
   if (gpuds::warp::global_warp_id() != 0) return;
   warp_allocator allocator(t.alloc);
   const node_addr a = allocator.allocate();
-  if (a != null_node) write_fresh(t.words(a), 0, 0, 0, 0);
+  if (a != null_node) write_empty(t.words(a));
   if (lane_id() == 0) *root = a;
 }
 
 // Batched insertion (Algorithm 3.2): replaced and failed bits per request (an insert fails
 // when the pool is exhausted or it passes max_steps, and then changes no pair); size
 // updated once per warp.
-extern "C" __global__ void btree_insert(tree_ref t, const unsigned* keys, const unsigned* values,
-                                        unsigned n, unsigned* replaced_bits, unsigned* failed_bits) {
+extern "C" __global__ void GPUDS_KERNEL(btree_insert)(tree t, const K* keys, const V* values, unsigned n,
+                                                      unsigned* replaced_bits, unsigned* failed_bits) {
   warp_allocator allocator(t.alloc);
   unsigned long long added = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
-    const unsigned my_key = active ? keys[i] : 0u, my_value = active ? values[i] : 0u;
+    const K my_key = active ? keys[i] : K(0);
+    const V my_value = active ? values[i] : V(0);
     insert_outcome outcome = INSERT_FAILED;
     tile_work_share<32>(active, [&](unsigned src) {
       const insert_outcome r =
@@ -65,7 +76,7 @@ extern "C" __global__ void btree_insert(tree_ref t, const unsigned* keys, const 
   add_size(t, added);
 }
 
-// Operation codes of a mixed batch (Rust: gpuds_btree::OpCode).
+// Operation codes of a mixed batch (Rust: TreeOp::encode).
 enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR = 3, OP_COUNT = 4 };
 
 // A mixed concurrent batch (§3.5.6): every node load is coherent. Per request: arg is the
@@ -74,51 +85,58 @@ enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR
 // replaced / removed, the failed bit that an insert or removal failed (pool exhausted,
 // max_steps passed) and changed nothing.
 // At most 64 registers: half occupancy instead of the 72 registers' three blocks per SM.
-extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK) btree_apply(tree_ref t, const unsigned* ops, const unsigned* keys,
-                                       const unsigned* args, unsigned n, unsigned* out_a,
-                                       unsigned* out_b, unsigned* found_bits,
-                                       unsigned* failed_bits) {
+extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK)
+    GPUDS_KERNEL(btree_apply)(tree t, const unsigned* ops, const K* keys, const word* args, unsigned n, word* out_a,
+                              V* out_b, unsigned* found_bits, unsigned* failed_bits) {
   warp_allocator allocator(t.alloc);
   long long delta = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
-    const unsigned my_op = active ? ops[i] : 0u, my_key = active ? keys[i] : 0u,
-                   my_arg = active ? args[i] : 0u;
-    unsigned a = 0, b = 0;
+    const unsigned my_op = active ? ops[i] : 0u;
+    const K my_key = active ? keys[i] : K(0);
+    const word my_arg = active ? args[i] : word(0);
+    word a = 0;
+    V b = 0;
     bool found = false, failed = false;
     int change = 0;
     tile_work_share<32>(active, [&](unsigned src) {
-      const unsigned op = tile::shfl(my_op, src), k = tile::shfl(my_key, src),
-                     arg = tile::shfl(my_arg, src);
-      unsigned ra = 0, rb = 0;
+      const unsigned op = tile::shfl(my_op, src);
+      const K k = tile::shfl(my_key, src);
+      const word arg = tile::shfl(my_arg, src);
+      word ra = 0;
+      V rv = 0, rb = 0;
+      K rk = 0;
       bool hit = false, fail = false;
       int d = 0;
       switch (op) {
         case OP_INSERT: {
-          const insert_outcome r = detail::insert(t, allocator, k, arg);
+          const insert_outcome r = detail::insert(t, allocator, k, static_cast<V>(arg));
           hit = r == INSERT_REPLACED;
           fail = r == INSERT_FAILED;
           d = r == INSERT_ADDED;
           break;
         }
         case OP_REMOVE: {
-          const remove_outcome r = detail::remove<32>(t, k, ra);
+          const remove_outcome r = detail::remove<32>(t, k, rv);
+          ra = rv;
           hit = r == REMOVE_DONE;
           fail = r == REMOVE_FAILED;
           d = -static_cast<int>(hit);
           break;
         }
         case OP_GET:
-          hit = t.lookup<32, coherent>(k, ra);
+          hit = t.template lookup<32, coherent>(k, rv);
+          ra = rv;
           break;
         case OP_SUCCESSOR:
-          hit = t.successor<32, coherent>(k, ra, rb);
+          hit = t.template successor<32, coherent>(k, rk, rb);
+          ra = rk;
           break;
         case OP_COUNT:
-          ra = t.range_count<32, coherent>(k, arg);
+          ra = t.template range_count<32, coherent>(k, static_cast<K>(arg));
           hit = true;
           break;
         default:
-          t.report<32>(gpuds::status::OUT_OF_BOUNDS);
+          t.template report<32>(gpuds::status::OUT_OF_BOUNDS);
           break;
       }
       if (lane_id() == src) {
@@ -147,7 +165,7 @@ extern "C" __global__ void __launch_bounds__(BTREE_BLOCK, 1024 / BTREE_BLOCK) bt
 
 // Bulk build, the last-of-each-run flags of sorted keys: the stable sort keeps equal keys
 // in input order, so the last one is the latest pair of the batch.
-extern "C" __global__ void btree_last_of_run(const unsigned* keys, unsigned n, unsigned* flags) {
+extern "C" __global__ void GPUDS_KERNEL(btree_last_of_run)(const K* keys, unsigned n, unsigned* flags) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     flags[i] = (i + 1 == n || keys[i] != keys[i + 1]) ? 1u : 0u;
@@ -157,7 +175,7 @@ extern "C" __global__ void btree_last_of_run(const unsigned* keys, unsigned n, u
 // Bulk build: adds to *repeats the number of i with keys[i] == keys[i + 1] (sorted keys):
 // the repeated keys the compaction must drop. A sum per block, one atomic per block (the
 // grid is at most the resident blocks).
-extern "C" __global__ void btree_count_repeats(const unsigned* keys, unsigned n, unsigned* repeats) {
+extern "C" __global__ void GPUDS_KERNEL(btree_count_repeats)(const K* keys, unsigned n, unsigned* repeats) {
   __shared__ unsigned block_sum;
   if (threadIdx.x == 0) block_sum = 0u;
   __syncthreads();
@@ -177,7 +195,7 @@ extern "C" __global__ void btree_count_repeats(const unsigned* keys, unsigned n,
 constexpr unsigned UNSORTED_INPUT = gpuds::status::FIRST_STRUCTURE_BIT;
 
 // Bulk build from sorted input: flags keys that are not strictly increasing.
-extern "C" __global__ void btree_check_increasing(const unsigned* keys, unsigned n, unsigned* status) {
+extern "C" __global__ void GPUDS_KERNEL(btree_check_increasing)(const K* keys, unsigned n, unsigned* status) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i + 1 < n; i += stride) {
     if (keys[i] >= keys[i + 1]) gpuds::status::report(status, UNSORTED_INPUT);
@@ -191,16 +209,20 @@ extern "C" __global__ void btree_check_increasing(const unsigned* keys, unsigned
 // address, child pointer, pivot and side link is arithmetic. Level l has
 // nodes_l = ceil(m / fill^(l+1)) nodes; node j of level l starts at key j * fill^(l+1)
 // (its low bound, 0 for j = 0), its children are nodes [j * fill, (j + 1) * fill) of level
-// l - 1, and its high key is the next node's low bound. Eight lanes write one node with
-// one 16-byte store each (pairs 2r and 2r + 1), so a warp writes four whole consecutive
-// lines per instruction. The same kernel claims the units: it writes EVERY bitmap word of
-// the pool (units [0, total) in use, the rest free), which only a bulk build may do (no
-// other kernel touches the pool meanwhile; the host checked that the pool holds `total`
-// units). Plain stores: no reader runs until the next kernel.
+// l - 1, and its high key is the next node's low bound. NODE_BYTES / 16 lanes write one
+// node with one 16-byte store each (two 8-byte slots or one 16-byte slot), so a warp
+// writes whole consecutive lines per instruction. The same kernel claims the units: it
+// writes EVERY bitmap word of the pool (units [0, total) in use, the rest free), which only
+// a bulk build may do (no other kernel touches the pool meanwhile; the host checked that
+// the pool holds `total` units). Plain stores: no reader runs until the next kernel.
 //
 // `gate` (may be null): the status word of btree_check_increasing; when it carries
 // UNSORTED_INPUT the kernel writes nothing, so an unsorted input leaves the tree as it was.
 namespace {
+
+// Lanes per node (one 16-byte store each) and slots per lane.
+constexpr unsigned BUILD_LANES = L::NODE_BYTES / 16;
+constexpr unsigned BUILD_SLOTS = 16 / L::SLOT_BYTES;
 
 // Number of nodes of level `level`, its first linear index and keys per node.
 struct bulk_level {
@@ -223,22 +245,21 @@ __device__ __forceinline__ bulk_level level_of(unsigned long long i, unsigned m,
   return l;
 }
 
-__device__ __forceinline__ node_addr linear_address(const tree_ref& t, unsigned long long i) {
+__device__ __forceinline__ node_addr linear_address(const tree& t, unsigned long long i) {
   return t.alloc.address(static_cast<unsigned>(i >> gpuds::alloc::UNIT_BITS),
                          static_cast<unsigned>(i) & (gpuds::alloc::UNITS_PER_BLOCK - 1u));
 }
 
 // Low bound of node c of a level whose nodes hold `span` keys each.
-__device__ __forceinline__ unsigned low_key(const unsigned* keys, unsigned long long c,
-                                            unsigned long long span) {
-  return c == 0 ? 0u : keys[c * span];
+__device__ __forceinline__ K low_key(const K* keys, unsigned long long c, unsigned long long span) {
+  return c == 0 ? K(0) : keys[c * span];
 }
 
 }  // namespace
 
-extern "C" __global__ void btree_bulk_build(tree_ref t, const unsigned* keys, const unsigned* values,
-                                            unsigned m, unsigned fill, unsigned long long total,
-                                            const unsigned* gate) {
+extern "C" __global__ void GPUDS_KERNEL(btree_bulk_build)(tree t, const K* keys, const V* values, unsigned m,
+                                                          unsigned fill, unsigned long long total,
+                                                          const unsigned* gate) {
   if (gate != nullptr && (*gate & UNSORTED_INPUT) != 0u) return;
   const unsigned long long tid = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const unsigned long long threads = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
@@ -256,8 +277,8 @@ extern "C" __global__ void btree_bulk_build(tree_ref t, const unsigned* keys, co
     t.alloc.bitmap[w] = bits;
   }
   if (tid == 0) *t.size = m;
-  const unsigned r = threadIdx.x & 7u;  // this lane's pairs: 2r and 2r + 1
-  for (unsigned long long i = tid / 8; i < total; i += threads / 8) {
+  const unsigned r = threadIdx.x % BUILD_LANES;  // this lane's slots: BUILD_SLOTS * r + h
+  for (unsigned long long i = tid / BUILD_LANES; i < total; i += threads / BUILD_LANES) {
     const bulk_level l = level_of(i, m, fill);
     const unsigned long long j = i - l.first;
     // Entries: nodes [j * fill, ...) of the level below, which has `below` of them, each
@@ -266,11 +287,15 @@ extern "C" __global__ void btree_bulk_build(tree_ref t, const unsigned* keys, co
     const unsigned long long below = l.level == 0 ? m : (m + child_span - 1) / child_span;
     const unsigned long long first = j * fill;
     const unsigned count = static_cast<unsigned>(min(static_cast<unsigned long long>(fill), below - first));
-    unsigned out[4];
+    union {
+      slot s[BUILD_SLOTS];
+      uint4 line;
+    } out;
 #pragma unroll
-    for (unsigned h = 0; h < 2; ++h) {
-      const unsigned p = 2 * r + h;
-      unsigned a = 0u, b = 0u;
+    for (unsigned h = 0; h < BUILD_SLOTS; ++h) {
+      const unsigned p = BUILD_SLOTS * r + h;
+      K a = 0;
+      V b = 0;
       if (p < count) {
         const unsigned long long c = first + p;
         if (l.level == 0) {
@@ -278,19 +303,18 @@ extern "C" __global__ void btree_bulk_build(tree_ref t, const unsigned* keys, co
           b = values[c];
         } else {
           a = low_key(keys, c, child_span);
-          b = linear_address(t, l.first - below + c);
+          b = static_cast<V>(linear_address(t, l.first - below + c));
         }
-      } else if (p == META_PAIR) {
-        a = LATCH_FREE;
-        b = make_meta(count, l.level);
-      } else if (p == LINK_PAIR) {
+      } else if (p == L::META_PAIR) {
+        a = static_cast<K>(LATCH_FREE);
+        b = static_cast<V>(make_meta(count, l.level));
+      } else if (p == L::LINK_PAIR) {
         const bool last = j + 1 == l.nodes;
-        a = last ? NO_HIGH_KEY : keys[(j + 1) * l.span];
-        b = last ? null_node : linear_address(t, i + 1);
+        a = last ? no_high_key<K>() : keys[(j + 1) * l.span];
+        b = static_cast<V>(last ? null_node : linear_address(t, i + 1));
       }
-      out[2 * h] = a;
-      out[2 * h + 1] = b;
+      out.s[h] = L::make(a, b);
     }
-    reinterpret_cast<uint4*>(t.words(linear_address(t, i)))[r] = make_uint4(out[0], out[1], out[2], out[3]);
+    reinterpret_cast<uint4*>(t.words(linear_address(t, i)))[r] = out.line;
   }
 }

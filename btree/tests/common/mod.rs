@@ -3,17 +3,107 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeOp, TreeReply};
+use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeKey, TreeOp, TreeReply, TreeValue};
 use gpuds_core::Gpu;
 use gpuds_testkit::check::Reply;
 use gpuds_testkit::model::{OrderedMapModel, OrderedReply};
 use gpuds_testkit::{Op, OrderedOp};
 
-pub fn tree(gpu: &Gpu, tile: u32) -> GpuBTreeMap<u32, u32> {
+/// Runs a generic test body for every key and value type: `typed!(body)` makes a module
+/// `body` with the tests `u32_u32`, `u64_u32`, `u32_u64` and `u64_u64` (filter with
+/// `body::u64_u64`, or `u64_u64` for every test of that type).
+#[macro_export]
+macro_rules! typed {
+    ($($body:ident),* $(,)?) => {
+        $(
+            mod $body {
+                #[test]
+                fn u32_u32() {
+                    super::$body::<u32, u32>()
+                }
+                #[test]
+                fn u64_u32() {
+                    super::$body::<u64, u32>()
+                }
+                #[test]
+                fn u32_u64() {
+                    super::$body::<u32, u64>()
+                }
+                #[test]
+                fn u64_u64() {
+                    super::$body::<u64, u64>()
+                }
+            }
+        )*
+    };
+}
+
+/// The low word of every 64-bit test key made by [`key`]: 64-bit keys differ only in
+/// their high words, so a comparison or copy that drops the high word finds them all
+/// equal and fails the test.
+pub const LOW_WORD: u64 = 0x9e37_79b9;
+
+/// Test key x of type K: x itself for u32; for u64, x in the high word above
+/// [`LOW_WORD`] (order-preserving, so ranges and successors keep their meaning), and 0
+/// for 0 (the low bound of the leftmost nodes, which some tests aim at).
+pub fn key<K: TreeKey>(x: u32) -> K {
+    if std::mem::size_of::<K>() == 8 && x != 0 {
+        K::from_u64((x as u64) << 32 | LOW_WORD)
+    } else {
+        K::from_u64(x as u64)
+    }
+}
+
+/// Test value x of type V: x itself for u32; for u64, x in both words, the low one
+/// flipped (a value cut to 32 bits differs from it).
+pub fn val<V: TreeValue>(x: u32) -> V {
+    if std::mem::size_of::<V>() == 8 {
+        V::from_u64((x as u64) << 32 | (x ^ 0xa5a5_a5a5) as u64)
+    } else {
+        V::from_u64(x as u64)
+    }
+}
+
+/// [`key`] of each.
+pub fn keys<K: TreeKey>(xs: &[u32]) -> Vec<K> {
+    xs.iter().map(|&x| key(x)).collect()
+}
+
+/// [`val`] of each.
+pub fn vals<V: TreeValue>(xs: &[u32]) -> Vec<V> {
+    xs.iter().map(|&x| val(x)).collect()
+}
+
+/// The pair (key(k), val(v)).
+pub fn pair<K: TreeKey, V: TreeValue>(k: u32, v: u32) -> (K, V) {
+    (key(k), val(v))
+}
+
+/// The value a test stores under key k: val(k), so that a lookup's answer names its key.
+pub fn val_of<K: TreeKey, V: TreeValue>(k: K) -> V {
+    let x = k.to_u64();
+    val((if std::mem::size_of::<K>() == 8 {
+        x >> 32
+    } else {
+        x
+    }) as u32)
+}
+
+pub fn tree<K: TreeKey, V: TreeValue>(gpu: &Gpu, tile: u32) -> GpuBTreeMap<K, V> {
+    tree_of(gpu, tile, BTreeConfig::default().wide_node_bytes)
+}
+
+/// A tree whose 64-bit pairs sit in nodes of `wide_node_bytes` (128 or 256).
+pub fn tree_of<K: TreeKey, V: TreeValue>(
+    gpu: &Gpu,
+    tile: u32,
+    wide_node_bytes: u32,
+) -> GpuBTreeMap<K, V> {
     GpuBTreeMap::with_config(
         gpu,
         BTreeConfig {
             query_tile: tile,
+            wide_node_bytes,
             ..Default::default()
         },
     )
@@ -21,10 +111,10 @@ pub fn tree(gpu: &Gpu, tile: u32) -> GpuBTreeMap<u32, u32> {
 }
 
 /// The tree's contents equal the model's, and the tree is valid.
-pub fn same_contents(tree: &GpuBTreeMap<u32, u32>, model: &BTreeMap<u32, u32>) {
+pub fn same_contents<K: TreeKey, V: TreeValue>(tree: &GpuBTreeMap<K, V>, model: &BTreeMap<K, V>) {
     tree.validate().expect("valid tree");
     let got = tree.to_vec().expect("to_vec");
-    let want: Vec<(u32, u32)> = model.iter().map(|(&k, &v)| (k, v)).collect();
+    let want: Vec<(K, V)> = model.iter().map(|(&k, &v)| (k, v)).collect();
     assert_eq!(got.len(), want.len(), "number of pairs");
     assert!(got == want, "contents differ from the model");
     assert_eq!(tree.len().expect("len"), want.len());
@@ -39,7 +129,7 @@ enum Kind {
     Successor,
 }
 
-fn kind(op: &OrderedOp<u32, u32>) -> Kind {
+fn kind<K, V>(op: &OrderedOp<K, V>) -> Kind {
     match op {
         OrderedOp::Point(Op::Insert(..)) => Kind::Insert,
         OrderedOp::Point(Op::Remove(_)) => Kind::Remove,
@@ -49,7 +139,7 @@ fn kind(op: &OrderedOp<u32, u32>) -> Kind {
     }
 }
 
-fn point_key(op: &OrderedOp<u32, u32>) -> Option<u32> {
+fn point_key<K: Copy, V: Copy>(op: &OrderedOp<K, V>) -> Option<K> {
     match op {
         OrderedOp::Point(p) => Some(p.key()),
         _ => None,
@@ -58,10 +148,10 @@ fn point_key(op: &OrderedOp<u32, u32>) -> Option<u32> {
 
 /// Runs `ops` in phases (runs of one kind, updates of distinct keys), checking every
 /// reply against the model, then validates the tree.
-pub fn run_phased(
-    tree: &mut GpuBTreeMap<u32, u32>,
-    model: &mut OrderedMapModel<u32, u32>,
-    ops: &[OrderedOp<u32, u32>],
+pub fn run_phased<K: TreeKey, V: TreeValue>(
+    tree: &mut GpuBTreeMap<K, V>,
+    model: &mut OrderedMapModel<K, V>,
+    ops: &[OrderedOp<K, V>],
 ) {
     let mut i = 0;
     while i < ops.len() {
@@ -78,7 +168,7 @@ pub fn run_phased(
         let want = model.apply(run);
         match k {
             Kind::Insert => {
-                let (ks, vs): (Vec<u32>, Vec<u32>) = run
+                let (ks, vs): (Vec<K>, Vec<V>) = run
                     .iter()
                     .map(|op| match op {
                         OrderedOp::Point(Op::Insert(k, v)) => (*k, *v),
@@ -88,7 +178,7 @@ pub fn run_phased(
                 tree.insert_many(&ks, &vs).expect("insert_many");
             }
             Kind::Remove | Kind::Get => {
-                let ks: Vec<u32> = run.iter().filter_map(point_key).collect();
+                let ks: Vec<K> = run.iter().filter_map(point_key).collect();
                 let got = if k == Kind::Remove {
                     tree.remove_many(&ks).expect("remove_many")
                 } else {
@@ -99,7 +189,7 @@ pub fn run_phased(
                 }
             }
             Kind::Range => {
-                let ranges: Vec<(u32, u32)> = run
+                let ranges: Vec<(K, K)> = run
                     .iter()
                     .map(|op| match op {
                         OrderedOp::Range(lo, hi) => (*lo, *hi),
@@ -130,7 +220,7 @@ pub fn run_phased(
                 }
             }
             Kind::Successor => {
-                let ks: Vec<u32> = run
+                let ks: Vec<K> = run
                     .iter()
                     .map(|op| match op {
                         OrderedOp::Successor(k) => *k,
@@ -139,7 +229,7 @@ pub fn run_phased(
                     .collect();
                 let got = tree.successor_many(&ks).expect("successor_many");
                 for (q, (g, w)) in got.iter().zip(&want).enumerate() {
-                    assert_eq!(&OrderedReply::Successor(*g), w, "successor of {}", ks[q]);
+                    assert_eq!(&OrderedReply::Successor(*g), w, "successor of {:?}", ks[q]);
                 }
             }
         }
@@ -151,10 +241,7 @@ pub fn run_phased(
 
 /// A point operation of a mixed batch and its reply as the per-key checker takes them
 /// (`check_map`); `None` for ranges and successors.
-pub fn point(
-    op: TreeOp<u32, u32>,
-    reply: TreeReply<u32, u32>,
-) -> Option<(Op<u32, u32>, Reply<u32>)> {
+pub fn point<K, V>(op: TreeOp<K, V>, reply: TreeReply<K, V>) -> Option<(Op<K, V>, Reply<V>)> {
     match (op, reply) {
         (TreeOp::Insert(k, v), TreeReply::Inserted { replaced }) => {
             Some((Op::Insert(k, v), Reply::Found(replaced)))
@@ -163,4 +250,9 @@ pub fn point(
         (TreeOp::Get(k), TreeReply::Value(v)) => Some((Op::Get(k), Reply::Value(v))),
         _ => None,
     }
+}
+
+/// [`val_of`] of each key.
+pub fn vals_of<K: TreeKey, V: TreeValue>(ks: &[K]) -> Vec<V> {
+    ks.iter().map(|&k| val_of(k)).collect()
 }

@@ -16,8 +16,13 @@
 //   SORT_BLOCK         threads per block of the pass kernel (a multiple of 32, >= 256)
 //   SORT_ITEMS         keys per thread of the pass kernel
 //   HIST_BLOCK         threads per block of the histogram kernel
+//   SORT_WIDE          0: at most 2^30 - 1 keys, 32-bit counts and look-back words (a
+//                      2-bit state beside a 30-bit count); 1: any length, 64-bit counts,
+//                      look-back words (2-bit state, 62-bit count) and indices. The host
+//                      takes the wide module only for inputs past 2^30 - 1 keys, so the
+//                      common sort moves no more look-back bytes than before.
 //
-// Sizes: at most 2^30 - 1 keys, so that a count and a 2-bit state share one word.
+// Sizes: fewer than 2^32 tiles (tile numbers are 32-bit).
 #include <gpuds/core/kernel_name.cuh>
 #include <gpuds/core/memory.cuh>
 #include <gpuds/core/scan.cuh>
@@ -30,6 +35,15 @@ using Key = KEY_T;
 #if HAS_VALUES
 using Value = VALUE_T;
 #endif
+#ifndef SORT_WIDE
+#define SORT_WIDE 0
+#endif
+// Element counts, global indices and look-back words.
+#if SORT_WIDE
+using count_t = unsigned long long;
+#else
+using count_t = unsigned;
+#endif
 
 namespace {
 
@@ -40,9 +54,10 @@ constexpr unsigned WARPS = SORT_BLOCK / 32;
 constexpr unsigned TILE = SORT_BLOCK * SORT_ITEMS;
 
 // A look-back word: state in the top two bits, a count below.
-constexpr unsigned STATE_AGGREGATE = 1u << 30;  // count of this tile alone
-constexpr unsigned STATE_PREFIX = 2u << 30;     // global start of this digit after this tile
-constexpr unsigned COUNT_MASK = (1u << 30) - 1;
+constexpr unsigned COUNT_BITS = sizeof(count_t) * 8 - 2;
+constexpr count_t STATE_AGGREGATE = count_t(1) << COUNT_BITS;  // count of this tile alone
+constexpr count_t STATE_PREFIX = count_t(2) << COUNT_BITS;     // global start of this digit after this tile
+constexpr count_t COUNT_MASK = STATE_AGGREGATE - 1;
 
 static_assert(SORT_BLOCK % 32 == 0 && SORT_BLOCK >= RADIX, "one thread per digit");
 static_assert(WARPS <= 32, "block scans use one warp for the warp totals");
@@ -63,14 +78,16 @@ __device__ __forceinline__ unsigned digit_mask(unsigned shift, unsigned end_bit)
 // Counts the digits of every pass: hist[p * 256 + d] += number of keys whose pass-p
 // digit is d. `hist` must be zeroed before; any grid size works.
 extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
-    GPUDS_KERNEL(radix_histogram)(const Key* __restrict__ keys, unsigned n, unsigned begin_bit,
-                            unsigned end_bit, unsigned* __restrict__ hist) {
+    GPUDS_KERNEL(radix_histogram)(const Key* __restrict__ keys, count_t n, unsigned begin_bit,
+                            unsigned end_bit, count_t* __restrict__ hist) {
   __shared__ unsigned counts[MAX_PASSES * RADIX];
   const unsigned passes = (end_bit - begin_bit + RADIX_BITS - 1) / RADIX_BITS;
   for (unsigned i = threadIdx.x; i < MAX_PASSES * RADIX; i += blockDim.x) counts[i] = 0;
   __syncthreads();
-  const unsigned stride = gridDim.x * blockDim.x;
-  for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+  // A block counts fewer than 2^32 keys in shared memory: the grid is the resident blocks,
+  // at least a few hundred of them, and device memory holds far fewer than 2^40 keys.
+  const count_t stride = static_cast<count_t>(gridDim.x) * blockDim.x;
+  for (count_t i = static_cast<count_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     const Key key = keys[i];
 #pragma unroll
     for (unsigned p = 0; p < MAX_PASSES; ++p) {
@@ -83,7 +100,7 @@ extern "C" __global__ void __launch_bounds__(HIST_BLOCK)
   __syncthreads();
   for (unsigned i = threadIdx.x; i < passes * RADIX; i += blockDim.x) {
     const unsigned c = counts[i];
-    if (c != 0) atomicAdd(&hist[i], c);
+    if (c != 0) atomicAdd(&hist[i], static_cast<count_t>(c));
   }
 }
 
@@ -100,8 +117,8 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
 #if HAS_VALUES
     const Value* __restrict__ values_in, Value* __restrict__ values_out,
 #endif
-    unsigned n, unsigned shift, unsigned mask, const unsigned* __restrict__ hist,
-    unsigned* counter, unsigned* lookback) {
+    count_t n, unsigned shift, unsigned mask, const count_t* __restrict__ hist,
+    unsigned* counter, count_t* lookback) {
   // Per-warp digit counters while ranking; afterwards the keys (then values) of the tile
   // in digit order.
   __shared__ union {
@@ -112,11 +129,16 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
 #endif
   } tile;
   __shared__ unsigned digit_start[RADIX];  // first position of each digit in the tile
-  __shared__ unsigned digit_shift[RADIX];  // global index = tile position + digit_shift
+  __shared__ count_t digit_shift[RADIX];  // global index = tile position + digit_shift (mod 2^bits)
 #if HAS_VALUES
   __shared__ unsigned char digit_at[TILE];  // digit of the key at each tile position
 #endif
   __shared__ unsigned warp_totals[33];
+#if SORT_WIDE
+  __shared__ count_t count_totals[33];  // the histogram's scan, in 64 bits
+#else
+  unsigned* const count_totals = warp_totals;
+#endif
   __shared__ unsigned part_shared;
 
   const unsigned tid = threadIdx.x;
@@ -128,19 +150,19 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
   __syncthreads();
   const unsigned part = part_shared;
   if (part >= (n + TILE - 1) / TILE) return;  // a surplus block (uniform across the block)
-  const unsigned tile_base = part * TILE;
-  const unsigned valid = min(TILE, n - tile_base);
+  const count_t tile_base = static_cast<count_t>(part) * TILE;
+  const unsigned valid = static_cast<unsigned>(min(static_cast<count_t>(TILE), n - tile_base));
 
   // Each warp owns SORT_ITEMS * 32 consecutive keys, item i of lane l being key
   // i * 32 + l: loads are coalesced and (warp, item, lane) is the input order. Missing
   // keys of the last tile are all ones: they rank after every real key of the top digit,
   // which is the last digit, so they land in tile positions >= valid and are never
   // written.
-  const unsigned warp_base = tile_base + warp_index * SORT_ITEMS * 32;
+  const count_t warp_base = tile_base + warp_index * SORT_ITEMS * 32;
   Key keys[SORT_ITEMS];
 #pragma unroll
   for (unsigned i = 0; i < SORT_ITEMS; ++i) {
-    const unsigned idx = warp_base + i * 32 + lane;
+    const count_t idx = warp_base + i * 32 + lane;
     keys[i] = idx < n ? keys_in[idx] : ~Key(0);
   }
 
@@ -181,14 +203,16 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
       count += c;
     }
     // Publish early: later tiles may be waiting for this count.
-    if (part != 0) mem::st_relaxed(&lookback[part * RADIX + tid], STATE_AGGREGATE | count);
+    if (part != 0) {
+      mem::st_relaxed(&lookback[static_cast<count_t>(part) * RADIX + tid], STATE_AGGREGATE | count);
+    }
   }
-  unsigned global_start = 0;
+  count_t global_start = 0;
   if (part == 0) {
     // The first tile turns the histogram into global digit starts and publishes them
     // (plus its own counts) as prefixes, so no tile looks back past it.
-    unsigned ignored;
-    global_start = scan::block_exclusive_sum(tid < RADIX ? hist[tid] : 0u, warp_totals, ignored);
+    count_t ignored;
+    global_start = scan::block_exclusive_sum(tid < RADIX ? hist[tid] : count_t(0), count_totals, ignored);
     if (tid < RADIX) mem::st_relaxed(&lookback[tid], STATE_PREFIX | (global_start + count));
   }
   unsigned tile_total;
@@ -209,21 +233,21 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
   // Look back for the global start of each digit in this tile.
   if (tid < RADIX) {
     if (part != 0) {
-      unsigned sum = 0;
+      count_t sum = 0;
       unsigned j = part - 1;
       for (;;) {
         // Cannot hang: tile j took its number before this tile did, so its block is
         // resident and running, and it waits only on tiles before it (tile 0 on none):
         // its word turns non-zero in bounded time. The one uncapped wait in gpuds; why
         // it has no retry cap is at the top of gpuds/core/scan.cuh.
-        const unsigned word = mem::ld_relaxed(&lookback[j * RADIX + tid]);
+        const count_t word = mem::ld_relaxed(&lookback[static_cast<count_t>(j) * RADIX + tid]);
         if (word == 0) continue;
         sum += word & COUNT_MASK;
         if (word & STATE_PREFIX) break;
         --j;  // tile 0 always publishes a prefix, so j never passes below 0
       }
       global_start = sum;
-      mem::st_relaxed(&lookback[part * RADIX + tid], STATE_PREFIX | (sum + count));
+      mem::st_relaxed(&lookback[static_cast<count_t>(part) * RADIX + tid], STATE_PREFIX | (sum + count));
     }
     digit_shift[tid] = global_start - start;
   }
@@ -247,7 +271,7 @@ extern "C" __global__ void __launch_bounds__(SORT_BLOCK, 2) GPUDS_KERNEL(radix_o
   Value values[SORT_ITEMS];
 #pragma unroll
   for (unsigned i = 0; i < SORT_ITEMS; ++i) {
-    const unsigned idx = warp_base + i * 32 + lane;
+    const count_t idx = warp_base + i * 32 + lane;
     if (idx < n) values[i] = values_in[idx];
   }
   __syncthreads();

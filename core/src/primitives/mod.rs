@@ -99,13 +99,17 @@ use crate::launch;
 /// ```
 pub fn programs() -> Vec<Program> {
     let (u32_t, u64_t) = (Element::of::<u32>(), Element::of::<u64>());
-    let mut programs = vec![
-        sort::program(u32_t, None),
-        sort::program(u64_t, None),
-        sort::program(u32_t, Some(u32_t)),
-        sort::program(u32_t, Some(u64_t)),
-        sort::program(u64_t, Some(u64_t)),
-    ];
+    let mut programs = Vec::new();
+    for wide in [false, true] {
+        programs.extend([
+            sort::program(u32_t, None, wide),
+            sort::program(u64_t, None, wide),
+            sort::program(u32_t, Some(u32_t), wide),
+            sort::program(u32_t, Some(u64_t), wide),
+            sort::program(u64_t, Some(u32_t), wide),
+            sort::program(u64_t, Some(u64_t), wide),
+        ]);
+    }
     for t in [u32_t, u64_t] {
         programs.push(scan::program(t));
         programs.push(compact::program(t));

@@ -7,7 +7,7 @@
 
 use std::collections::HashMap;
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg, ValidAsZeroBits};
 
 use super::{grow, tile_launch, Element};
 use crate::compile::{Kernel, Program};
@@ -25,8 +25,9 @@ const HIST_BLOCK: u32 = 256;
 const RADIX_BITS: u32 = 8;
 const RADIX: usize = 1 << RADIX_BITS;
 const MAX_PASSES: usize = 8;
-/// A look-back word keeps a 2-bit state beside a 30-bit count.
-const MAX_LEN: usize = RadixSorter::MAX_LEN;
+/// The longest input of the 32-bit module, whose look-back word keeps a 2-bit state
+/// beside a 30-bit count; longer inputs take the module of 64-bit counts.
+const NARROW_MAX_LEN: usize = (1 << 30) - 1;
 
 /// Keys per thread of the pass kernel: as many as fit the 48 KiB of static shared
 /// memory (the tile is staged there in digit order) and 64 registers per thread (two
@@ -39,11 +40,14 @@ fn items_per_thread(key: Element, value: Option<Element>) -> u32 {
     }
 }
 
-/// The sort module for one key type and, for pairs, one value type.
-pub(super) fn program(key: Element, value: Option<Element>) -> Program {
-    let program = Program::new(format!("radix_sort_{}", suffix(key, value)), SOURCE)
+/// The sort module for one key type and, for pairs, one value type, with 32-bit counts
+/// (inputs up to 2^30 - 1) or, `wide`, 64-bit counts (any length).
+pub(super) fn program(key: Element, value: Option<Element>, wide: bool) -> Program {
+    let name = module_suffix(key, value, wide);
+    let program = Program::new(format!("radix_sort_{name}"), SOURCE)
         .define("KEY_T", key.cuda)
-        .define("KERNEL_SUFFIX", suffix(key, value))
+        .define("KERNEL_SUFFIX", name)
+        .define("SORT_WIDE", u32::from(wide))
         .define("HAS_VALUES", u32::from(value.is_some()))
         .define("SORT_BLOCK", SORT_BLOCK)
         .define("SORT_ITEMS", items_per_thread(key, value))
@@ -58,6 +62,71 @@ fn suffix(key: Element, value: Option<Element>) -> String {
     match value {
         Some(v) => format!("{}_{}", key.suffix, v.suffix),
         None => key.suffix.to_string(),
+    }
+}
+
+/// The kernel-name suffix of a module: the types, and `_wide` for 64-bit counts.
+fn module_suffix(key: Element, value: Option<Element>, wide: bool) -> String {
+    let name = suffix(key, value);
+    if wide {
+        name + "_wide"
+    } else {
+        name
+    }
+}
+
+/// A count and look-back word of the sort kernels: `u32` (inputs up to 2^30 - 1) or
+/// `u64` (any length).
+trait Count: DeviceRepr + ValidAsZeroBits + Copy + Unpin {
+    /// The module of this word takes 64-bit counts.
+    const WIDE: bool;
+    /// `n` as a count (the caller checked that it fits).
+    fn of(n: usize) -> Self;
+    /// The sorter's buffers of this width.
+    fn pick<'a>(
+        narrow: &'a mut CountBuffers<u32>,
+        wide: &'a mut CountBuffers<u64>,
+    ) -> &'a mut CountBuffers<Self>;
+}
+impl Count for u32 {
+    const WIDE: bool = false;
+    fn of(n: usize) -> Self {
+        n as u32
+    }
+    fn pick<'a>(
+        narrow: &'a mut CountBuffers<u32>,
+        _: &'a mut CountBuffers<u64>,
+    ) -> &'a mut CountBuffers<u32> {
+        narrow
+    }
+}
+impl Count for u64 {
+    const WIDE: bool = true;
+    fn of(n: usize) -> Self {
+        n as u64
+    }
+    fn pick<'a>(
+        _: &'a mut CountBuffers<u32>,
+        wide: &'a mut CountBuffers<u64>,
+    ) -> &'a mut CountBuffers<u64> {
+        wide
+    }
+}
+
+/// The histogram and look-back states of one count width, allocated on first use.
+struct CountBuffers<C> {
+    /// 256 digit counts per pass, zeroed before each sort.
+    histogram: Option<CudaSlice<C>>,
+    /// 256 look-back words per tile, zeroed before each pass.
+    lookback: Option<CudaSlice<C>>,
+}
+
+impl<C> Default for CountBuffers<C> {
+    fn default() -> Self {
+        Self {
+            histogram: None,
+            lookback: None,
+        }
     }
 }
 
@@ -77,8 +146,9 @@ struct SortKernels {
 /// nothing. Kernels are compiled on the first sort of each key/value type.
 ///
 /// Every sort is stable (equal keys keep their input order, so their values keep
-/// theirs), sorts keys as unsigned integers in ascending order, and takes at most
-/// 2^30 - 1 elements (longer inputs: [`Error::CapacityOverflow`], nothing sorted). When
+/// theirs), sorts keys as unsigned integers in ascending order, and takes inputs of any
+/// length the device holds (beside a second buffer of the same size): up to 2^30 - 1
+/// elements with 32-bit counts and look-back words, longer ones with 64-bit ones. When
 /// the device has no room for the temporary buffers the sort fails with
 /// [`Error::OutOfMemory`] and the input is left as it was.
 ///
@@ -97,10 +167,10 @@ pub struct RadixSorter {
     kernels: HashMap<String, SortKernels>,
     /// One tile counter per pass, zeroed before each sort.
     counters: CudaSlice<u32>,
-    /// 256 digit counts per pass, zeroed before each sort.
-    histogram: CudaSlice<u32>,
-    /// 256 look-back words per tile, zeroed before each pass.
-    lookback: Option<CudaSlice<u32>>,
+    /// Histogram and look-back states of sorts of up to 2^30 - 1 elements.
+    narrow: CountBuffers<u32>,
+    /// The same for longer sorts.
+    wide: CountBuffers<u64>,
     alt_keys: Option<CudaSlice<u8>>,
     alt_values: Option<CudaSlice<u8>>,
 }
@@ -119,10 +189,10 @@ impl std::fmt::Debug for RadixSorter {
 }
 
 impl RadixSorter {
-    /// The most elements one sort takes, 2^30 - 1 (a look-back word keeps a 2-bit state
-    /// beside a 30-bit count); longer inputs are
-    /// [`Error::CapacityOverflow`](crate::Error::CapacityOverflow).
-    pub const MAX_LEN: usize = (1 << 30) - 1;
+    /// The most elements one sort takes: any length (a sort of more than 2^30 - 1
+    /// elements takes 64-bit look-back words and counts). What limits a sort is device
+    /// memory for the second buffer ([`Error::OutOfMemory`]).
+    pub const MAX_LEN: usize = usize::MAX;
 
     /// A sorter for `gpu`, with no temporary memory yet beyond a few KiB.
     ///
@@ -139,8 +209,8 @@ impl RadixSorter {
             gpu: gpu.clone(),
             kernels: HashMap::new(),
             counters: stream.alloc_zeros(MAX_PASSES)?,
-            histogram: stream.alloc_zeros(MAX_PASSES * RADIX)?,
-            lookback: None,
+            narrow: CountBuffers::default(),
+            wide: CountBuffers::default(),
             alt_keys: None,
             alt_values: None,
         })
@@ -241,7 +311,7 @@ impl RadixSorter {
     fn sort<K: DeviceKey, V: DeviceValue>(
         &mut self,
         keys: &mut CudaSlice<K>,
-        mut values: Option<&mut CudaSlice<V>>,
+        values: Option<&mut CudaSlice<V>>,
         begin_bit: u32,
         end_bit: u32,
     ) -> Result<()> {
@@ -260,11 +330,6 @@ impl RadixSorter {
                 "sort bits {begin_bit}..{end_bit} are not a range within the key's {bits} bits"
             )));
         }
-        if n > MAX_LEN {
-            return Err(Error::CapacityOverflow(format!(
-                "radix sort takes at most {MAX_LEN} elements, got {n}"
-            )));
-        }
         let value = match values {
             Some(_) => Some(Element::value::<V>()?),
             None => None,
@@ -272,18 +337,42 @@ impl RadixSorter {
         if n <= 1 || begin_bit == end_bit {
             return Ok(());
         }
+        if n <= NARROW_MAX_LEN {
+            self.sort_with::<K, V, u32>(keys, values, value, begin_bit, end_bit)
+        } else {
+            self.sort_with::<K, V, u64>(keys, values, value, begin_bit, end_bit)
+        }
+    }
 
-        let kernels = self.kernels(Element::of::<K>(), value)?;
+    /// The sort with counts and look-back words of type `C`.
+    fn sort_with<K: DeviceKey, V: DeviceValue, C: Count>(
+        &mut self,
+        keys: &mut CudaSlice<K>,
+        mut values: Option<&mut CudaSlice<V>>,
+        value: Option<Element>,
+        begin_bit: u32,
+        end_bit: u32,
+    ) -> Result<()> {
+        let n = keys.len();
+        let kernels = self.kernels(Element::of::<K>(), value, C::WIDE)?;
         let pass_shape = tile_launch(n, SORT_BLOCK, kernels.items)?;
         let grid = pass_shape.grid_dim.0;
         let passes = (end_bit - begin_bit).div_ceil(RADIX_BITS);
         let stream = self.gpu.stream().clone();
-        // n < 2^30 and elements of at most 8 bytes: these products cannot overflow.
+        let counts = C::pick(&mut self.narrow, &mut self.wide);
+        // Fewer than 2^32 tiles of at least 4096 elements of at most 8 bytes, and
+        // n * 8 bytes allocated below: these products cannot overflow.
         let lookback = grow(
             &self.gpu,
-            &mut self.lookback,
+            &mut counts.lookback,
             grid as usize * RADIX,
             "the radix sort's look-back states",
+        )?;
+        let histogram = grow(
+            &self.gpu,
+            &mut counts.histogram,
+            MAX_PASSES * RADIX,
+            "the radix sort's histogram",
         )?;
         let alt_keys = grow(
             &self.gpu,
@@ -301,16 +390,16 @@ impl RadixSorter {
             None => None,
         };
         stream.memset_zeros(&mut self.counters)?;
-        stream.memset_zeros(&mut self.histogram)?;
+        stream.memset_zeros(&mut histogram.slice_mut(..MAX_PASSES * RADIX))?;
 
-        let n32 = n as u32;
+        let n_count = C::of(n);
         let histogram_shape = self.gpu.grid_for(&kernels.histogram, n, HIST_BLOCK)?;
         let mut args = stream.launch_builder(kernels.histogram.func());
         args.arg(&*keys)
-            .arg(&n32)
+            .arg(&n_count)
             .arg(&begin_bit)
             .arg(&end_bit)
-            .arg(&mut self.histogram);
+            .arg(&mut *histogram);
         // SAFETY: the arguments match the kernel's signature; it reads n keys and writes
         // passes * 256 counts, within the buffers.
         unsafe { args.launch(histogram_shape) }?;
@@ -320,7 +409,7 @@ impl RadixSorter {
             let mask = (1u32 << (end_bit - shift).min(RADIX_BITS)) - 1;
             let p = pass as usize;
             stream.memset_zeros(&mut lookback.slice_mut(..grid as usize * RADIX))?;
-            let histogram = self.histogram.slice(p * RADIX..(p + 1) * RADIX);
+            let histogram = histogram.slice(p * RADIX..(p + 1) * RADIX);
             let mut counter = self.counters.slice_mut(p..p + 1);
             let mut args = stream.launch_builder(kernels.pass.func());
             // Even passes read the caller's buffers, odd passes the sorter's.
@@ -338,15 +427,15 @@ impl RadixSorter {
                     args.arg(&*alt_values).arg(values);
                 }
             }
-            args.arg(&n32)
+            args.arg(&n_count)
                 .arg(&shift)
                 .arg(&mask)
                 .arg(&histogram)
                 .arg(&mut counter)
                 .arg(&mut *lookback);
-            // SAFETY: the arguments match the kernel's signature; the grid has one block
-            // per tile, the look-back array 256 zeroed words per tile, and every buffer
-            // holds n elements.
+            // SAFETY: the arguments match the kernel's signature (counts of type C, as
+            // its module was compiled); the grid has one block per tile, the look-back
+            // array 256 zeroed words per tile, and every buffer holds n elements.
             unsafe { args.launch(pass_shape) }?;
         }
 
@@ -364,12 +453,12 @@ impl RadixSorter {
         Ok(())
     }
 
-    fn kernels(&mut self, key: Element, value: Option<Element>) -> Result<SortKernels> {
-        let name = suffix(key, value);
+    fn kernels(&mut self, key: Element, value: Option<Element>, wide: bool) -> Result<SortKernels> {
+        let name = module_suffix(key, value, wide);
         if let Some(kernels) = self.kernels.get(&name) {
             return Ok(kernels.clone());
         }
-        let module = self.gpu.load(&program(key, value))?;
+        let module = self.gpu.load(&program(key, value, wide))?;
         let kernels = SortKernels {
             histogram: module.kernel(&format!("radix_histogram_{name}"))?,
             pass: module.kernel(&format!("radix_onesweep_{name}"))?,

@@ -15,13 +15,23 @@ namespace gpuds {
 namespace btree {
 namespace detail {
 
+// The node view of a tree type's nodes, and its key and value types.
+template <unsigned TILE, class Tree>
+using view_of = node_view<TILE, typename Tree::key_type, typename Tree::value_type>;
+template <class Tree>
+using key_of = typename Tree::key_type;
+template <class Tree>
+using value_of = typename Tree::value_type;
+
 // The descent every operation shares: from the root towards the leaf whose range holds
 // k, moving right past high keys. At each internal node, after choosing child i (its
 // address is then in `addr`), `visit(n, i)` may end the descent early by returning true.
 // True when it ended at a leaf (read as `n`) or by `visit`.
 template <unsigned TILE, class Mode, class Tree, class Visit>
-__device__ __forceinline__ bool descend(const Tree& t, key_type k, node_addr& addr,
-                                        node_view<TILE>& n, Visit&& visit) {
+__device__ __forceinline__ bool descend(const Tree& t, key_of<Tree> k, node_addr& addr, view_of<TILE, Tree>& n,
+                                        Visit&& visit) {
+  using K = key_of<Tree>;
+  using V = value_of<Tree>;
   addr = t.root;
   for (unsigned step = 0; step < t.max_steps; ++step) {
     n.template load<Mode>(t.words(addr));
@@ -30,23 +40,23 @@ __device__ __forceinline__ bool descend(const Tree& t, key_type k, node_addr& ad
       continue;
     }
     if (n.is_leaf()) return true;
-    const unsigned m = n.pairs_where([k](unsigned key, unsigned) { return key <= k; });
+    const unsigned m = n.pairs_where([k](K key, V) { return key <= k; });
     const unsigned i = 31 - __clz(m);
-    addr = m == 0 ? null_node : n.val_at(i);
+    addr = m == 0 ? null_node : static_cast<node_addr>(n.val_at(i));
     if (addr == null_node) {  // k below the node's low bound, or a null child: corrupted
-      t.report<TILE>(gpuds::status::CORRUPTED);
+      t.template report<TILE>(gpuds::status::CORRUPTED);
       return false;
     }
     if (visit(n, i)) return true;
   }
-  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  t.template report<TILE>(gpuds::status::RETRY_LIMIT);
   return false;
 }
 
 // Descends from the root to the leaf whose range holds k; `n` is that leaf as read.
 template <unsigned TILE, class Mode, class Tree>
-__device__ bool find_leaf(const Tree& t, key_type k, node_addr& addr, node_view<TILE>& n) {
-  return descend<TILE, Mode>(t, k, addr, n, [](const node_view<TILE>&, unsigned) { return false; });
+__device__ bool find_leaf(const Tree& t, key_of<Tree> k, node_addr& addr, view_of<TILE, Tree>& n) {
+  return descend<TILE, Mode>(t, k, addr, n, [](const view_of<TILE, Tree>&, unsigned) { return false; });
 }
 
 // The address of the leaf whose range may hold k, for an update that latches the leaf and
@@ -55,16 +65,15 @@ __device__ bool find_leaf(const Tree& t, key_type k, node_addr& addr, node_view<
 // which never changes while a tree has one node). The caller moves right after latching
 // when the leaf was split meanwhile.
 template <unsigned TILE, class Mode, class Tree>
-__device__ bool find_leaf_address(const Tree& t, key_type k, node_addr& addr) {
-  node_view<TILE> n;
-  return descend<TILE, Mode>(t, k, addr, n,
-                             [](const node_view<TILE>& p, unsigned) { return p.level() == 1; });
+__device__ bool find_leaf_address(const Tree& t, key_of<Tree> k, node_addr& addr) {
+  view_of<TILE, Tree> n;
+  return descend<TILE, Mode>(t, k, addr, n, [](const view_of<TILE, Tree>& p, unsigned) { return p.level() == 1; });
 }
 
 template <unsigned TILE, class Mode, class Tree>
-__device__ bool lookup(const Tree& t, key_type k, value_type& value) {
+__device__ bool lookup(const Tree& t, key_of<Tree> k, value_of<Tree>& value) {
   node_addr addr;
-  node_view<TILE> n;
+  view_of<TILE, Tree> n;
   if (!find_leaf<TILE, Mode>(t, k, addr, n)) return false;
   const int i = n.find(k);
   if (i < 0) return false;
@@ -75,12 +84,12 @@ __device__ bool lookup(const Tree& t, key_type k, value_type& value) {
 // The first pair with key > k: in k's leaf, else in the first non-empty leaf to its right
 // (deletions leave empty leaves, since nodes are never merged).
 template <unsigned TILE, class Mode, class Tree>
-__device__ bool successor(const Tree& t, key_type k, key_type& key, value_type& value) {
+__device__ bool successor(const Tree& t, key_of<Tree> k, key_of<Tree>& key, value_of<Tree>& value) {
   node_addr addr;
-  node_view<TILE> n;
+  view_of<TILE, Tree> n;
   if (!find_leaf<TILE, Mode>(t, k, addr, n)) return false;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    const unsigned m = n.pairs_where([k](unsigned key, unsigned) { return key > k; });
+    const unsigned m = n.pairs_where([k](key_of<Tree> key, value_of<Tree>) { return key > k; });
     if (m != 0) {
       const unsigned i = __ffs(m) - 1;
       key = n.key_at(i);
@@ -91,7 +100,7 @@ __device__ bool successor(const Tree& t, key_type k, key_type& key, value_type& 
     addr = n.link;
     n.template load<Mode>(t.words(addr));
   }
-  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  t.template report<TILE>(gpuds::status::RETRY_LIMIT);
   return false;
 }
 
@@ -104,9 +113,9 @@ __device__ bool successor(const Tree& t, key_type k, key_type& key, value_type& 
 // phased range count of 8 fell from 2.40 to 2.19 G/s with it, so wider phased tiles skip it.
 // The phased range kernels with 8 and 16 lanes now take range_lockstep (below), without it.
 template <unsigned TILE, class Mode, class Tree>
-__device__ bool find_leaf_for_range(const Tree& t, key_type lo, key_type hi, node_addr& addr,
-                                    node_view<TILE>& n) {
-  using view = node_view<TILE>;
+__device__ bool find_leaf_for_range(const Tree& t, key_of<Tree> lo, key_of<Tree> hi, node_addr& addr,
+                                    view_of<TILE, Tree>& n) {
+  using view = view_of<TILE, Tree>;
   constexpr bool PREFETCH = TILE == 8 || !Mode::stable;
   return descend<TILE, Mode>(t, lo, addr, n, [&t, hi](const view& p, unsigned i) {
     if (PREFETCH && p.level() == 1) {
@@ -114,7 +123,7 @@ __device__ bool find_leaf_for_range(const Tree& t, key_type lo, key_type hi, nod
       for (unsigned s = 0; s < view::PER_LANE; ++s) {
         const unsigned pair = view::pair(s);
         if (view::holder() && pair > i && pair < p.count() && p.key[s] <= hi) {
-          Mode::prefetch(t.words(p.val[s]));
+          Mode::prefetch(t.words(static_cast<node_addr>(p.val[s])));
         }
       }
     }
@@ -126,20 +135,22 @@ __device__ bool find_leaf_for_range(const Tree& t, key_type lo, key_type hi, nod
 // walking the leaf level by side links from lo's leaf until a high key passes hi. The next
 // leaf's loads are issued before the current leaf is scanned.
 template <unsigned TILE, class Mode, bool COLLECT, class Tree>
-__device__ unsigned range(const Tree& t, key_type lo, key_type hi, key_type* keys,
-                          value_type* values, unsigned cap) {
+__device__ unsigned range(const Tree& t, key_of<Tree> lo, key_of<Tree> hi, key_of<Tree>* keys,
+                          value_of<Tree>* values, unsigned cap) {
+  using K = key_of<Tree>;
+  using V = value_of<Tree>;
   if (lo > hi) return 0;
   node_addr addr;
-  node_view<TILE> n;
+  view_of<TILE, Tree> n;
   if (!find_leaf_for_range<TILE, Mode>(t, lo, hi, addr, n)) return 0;
-  using view = node_view<TILE>;
+  using view = view_of<TILE, Tree>;
   unsigned found = 0;
   for (unsigned step = 0; step < t.max_steps; ++step) {
     const bool more = n.link != null_node && hi >= n.high;
     typename view::raw next;
     if (more) next = view::template fetch<Mode>(t.words(n.link));
     const unsigned m =
-        n.pairs_where([lo, hi](unsigned key, unsigned) { return key >= lo && key <= hi; });
+        n.pairs_where([lo, hi](K key, V) { return key >= lo && key <= hi; });
     if (COLLECT && view::holder()) {
 #pragma unroll
       for (unsigned s = 0; s < view::PER_LANE; ++s) {
@@ -157,7 +168,7 @@ __device__ unsigned range(const Tree& t, key_type lo, key_type hi, key_type* key
     if (!more) return found;
     n.template unpack<Mode>(next);
   }
-  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  t.template report<TILE>(gpuds::status::RETRY_LIMIT);
   return found;
 }
 
@@ -178,31 +189,37 @@ __device__ __forceinline__ unsigned lanes_below() {
 }
 
 template <unsigned TILE, bool COLLECT, class Tree>
-__device__ __forceinline__ unsigned range_lockstep(const Tree& t, bool live, key_type lo, key_type hi,
-                                                   key_type* keys, value_type* values, unsigned first,
+__device__ __forceinline__ unsigned range_lockstep(const Tree& t, bool live, key_of<Tree> lo, key_of<Tree> hi,
+                                                   key_of<Tree>* keys, value_of<Tree>* values, unsigned first,
                                                    unsigned cap) {
   static_assert(TILE == 8 || TILE == 16, "lockstep queries take 8- or 16-lane tiles");
-  using view = node_view<TILE>;
+  using view = view_of<TILE, Tree>;
+  using L = typename view::L;
   constexpr unsigned PER = view::PER_LANE;
+  constexpr unsigned LANES = view::LANES;
   constexpr unsigned FULL = gpuds::warp::FULL_MASK;
   const unsigned lane = gpuds::warp::lane_id();
   const unsigned rank = lane & (TILE - 1);
+  // This lane's first slot, and whether it holds distinct slots (a 16-lane tile over a
+  // node of 8 slots holds each twice; only the low 8 lanes count).
+  const unsigned slot0 = rank % LANES;
+  const bool holds = LANES == TILE || rank < LANES;
   // This tile's bits of a warp's ballot.
   const unsigned tile_mask = ((1u << TILE) - 1u) << (lane & ~(TILE - 1));
-  // Reads node a: this lane's pairs (rank, rank + TILE) and the metadata and link.
+  // Reads node a: this lane's pairs (slot0, slot0 + LANES) and the metadata and link.
   view n;
   const auto load = [&](node_addr a) {
-    const unsigned long long* w = t.words(a);
+    const auto* w = t.words(a);
 #pragma unroll
     for (unsigned s = 0; s < PER; ++s) {
-      const unsigned long long pair = mem::ld_nc(w + rank + s * TILE);
-      n.key[s] = static_cast<unsigned>(pair);
-      n.val[s] = static_cast<unsigned>(pair >> 32);
+      const auto pair = cached::load(w + slot0 + s * LANES);
+      n.key[s] = L::key(pair);
+      n.val[s] = L::value(pair);
     }
-    const uint4 tail = __ldg(reinterpret_cast<const uint4*>(w + META_PAIR));
-    n.meta = tail.y;
-    n.high = tail.z;
-    n.link = tail.w;
+    const auto tail = L::load_tail(w);
+    n.meta = L::tail_meta(tail);
+    n.high = L::tail_high(tail);
+    n.link = L::tail_link(tail);
   };
   // The descent: every tile, with or without a query, goes down to a leaf (a tile without
   // one descends for whatever lo it was handed), so the loop ends when every node just
@@ -220,9 +237,9 @@ __device__ __forceinline__ unsigned range_lockstep(const Tree& t, bool live, key
     unsigned below[PER];
 #pragma unroll
     for (unsigned s = 0; s < PER; ++s) {
-      below[s] = __popc(__ballot_sync(FULL, rank + s * TILE < count && n.key[s] <= lo) & tile_mask);
+      below[s] = __popc(__ballot_sync(FULL, holds && slot0 + s * LANES < count && n.key[s] <= lo) & tile_mask);
     }
-    const unsigned offer = (PER == 2 && below[PER - 1] != 0) ? n.val[PER - 1] : n.val[0];
+    const node_addr offer = static_cast<node_addr>((PER == 2 && below[PER - 1] != 0) ? n.val[PER - 1] : n.val[0]);
     const unsigned i = below[0] + below[PER - 1] * (PER - 1) - 1;  // PER 1: below[0] - 1
     const node_addr child = __shfl_sync(FULL, offer, static_cast<int>(i), TILE);
     if (!leaf && below[0] != 0) addr = n.beyond(lo) ? n.link : child;
@@ -239,7 +256,8 @@ __device__ __forceinline__ unsigned range_lockstep(const Tree& t, bool live, key
     unsigned bits[PER];
 #pragma unroll
     for (unsigned s = 0; s < PER; ++s) {
-      bits[s] = __ballot_sync(FULL, rank + s * TILE < count && n.key[s] >= lo && n.key[s] <= hi) & tile_mask;
+      bits[s] =
+          __ballot_sync(FULL, holds && slot0 + s * LANES < count && n.key[s] >= lo && n.key[s] <= hi) & tile_mask;
     }
     if (!done) {
       if (COLLECT) {

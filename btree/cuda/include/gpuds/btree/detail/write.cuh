@@ -22,17 +22,21 @@ namespace gpuds {
 namespace btree {
 namespace detail {
 
-using warp_view = node_view<32>;
+// Updates use whole warps: every slot is held by one lane (PER_LANE 1), lane r holding
+// slot r % SLOTS.
+template <class K, class V>
+using warp_view = node_view<32, K, V>;
 
 // Inserts (key, value) at the sorted position of a latched, non-full node read as `n`, and
 // publishes it (releasing the latch). Shifts the pairs at and after the position right.
-__device__ __forceinline__ void insert_pair(unsigned long long* w, const warp_view& n, key_type key,
-                                            value_type value) {
-  const unsigned pair = warp_view::pair();
+template <class K, class V>
+__device__ __forceinline__ void insert_pair(typename layout<K, V>::slot* w, const warp_view<K, V>& n, K key,
+                                            V value) {
+  const unsigned pair = warp_view<K, V>::pair();
   const unsigned pos = n.rank_of(key);
   const unsigned src = pair > 0 ? pair - 1 : 0;
-  unsigned k = gpuds::warp::tile<32>::shfl(n.key[0], src);
-  unsigned v = gpuds::warp::tile<32>::shfl(n.val[0], src);
+  K k = gpuds::warp::tile<32>::shfl(n.key[0], src);
+  V v = gpuds::warp::tile<32>::shfl(n.val[0], src);
   if (pair < pos || pair > n.count()) {
     k = n.key[0];
     v = n.val[0];
@@ -43,21 +47,23 @@ __device__ __forceinline__ void insert_pair(unsigned long long* w, const warp_vi
   publish<32>(w, k, v, make_meta(n.count() + 1, n.level()), n.high, n.link);
 }
 
-// Writes pairs [from, from + 7) of `n` as pairs 0..6 of the fresh node at `w`, with the
-// given link pair.
-__device__ __forceinline__ void write_half(unsigned long long* w, const warp_view& n, unsigned from,
-                                          unsigned high, node_addr link) {
-  const unsigned pair = warp_view::pair();
-  const unsigned src = pair + from < 16 ? pair + from : 15;
-  const unsigned k = gpuds::warp::tile<32>::shfl(n.key[0], src);
-  const unsigned v = gpuds::warp::tile<32>::shfl(n.val[0], src);
-  if (gpuds::warp::lane_id() < 16) {
-    if (pair < SPLIT_AT) {
-      store_pair(w, pair, k, v);
-    } else if (pair == META_PAIR) {
-      store_pair(w, pair, LATCH_FREE, make_meta(SPLIT_AT, n.level()));
-    } else if (pair == LINK_PAIR) {
-      store_pair(w, pair, high, link);
+// Writes pairs [from, from + SPLIT_AT) of `n` as pairs 0..SPLIT_AT-1 of the fresh node at
+// `w`, with the given link pair.
+template <class K, class V>
+__device__ __forceinline__ void write_half(typename layout<K, V>::slot* w, const warp_view<K, V>& n, unsigned from,
+                                          K high, node_addr link) {
+  using L = layout<K, V>;
+  const unsigned pair = warp_view<K, V>::pair();
+  const unsigned src = pair + from < L::SLOTS ? pair + from : L::SLOTS - 1;
+  const K k = gpuds::warp::tile<32>::shfl(n.key[0], src);
+  const V v = gpuds::warp::tile<32>::shfl(n.val[0], src);
+  if (gpuds::warp::lane_id() < L::SLOTS) {
+    if (pair < L::SPLIT_AT) {
+      store_pair<K, V>(w, pair, k, v);
+    } else if (pair == L::META_PAIR) {
+      store_pair<K, V>(w, pair, static_cast<K>(LATCH_FREE), static_cast<V>(make_meta(L::SPLIT_AT, n.level())));
+    } else if (pair == L::LINK_PAIR) {
+      store_pair<K, V>(w, pair, high, static_cast<V>(link));
     }
   }
 }
@@ -65,20 +71,23 @@ __device__ __forceinline__ void write_half(unsigned long long* w, const warp_vie
 // Splits the latched full node `cur` (read as `n`) under its latched parent (read as `p`,
 // known to be its true parent and not full) into itself and the fresh node `right`;
 // publishes the parent and then `cur`, releasing both latches.
-__device__ __forceinline__ void split(const tree_ref& t, node_addr cur, const warp_view& n,
-                                      node_addr parent, const warp_view& p, node_addr right,
-                                      key_type split_key) {
-  write_half(t.words(right), n, SPLIT_AT, n.high, n.link);
+template <class K, class V>
+__device__ __forceinline__ void split(const tree_ref<K, V>& t, node_addr cur, const warp_view<K, V>& n,
+                                      node_addr parent, const warp_view<K, V>& p, node_addr right, K split_key) {
+  using L = layout<K, V>;
+  write_half(t.words(right), n, L::SPLIT_AT, n.high, n.link);
   fence_new_node<32>();
-  insert_pair(t.words(parent), p, split_key, right);
-  publish<32>(t.words(cur), n.key[0], n.val[0], make_meta(SPLIT_AT, n.level()), split_key, right);
+  insert_pair(t.words(parent), p, split_key, static_cast<V>(right));
+  publish<32>(t.words(cur), n.key[0], n.val[0], make_meta(L::SPLIT_AT, n.level()), split_key, right);
 }
 
 // Splits the latched full root (read as `n`) into two fresh nodes and makes the root
 // their parent, one level up; publishes the root. False (root unchanged, still latched)
 // when the pool has no units.
-__device__ __forceinline__ bool split_root(const tree_ref& t, gpuds::alloc::warp_allocator& allocator,
-                                           const warp_view& n) {
+template <class K, class V>
+__device__ __forceinline__ bool split_root(const tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator,
+                                           const warp_view<K, V>& n) {
+  using L = layout<K, V>;
   const node_addr left = allocator.allocate();
   if (left == null_node) return false;
   const node_addr right = allocator.allocate();
@@ -86,14 +95,14 @@ __device__ __forceinline__ bool split_root(const tree_ref& t, gpuds::alloc::warp
     if (gpuds::warp::lane_id() == 0) t.alloc.deallocate(left);
     return false;
   }
-  const key_type split_key = n.key_at(SPLIT_AT);
+  const K split_key = n.key_at(L::SPLIT_AT);
   write_half(t.words(left), n, 0, split_key, right);
-  write_half(t.words(right), n, SPLIT_AT, n.high, n.link);
+  write_half(t.words(right), n, L::SPLIT_AT, n.high, n.link);
   fence_new_node<32>();
-  const unsigned pair = warp_view::pair();
+  const unsigned pair = warp_view<K, V>::pair();
   // pivot 0 is the root's low bound, 0
-  const unsigned k = pair == 0 ? 0u : (pair == 1 ? split_key : n.key[0]);
-  const unsigned v = pair == 0 ? left : (pair == 1 ? right : n.val[0]);
+  const K k = pair == 0 ? K(0) : (pair == 1 ? split_key : n.key[0]);
+  const V v = pair == 0 ? static_cast<V>(left) : (pair == 1 ? static_cast<V>(right) : n.val[0]);
   publish<32>(t.words(t.root), k, v, make_meta(2, n.level() + 1), n.high, n.link);
   return true;
 }
@@ -101,12 +110,14 @@ __device__ __forceinline__ bool split_root(const tree_ref& t, gpuds::alloc::warp
 // Algorithm 3.2. A full converged warp; the outcome is uniform. A leaf is always latched
 // (to insert into it or to split it), so a leaf named by a level-1 node (`leaf_known`) is
 // latched without reading it first: the read after latching is its first.
-__device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator& allocator,
-                                 key_type k, value_type v) {
+template <class K, class V>
+__device__ insert_outcome insert(const tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, K k, V v) {
+  using L = layout<K, V>;
+  using view = warp_view<K, V>;
   node_addr cur = t.root;
   node_addr parent = null_node;  // last known parent of cur
   bool leaf_known = false;       // cur is a leaf (a level-1 node named it, or its sibling)
-  warp_view n;
+  view n;
   // To the child of the internal node read as n that routes k; false when none does (a
   // corrupted node).
   const auto down = [&]() {
@@ -118,9 +129,9 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
     return true;
   };
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    unsigned long long* w = t.words(cur);
+    auto* w = t.words(cur);
     if (!leaf_known) {
-      n.load<coherent>(w);
+      n.template load<coherent>(w);
       if (n.beyond(k)) {
         cur = n.link;
         continue;
@@ -137,7 +148,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
       leaf_known = false;
       continue;
     }
-    n.load<coherent>(w);  // the node may have changed before we latched it
+    n.template load<coherent>(w);  // the node may have changed before we latched it
     if (n.beyond(k)) {
       unlatch<32>(w);
       cur = n.link;  // a sibling: the same level
@@ -159,7 +170,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
         leaf_known = false;
         continue;
       }
-      unsigned long long* pw = t.words(parent);
+      auto* pw = t.words(parent);
       if (!latch_spin<32>(pw, t.max_steps)) {
         unlatch<32>(w);
         cur = t.root;
@@ -167,9 +178,9 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
         leaf_known = false;
         continue;
       }
-      warp_view p;
-      p.load<coherent>(pw);
-      const key_type split_key = n.key_at(SPLIT_AT);
+      view p;
+      p.template load<coherent>(pw);
+      const K split_key = n.key_at(L::SPLIT_AT);
       if (p.beyond(split_key) || p.is_leaf() || p.child_for(split_key) != cur) {
         // The parent split meanwhile: the true parent is to its right.
         unlatch<32>(pw);
@@ -204,7 +215,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
     }
     const int i = n.find(k);
     if (i >= 0) {
-      const bool here = warp_view::pair() == static_cast<unsigned>(i);
+      const bool here = view::pair() == static_cast<unsigned>(i);
       publish<32>(w, n.key[0], here ? v : n.val[0], n.meta, n.high, n.link);
       return INSERT_REPLACED;
     }
@@ -212,7 +223,7 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
     return INSERT_ADDED;
   }
   // Out of steps, or a pivot range that cannot hold k (a corrupted node).
-  t.report<32>(gpuds::status::RETRY_LIMIT);
+  t.template report<32>(gpuds::status::RETRY_LIMIT);
   return INSERT_FAILED;
 }
 
@@ -223,15 +234,17 @@ __device__ insert_outcome insert(const tree_ref& t, gpuds::alloc::warp_allocator
 // move right). Then shift the following pairs left over the removed one. `Descent` loads the internal
 // nodes: `cached` is allowed when no kernel in flight changes internal nodes (a batch of
 // deletions only), `coherent` otherwise. Leaves are always loaded coherently.
-template <unsigned TILE, class Descent = coherent>
-__device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& value) {
-  static_assert(TILE >= 16, "a node is written by one instruction of 16 lanes or more");
+template <unsigned TILE, class Descent = coherent, class K, class V>
+__device__ remove_outcome remove(const tree_ref<K, V>& t, K k, V& value) {
+  using L = layout<K, V>;
+  static_assert(TILE >= L::SLOTS, "a node is written by one instruction of one lane per slot");
   using tile = gpuds::warp::tile<TILE>;
+  using view = node_view<TILE, K, V>;
   node_addr addr;
   if (!find_leaf_address<TILE, Descent>(t, k, addr)) return REMOVE_FAILED;
-  node_view<TILE> n;
+  view n;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    unsigned long long* w = t.words(addr);
+    auto* w = t.words(addr);
     if (!latch_spin<TILE>(w, t.max_steps)) break;
     n.template load<coherent>(w);
     if (!n.is_leaf()) {
@@ -253,16 +266,16 @@ __device__ remove_outcome remove(const tree_ref& t, key_type k, value_type& valu
       return REMOVE_ABSENT;
     }
     value = n.val_at(static_cast<unsigned>(i));
-    const unsigned pair = node_view<TILE>::pair();
-    const unsigned src = pair < 15 ? pair + 1 : 15;
-    const unsigned nk = tile::shfl(n.key[0], src);
-    const unsigned nv = tile::shfl(n.val[0], src);
+    const unsigned pair = view::pair();
+    const unsigned src = pair < L::SLOTS - 1 ? pair + 1 : L::SLOTS - 1;
+    const K nk = tile::shfl(n.key[0], src);
+    const V nv = tile::shfl(n.val[0], src);
     const bool shift = pair >= static_cast<unsigned>(i) && pair + 1 < n.count();
     publish<TILE>(w, shift ? nk : n.key[0], shift ? nv : n.val[0], make_meta(n.count() - 1, n.level()),
                   n.high, n.link);
     return REMOVE_DONE;
   }
-  t.report<TILE>(gpuds::status::RETRY_LIMIT);
+  t.template report<TILE>(gpuds::status::RETRY_LIMIT);
   return REMOVE_FAILED;
 }
 
