@@ -95,16 +95,16 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
                             "HiveMap takes u32 words only".into(),
                         )),
                     },
-                    Structure::BTree => match (key, value) {
-                        (Word::U32, Word::U32) => {
-                            rows::<u32, u32, GpuBTreeMap<u32, u32>, GpuBTreeMap<u32, u32>>(
-                                bench, n, load,
-                            )
-                        }
-                        _ => Err(Error::InvalidArgument(
-                            "GpuBTreeMap takes u32 words only".into(),
-                        )),
-                    },
+                    Structure::BTree => {
+                        let mut rows = typed!(bench, n, load, key, value, GpuBTreeMap)?;
+                        rows.extend(match (key, value) {
+                            (Word::U32, Word::U32) => Vec::new(),
+                            (Word::U32, Word::U64) => node_rows::<u32, u64>(bench, n, load)?,
+                            (Word::U64, Word::U32) => node_rows::<u64, u32>(bench, n, load)?,
+                            (Word::U64, Word::U64) => node_rows::<u64, u64>(bench, n, load)?,
+                        });
+                        Ok(rows)
+                    }
                 },
             )
         })
@@ -246,16 +246,21 @@ impl Subject<u32, u32> for HiveMap {
     }
 }
 
+/// The configuration of a tree for `n` keys (64-bit pairs in nodes of `node_bytes`).
+fn tree_config(n: usize, node_bytes: u32) -> BTreeConfig {
+    BTreeConfig {
+        initial_nodes: (n as u64 / 2).max(1 << 16),
+        max_nodes: (n as u64 * 2).max(1 << 20),
+        wide_node_bytes: node_bytes,
+        ..Default::default()
+    }
+}
+
 impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
     const NAME: &'static str = "GpuBTreeMap";
     const EXPERIMENT: &'static str = "btree";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
-        let config = BTreeConfig {
-            initial_nodes: (n as u64 / 2).max(1 << 16),
-            max_nodes: (n as u64 * 2).max(1 << 20),
-            ..Default::default()
-        };
-        GpuBTreeMap::with_config(&bench.gpu, config).map_err(tree_error)
+        GpuBTreeMap::with_config(&bench.gpu, tree_config(n, 128)).map_err(tree_error)
     }
     fn clear(&mut self) -> Result<()> {
         GpuBTreeMap::clear(self).map_err(tree_error)
@@ -277,6 +282,74 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
     fn validate(&mut self) -> Result<()> {
         GpuBTreeMap::validate(self).map_err(tree_error)
     }
+}
+
+/// A GpuBTreeMap of 64-bit pairs in 256-byte nodes (14 pairs, a 16-lane tile), the
+/// layout measured against the default 128-byte node (6 pairs).
+struct Node256<K: TreeKey, V: TreeValue>(GpuBTreeMap<K, V>);
+
+impl<K: TreeKey, V: TreeValue> Subject<K, V> for Node256<K, V> {
+    const NAME: &'static str = "GpuBTreeMap (256-byte nodes)";
+    const EXPERIMENT: &'static str = "btree";
+    fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
+        let config = BTreeConfig {
+            query_tile: 16,
+            ..tree_config(n, 256)
+        };
+        GpuBTreeMap::with_config(&bench.gpu, config)
+            .map(Node256)
+            .map_err(tree_error)
+    }
+    fn clear(&mut self) -> Result<()> {
+        Subject::clear(&mut self.0)
+    }
+    fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
+        Subject::insert(&mut self.0, keys, values)
+    }
+    fn find(
+        &mut self,
+        keys: &CudaSlice<K>,
+        out: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        Subject::find(&mut self.0, keys, out, found)
+    }
+    fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
+        Subject::get(&mut self.0, keys)
+    }
+    fn validate(&mut self) -> Result<()> {
+        Subject::validate(&mut self.0)
+    }
+}
+
+/// The node-layout comparison of a 64-bit tree: 256-byte nodes against the default
+/// 128-byte ones, the same operations, this run.
+fn node_rows<K: TreeKey, V: TreeValue>(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>> {
+    let small = measure::<K, V, GpuBTreeMap<K, V>>(bench, n, load)?;
+    let large = measure::<K, V, Node256<K, V>>(bench, n, load)?;
+    let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
+    Ok(ops(&large)
+        .into_iter()
+        .zip(ops(&small))
+        .map(|((op, timing, unit), (_, base, _))| {
+            Row::new(
+                "btree",
+                &format!("{op}, {types}, 256-byte nodes"),
+                n as u64,
+                timing,
+                n as f64,
+                unit,
+            )
+            .with_structure(Node256::<K, V>::NAME)
+            .with_operation(op)
+            .with_types(K::SUFFIX, V::SUFFIX)
+            .with_baseline(Some(Baseline {
+                label: "GpuBTreeMap, 128-byte nodes (the default), this run".into(),
+                rate: base.giga_rate(n as f64),
+            }))
+            .with_note("node layout: 14 pairs read by 16 lanes against 6 pairs read by 8")
+        })
+        .collect())
 }
 
 impl<K: DeviceKey, V: DeviceValue> Subject<K, V> for LinearProbeMap<K, V> {
@@ -317,6 +390,15 @@ struct Measured {
     insert: Timing,
     hit: Timing,
     miss: Timing,
+}
+
+/// The rows' operations of a measurement.
+fn ops(m: &Measured) -> [(&'static str, Timing, Unit); 3] {
+    [
+        ("insert", m.insert, Unit::GigaKeysPerSecond),
+        ("find (hit)", m.hit, Unit::GigaQueriesPerSecond),
+        ("find (miss)", m.miss, Unit::GigaQueriesPerSecond),
+    ]
 }
 
 /// Keys checked per find measurement (a sample: host lookups are slow).
@@ -384,13 +466,6 @@ where
     let linear = measure::<K, V, LinearProbeMap<K, V>>(bench, n, load)?;
     let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
     let experiment = S::EXPERIMENT;
-    let ops = |m: &Measured| {
-        [
-            ("insert", m.insert, Unit::GigaKeysPerSecond),
-            ("find (hit)", m.hit, Unit::GigaQueriesPerSecond),
-            ("find (miss)", m.miss, Unit::GigaQueriesPerSecond),
-        ]
-    };
     let mut out = Vec::new();
     for ((op, timing, unit), (_, base, _)) in ops(&wide).into_iter().zip(ops(&narrow)) {
         out.push(
