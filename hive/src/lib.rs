@@ -76,6 +76,22 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             "gpuds/hive/hive_ref.cuh",
             include_str!("../cuda/include/gpuds/hive/hive_ref.cuh"),
         ),
+        (
+            "gpuds/hive/detail/batch_loop.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/batch_loop.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/op_ring.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/op_ring.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/bulk_insert.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/bulk_insert.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/fill_insert.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/fill_insert.cuh"),
+        ),
     ]);
     headers
 }
