@@ -55,7 +55,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     }
 
     /// [`get_many_into`](Self::get_many_into) without synchronizing: the lookups are
-    /// enqueued on [`Gpu::stream`]. A reserved key reads as absent and is reported by the
+    /// enqueued on [`Gpu::stream`](gpuds_core::Gpu::stream). A reserved key reads as absent and is reported by the
     /// next [`check`](Self::check) (reserved keys are never present; the lookups change
     /// nothing, so they run without a check before the batch, and keep no later write
     /// from running).

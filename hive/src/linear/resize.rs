@@ -29,7 +29,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// two, at least the live pairs at the maximum load factor), dropping tombstones.
     /// The device ref changes. Synchronizes.
     ///
-    /// A capacity past [`MAX_CAPACITY`] is [`gpuds_core::Error::CapacityOverflow`], and a
+    /// A capacity past [`MAX_CAPACITY`](super::MAX_CAPACITY) is [`gpuds_core::Error::CapacityOverflow`], and a
     /// table the device has no room for [`gpuds_core::Error::OutOfMemory`]; either way the
     /// table is left as it was (the new slots are allocated before the old are let go).
     ///
@@ -77,7 +77,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     /// into a larger table if needed (see [`rehash`](Self::rehash)). Never reduces the
     /// capacity. Synchronizes.
     ///
-    /// More keys than the largest table ([`MAX_CAPACITY`] slots) holds at the load factor
+    /// More keys than the largest table ([`MAX_CAPACITY`](super::MAX_CAPACITY) slots) holds at the load factor
     /// is [`gpuds_core::Error::CapacityOverflow`]; a table the device has no room for is
     /// [`gpuds_core::Error::OutOfMemory`]. Either way nothing changes.
     ///

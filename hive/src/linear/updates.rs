@@ -17,7 +17,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     ///
     /// Reserved keys or values: error naming the first, nothing applied. Past the
     /// maximum load factor (every key counted as new): the table grows first or the call
-    /// fails with [`Error::LoadFactor`], by [`WhenFull`]. Inserts that still find no room
+    /// fails with [`Error::LoadFactor`], by [`WhenFull`](super::WhenFull). Inserts that still find no room
     /// (the table was filled behind the host's back, by user kernels through
     /// [`device_ref`](Self::device_ref)) fail alone with `Status::TABLE_FULL` (or
     /// `RETRY_LIMIT`, key tombstones under contention): [`gpuds_core::Error::NotApplied`]
@@ -45,7 +45,7 @@ impl<K: DeviceKey, V: DeviceValue> LinearProbeMap<K, V> {
     }
 
     /// [`insert_many`](Self::insert_many) without synchronizing: the work is enqueued on
-    /// [`Gpu::stream`] (host inputs are copied first). Reserved keys and values in device
+    /// [`Gpu::stream`](gpuds_core::Gpu::stream) (host inputs are copied first). Reserved keys and values in device
     /// inputs, and inserts that find no room, are recorded on the device and returned by
     /// the next [`check`](Self::check) (synchronizing calls never report them); after a
     /// rejected batch, later async batches that write are skipped until that check, so a
