@@ -12,13 +12,27 @@
 // other with the operands broadcast through the tile code (detail/batch_loop.cuh). Lane r
 // writes result r (coalesced).
 //
-// Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3).
+// Tables of wide slots (u64 keys) insert through insert_alone and the tile code at
+// every bucket size: the per-lane fill and state-machine kernels hold packed words.
+//
+// Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3), KEY_T and VALUE_T (unsigned int and
+// unsigned int, or unsigned long long and unsigned int or unsigned long long), and
+// KERNEL_SUFFIX (u32_u32, u64_u32, u64_u64), stamped into every kernel's name.
+#include <gpuds/core/kernel_name.cuh>
 #include <gpuds/hive/detail/batch_loop.cuh>
 #include <gpuds/hive/detail/fill_insert.cuh>
 #include <gpuds/hive/hive_ref.cuh>
 
 using namespace gpuds;
 using namespace gpuds::hive;
+
+using K = KEY_T;
+using V = VALUE_T;
+using ref_t = hive_ref<K, V>;
+using S = ref_t::S;
+using word = ref_t::word;
+// Whether bulk inserts run the two per-lane kernels (fill, then the queued ones).
+constexpr bool PER_LANE_INSERT = !S::WIDE && SLOTS <= 16;
 
 // Every kernel runs in blocks of 256 threads (HiveMap's BLOCK). The update kernels carry
 // the out-of-line slow paths (insert_locked, evict), whose registers would otherwise set
@@ -30,52 +44,63 @@ using namespace gpuds::hive;
 // registers (it uses 116). Measured: two blocks insert faster than three (80 registers,
 // with spills) or four.
 #define HIVE_INSERT_BOUNDS __launch_bounds__(256, 2)
-// The first insert kernel (per-lane fills, buckets of up to 16 slots) needs fewer: three
-// blocks per SM. With 32-slot buckets it runs the tile code, bounded like the second.
-#if HIVE_SLOTS <= 16
-#define HIVE_FILL_BOUNDS __launch_bounds__(256, 3)
-#else
-#define HIVE_FILL_BOUNDS __launch_bounds__(256, 2)
-#endif
+// The first insert kernel (per-lane fills, packed buckets of up to 16 slots) needs
+// fewer: three blocks per SM. Otherwise it runs the tile code, bounded like the second.
+#define HIVE_FILL_BOUNDS __launch_bounds__(256, PER_LANE_INSERT ? 3 : 2)
+
+// The per-lane insert kernels' bodies (fill_insert.cuh, bulk_insert.cuh) where they
+// apply; templates, so that a table of wide slots never instantiates them.
+template <typename Ref>
+__device__ __forceinline__ void fill_lanes(const Ref& t, const typename Ref::key_type* keys,
+                                           const typename Ref::value_type* values, unsigned long long n,
+                                           unsigned* queue, tally& lane) {
+  if constexpr (!Ref::S::WIDE && SLOTS <= 16) fill::insert_lanes(t, keys, values, n, queue, lane);
+}
+template <typename Ref>
+__device__ __forceinline__ void queued_lanes(const Ref& t, const typename Ref::key_type* keys,
+                                             const typename Ref::value_type* values, unsigned* queue,
+                                             unsigned long long offset, tally& lane, tally& counts) {
+  if constexpr (!Ref::S::WIDE && SLOTS <= 16) bulk::insert_lanes(t, keys, values, queue, offset, lane, counts);
+}
 
 // Sets buckets [from, to) to empty, unlocked, all slots free.
-extern "C" __global__ void hive_init(hive_ref t, unsigned from, unsigned to) {
+extern "C" __global__ void GPUDS_KERNEL(hive_init)(ref_t t, unsigned from, unsigned to) {
   const unsigned long long total = static_cast<unsigned long long>(to - from) * SLOTS;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
     const unsigned long long slot = static_cast<unsigned long long>(from) * SLOTS + i;
-    t.slots[slot] = EMPTY;
+    t.slots[slot] = S::EMPTY_WORD;
     if (slot % SLOTS == 0) t.meta[slot / SLOTS] = ALL_FREE;
   }
 }
 
 // Writes the smallest index of a reserved key into *first (initialized to n by the host).
-extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned long long n, unsigned long long* first) {
+extern "C" __global__ void GPUDS_KERNEL(hive_first_reserved)(const K* keys, unsigned long long n, unsigned long long* first) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    if (keys[i] == EMPTY_KEY) atomicMin(first, i);
+    if (ref_t::reserved(keys[i])) atomicMin(first, i);
   }
 }
 
-// Inserts or replaces (keys[i], values[i]). With buckets of up to 16 slots, the first of
-// two kernels: the per-lane fills of fill::insert_lanes, which append the index of every
-// insert they leave to `queue` (bulk::QUEUE_HEAD; counters zeroed by the host, room for n);
-// hive_insert_queued runs those after it. With 32 slots, lane r takes operation r of its
-// tile's chunk alone first (insert_alone: its own bucket read, one atomic, one store);
-// the operations it leaves go through the tile's insert_with one after the other.
-extern "C" __global__ void HIVE_FILL_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values,
-                                                          unsigned long long n, unsigned* queue) {
+// Inserts or replaces (keys[i], values[i]). With packed buckets of up to 16 slots, the
+// first of two kernels: the per-lane fills of fill::insert_lanes, which append the index
+// of every insert they leave to `queue` (bulk::QUEUE_HEAD; counters zeroed by the host,
+// room for n); hive_insert_queued runs those after it. Otherwise lane r takes operation r
+// of its tile's chunk alone first (insert_alone: its own bucket read, one atomic, one
+// store); the operations it leaves go through the tile's insert_with one after the other.
+extern "C" __global__ void HIVE_FILL_BOUNDS GPUDS_KERNEL(hive_insert)(ref_t t, const K* keys, const V* values,
+                                                                        unsigned long long n, unsigned* queue) {
   tally counts;
   tally lane;
-  if (SLOTS <= 16) {
-    fill::insert_lanes(t, keys, values, n, queue, lane);
+  if (PER_LANE_INSERT) {
+    fill_lanes(t, keys, values, n, queue, lane);
   } else {
     for_each_op(n, [&](unsigned long long base) {
       const unsigned count = ops_in_chunk(base, n);
       const unsigned r = tile::rank();
       const bool mine = r < count;
-      const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
-      const unsigned my_value = mine ? values[base + r] : 0u;
+      const K my_key = mine ? keys[base + r] : S::EMPTY_KEY;
+      const V my_value = mine ? values[base + r] : V(0);
       insert_ops(t, mine, my_key, my_value, base + r, lane, counts);
     });
   }
@@ -86,30 +111,31 @@ extern "C" __global__ void HIVE_FILL_BOUNDS hive_insert(hive_ref t, const unsign
 // The second kernel of a bulk insert (buckets of up to 16 slots): the inserts queued by
 // hive_insert, through the state machine of bulk::insert_lanes (locks, direct moves, and
 // the tile code for what it parks), with no fill of the first kernel running beside it.
-extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert_queued(hive_ref t, const unsigned* keys, const unsigned* values,
-                                                                 unsigned* queue, unsigned long long offset) {
+// (Tables without per-lane inserts never launch it.)
+extern "C" __global__ void HIVE_INSERT_BOUNDS GPUDS_KERNEL(hive_insert_queued)(ref_t t, const K* keys, const V* values,
+                                                                               unsigned* queue, unsigned long long offset) {
   tally counts;
   tally lane;
-  if (SLOTS <= 16) bulk::insert_lanes(t, keys, values, queue, offset, lane, counts);
+  queued_lanes(t, keys, values, queue, offset, lane, counts);
   merge_lanes(lane, counts);
   t.flush(counts);
 }
 
 // Reinserts drained stash words (empty words are skipped); the pairs are already
 // counted in the length, so the count is not changed.
-extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const unsigned long long* words, unsigned long long n) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_reinsert)(ref_t t, const word* words, unsigned long long n) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
-    const unsigned long long mine = r < count ? words[base + r] : EMPTY;
-    const unsigned long long my_meta = t.first_meta<true>(key_of(mine));
+    const word mine = r < count ? words[base + r] : S::EMPTY_WORD;
+    const unsigned long long my_meta = t.first_meta<true>(S::key_of(mine));
     for (unsigned j = 0; j < count; ++j) {
-      const unsigned long long w = tile::shfl(mine, j);
+      const word w = S::template shfl<tile>(mine, j);
       const unsigned long long m = tile::shfl(my_meta, j);
-      if (w == EMPTY) continue;
-      unsigned old = 0;
-      if (t.insert_with(key_of(w), value_of(w), m, old, counts) == STEP_FAILED) t.record_failure(base + j);
+      if (S::is_empty(w)) continue;
+      V old = 0;
+      if (t.insert_with(S::key_of(w), S::value_of(w), m, old, counts) == STEP_FAILED) t.record_failure(base + j);
     }
   });
   counts.len = 0;
@@ -122,25 +148,25 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const un
 // word only after a miss in the first bucket); keys whose first bucket says STASHED are
 // then looked for in the stash by the whole tile, one after the other (find<false, 2>: two
 // loads in flight per lane; the bounds keep the kernel at 32 registers).
-extern "C" __global__ void __launch_bounds__(256, 8) hive_find(hive_ref t, const unsigned* keys, unsigned long long n, unsigned* values,
-                                     unsigned char* found, unsigned absent) {
+extern "C" __global__ void __launch_bounds__(256, 8)
+    GPUDS_KERNEL(hive_find)(ref_t t, const K* keys, unsigned long long n, V* values, unsigned char* found, V absent) {
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const bool mine = r < count;
-    const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
-    unsigned my_value = absent;
+    const K my_key = mine ? keys[base + r] : S::EMPTY_KEY;
+    V my_value = absent;
     bool my_hit = false;
     bool stash = false;
-    if (mine && my_key != EMPTY_KEY) my_hit = t.find_alone(my_key, my_value, stash);
+    if (mine && !ref_t::reserved(my_key)) my_hit = t.find_alone(my_key, my_value, stash);
     unsigned left = tile::ballot(stash);
     while (left != 0) {
       const unsigned j = __ffs(left) - 1;
       left &= left - 1;
-      match mt;
+      ref_t::match mt;
       if (t.stash_of().template find<false, 2>(tile::shfl(my_key, j), mt) && r == j) {
         my_hit = true;
-        my_value = value_of(mt.word);
+        my_value = S::value_of(mt.word);
       }
     }
     if (mine) {
@@ -151,17 +177,18 @@ extern "C" __global__ void __launch_bounds__(256, 8) hive_find(hive_ref t, const
 }
 
 // Removes keys; found[i] (when not null) says whether the key was present.
-extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_erase(hive_ref t, const unsigned* keys, unsigned long long n, unsigned char* found) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_erase)(ref_t t, const K* keys, unsigned long long n,
+                                                                         unsigned char* found) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
-    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    const K my_key = r < count ? keys[base + r] : S::EMPTY_KEY;
     const unsigned long long my_meta = t.first_meta<true>(my_key);
     bool my_hit = false;
     for (unsigned j = 0; j < count; ++j) {
-      const unsigned k = tile::shfl(my_key, j);
-      unsigned v = 0;
+      const K k = tile::shfl(my_key, j);
+      V v = 0;
       bool gave_up = false;
       const bool hit = t.erase_with(k, tile::shfl(my_meta, j), v, counts, &gave_up);
       if (gave_up) t.record_failure(base + j);
@@ -173,45 +200,66 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_erase(hive_ref t, const unsig
 }
 
 // A mixed batch: kinds[i] is 0 (insert keys[i] -> values[i]), 1 (remove) or 2 (get).
-// out[i] is what the operation observed: (1 << 32) | value when the key was present
-// before it, 0 when absent, 1 << 33 when it failed (stash full, retry cap; its failure
-// bit is set too).
-constexpr unsigned long long OBSERVED = 1ull << 32;
-constexpr unsigned long long FAILED = 1ull << 33;
+// What operation i observed goes to observed[i]: SEEN_PRESENT (and the value before it
+// to seen_values[i]) when the key was present before it, SEEN_ABSENT, or SEEN_FAILED
+// (stash full, retry cap; its failure bit is set too). A u32/u32 table may instead be
+// given `packed` (the others null): packed[i] = (1 << 32) | value, 0, or 1 << 33.
+constexpr unsigned char SEEN_ABSENT = 0;
+constexpr unsigned char SEEN_PRESENT = 1;
+constexpr unsigned char SEEN_FAILED = 2;
+constexpr unsigned long long PACKED_PRESENT = 1ull << 32;
+constexpr unsigned long long PACKED_FAILED = 1ull << 33;
 
-extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_apply(hive_ref t, const unsigned char* kinds, const unsigned* keys, const unsigned* values,
-                                      unsigned long long n, unsigned long long* out) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_apply)(ref_t t, const unsigned char* kinds, const K* keys,
+                                                                         const V* values, unsigned long long n,
+                                                                         unsigned char* observed, V* seen_values,
+                                                                         unsigned long long* packed) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned my_kind = r < count ? kinds[base + r] : 2u;
-    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
-    const unsigned my_value = r < count ? values[base + r] : 0u;
+    const K my_key = r < count ? keys[base + r] : S::EMPTY_KEY;
+    const V my_value = r < count ? values[base + r] : V(0);
     const unsigned long long my_meta = t.first_meta<true>(my_key);
-    unsigned long long my_out = 0;
+    unsigned char my_seen = SEEN_ABSENT;
+    V my_old = 0;
     for (unsigned j = 0; j < count; ++j) {
-      const unsigned kind = tile::shfl(my_kind, j), k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
+      const unsigned kind = tile::shfl(my_kind, j);
+      const K k = tile::shfl(my_key, j);
+      const V v = tile::shfl(my_value, j);
       const unsigned long long m = tile::shfl(my_meta, j);
-      unsigned long long seen = 0;
-      unsigned value = 0;
+      unsigned char seen = SEEN_ABSENT;
+      V value = 0;
       bool gave_up = false;
       if (kind == 0) {
         const unsigned step = t.insert_with(k, v, m, value, counts);
         gave_up = step == STEP_FAILED;
-        if (step == STEP_REPLACE) seen = OBSERVED | value;
+        if (step == STEP_REPLACE) seen = SEEN_PRESENT;
       } else if (kind == 1) {
-        if (t.erase_with(k, m, value, counts, &gave_up)) seen = OBSERVED | value;
+        if (t.erase_with(k, m, value, counts, &gave_up)) seen = SEEN_PRESENT;
       } else {
-        if (t.find_concurrent(k, m, value, &gave_up)) seen = OBSERVED | value;
+        if (t.find_concurrent(k, m, value, &gave_up)) seen = SEEN_PRESENT;
       }
       if (gave_up) {
-        seen = FAILED;
+        seen = SEEN_FAILED;
         t.record_failure(base + j);
       }
-      if (r == j) my_out = seen;
+      if (r == j) {
+        my_seen = seen;
+        my_old = seen == SEEN_PRESENT ? value : V(0);
+      }
     }
-    if (r < count) out[base + r] = my_out;
+    if (r < count) {
+      if (packed != nullptr) {
+        packed[base + r] = my_seen == SEEN_PRESENT  ? PACKED_PRESENT | static_cast<unsigned long long>(my_old)
+                           : my_seen == SEEN_FAILED ? PACKED_FAILED
+                                                    : 0ull;
+      } else {
+        observed[base + r] = my_seen;
+        seen_values[base + r] = my_old;
+      }
+    }
   });
   t.flush(counts);
 }
@@ -223,17 +271,17 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_apply(hive_ref t, const unsig
 // bucket was b may now have the partner as first bucket, so the partner inherits b's
 // SPILL and STASHED flags; an entry that stays in b although its first bucket is now the
 // partner (it was here by its other hash) sets the partner's SPILL.
-extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count) {
+extern "C" __global__ void GPUDS_KERNEL(hive_split)(ref_t t, unsigned first, unsigned count) {
   const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
   const unsigned next_mask = (t.level_mask << 1) | 1u;
   for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
     const unsigned r = tile::rank();
-    const unsigned long long w = t.bucket(b)[r];
+    const word w = t.bucket(b)[r];
     bool moves = false;
     bool spills = false;
-    if (w != EMPTY) {
-      const hash_pair h = hashes(key_of(w));
+    if (!S::is_empty(w)) {
+      const hash_pair h = hashes(S::key_of(w));
       // Hashes that place the entry here now; it stays if one of them still does.
       const bool by1 = (h.h1 & t.level_mask) == b, by2 = (h.h2 & t.level_mask) == b;
       const bool stays = (by1 && (h.h1 & next_mask) == b) || (by2 && (h.h2 & next_mask) == b) || (!by1 && !by2);
@@ -245,12 +293,12 @@ extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count
     const unsigned below = movers & ((1u << r) - 1u);
     const unsigned n_movers = __popc(movers);
     const unsigned rank = __popc(below);
-    unsigned long long* dst = t.bucket(partner);
+    word* dst = t.bucket(partner);
     if (moves) {
       dst[rank] = w;
-      t.bucket(b)[r] = EMPTY;
+      t.bucket(b)[r] = S::EMPTY_WORD;
     }
-    if (r >= n_movers) dst[r] = EMPTY;
+    if (r >= n_movers) dst[r] = S::EMPTY_WORD;
     if (r == 0) {
       const unsigned long long mb = t.meta[b];
       t.meta[b] = mb | movers;
@@ -262,7 +310,7 @@ extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count
 
 // Contraction check (§IV-C2): ok[p] = 1 when the partner of bucket first + p fits into
 // the free slots of that bucket.
-extern "C" __global__ void hive_merge_check(hive_ref t, unsigned first, unsigned count, unsigned* ok) {
+extern "C" __global__ void GPUDS_KERNEL(hive_merge_check)(ref_t t, unsigned first, unsigned count, unsigned* ok) {
   const unsigned stride = gridDim.x * blockDim.x;
   for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < count; p += stride) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
@@ -276,13 +324,13 @@ extern "C" __global__ void hive_merge_check(hive_ref t, unsigned first, unsigned
 // [first, first + count) back into them. The i-th entry of the partner goes to the i-th
 // free slot of the bucket (prefix ranks of both masks); the host checked that it fits.
 // The bucket keeps the flags of both (keys of either have it as first bucket now).
-extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count) {
+extern "C" __global__ void GPUDS_KERNEL(hive_merge)(ref_t t, unsigned first, unsigned count) {
   const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
   for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
     const unsigned r = tile::rank();
-    const unsigned long long w = t.bucket(partner)[r];
-    const unsigned movers = tile::ballot(w != EMPTY);
+    const word w = t.bucket(partner)[r];
+    const unsigned movers = tile::ballot(!S::is_empty(w));
     const unsigned free_bits = free_of(t.meta[b]);
     const unsigned n_movers = __popc(movers);
     // Lane r, if its slot is free and its free rank is below n_movers, takes the mover
@@ -295,11 +343,11 @@ extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count
       for (unsigned i = 0; i < free_rank; ++i) m &= m - 1u;
       source = __ffs(m) - 1;
     }
-    const unsigned long long moving = tile::shfl(w, source);
+    const word moving = S::template shfl<tile>(w, source);
     const bool takes = is_free && free_rank < n_movers;
     if (takes) t.bucket(b)[r] = moving;
     const unsigned taken = tile::ballot(takes);
-    t.bucket(partner)[r] = EMPTY;
+    t.bucket(partner)[r] = S::EMPTY_WORD;
     if (r == 0) {
       const unsigned long long flags = (t.meta[b] | t.meta[partner]) & (META_SPILL | META_STASHED);
       t.meta[b] = (t.meta[b] & ~static_cast<unsigned long long>(ALL_FREE) & ~(META_SPILL | META_STASHED)) |
@@ -311,7 +359,7 @@ extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count
 
 // Clears every bucket's STASHED flag (the host calls it with the stash emptied, before
 // reinserting the drained pairs, which set the flags of those parked again).
-extern "C" __global__ void hive_clear_stashed(hive_ref t) {
+extern "C" __global__ void GPUDS_KERNEL(hive_clear_stashed)(ref_t t) {
   const unsigned stride = gridDim.x * blockDim.x;
   for (unsigned b = blockIdx.x * blockDim.x + threadIdx.x; b < t.buckets; b += stride) {
     t.meta[b] &= ~META_STASHED;

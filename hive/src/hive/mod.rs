@@ -1,7 +1,9 @@
 //! [`HiveMap`]: the resizable bucketed cuckoo hash table of the Hive paper.
 //!
-//! Pairs of 32-bit keys and values are packed into 64-bit words and kept in buckets of
-//! 16 (or 8, or 32) slots; a bucket is read by a tile of as many lanes, one slot each.
+//! Pairs are kept in buckets of 16 (or 8, or 32) slots; a bucket is read by a tile of as
+//! many lanes, one slot each. Pairs of 32-bit keys and values are packed into one 64-bit
+//! word; `u64` keys (with `u32` or `u64` values) take 16-byte slots ([`HiveKey`],
+//! [`HiveValue`]).
 //! Each key has two candidate buckets (two hash functions, [`HashPair`]); inserts go
 //! through the paper's four steps (replace, claim-then-commit, bounded cuckoo eviction,
 //! stash), lookups and deletes look in the two buckets and the stash. The table grows
@@ -16,17 +18,22 @@ mod image;
 mod queries;
 mod resize;
 mod stats;
+mod types;
 mod updates;
+
+use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuds_core::failures::{self, CallStatus};
-use gpuds_core::{Gpu, StatusWord};
+use gpuds_core::{DeviceType, Gpu, StatusWord};
 
 pub use config::{HashPair, HiveConfig, MAX_BUCKETS};
 pub use device::HiveRef;
 pub use stats::HiveStats;
+pub use types::{HiveKey, HiveValue};
 
 use device::{Counters, Kernels, CTRL_STASH_TAIL, CTRL_WORDS, EMPTY};
+use types::words_per_slot;
 
 use crate::error::{Error, Result};
 
@@ -45,8 +52,11 @@ const SLOTS: &str = "the table's slots";
 const META: &str = "the table's bucket metadata";
 const STASH: &str = "the table's stash";
 
-/// The resizable bucketed cuckoo hash table of the Hive paper, for 32-bit keys and
-/// values. Key `u32::MAX` is reserved (it is the key of the empty slot word).
+/// The resizable bucketed cuckoo hash table of the Hive paper, for `u32` keys and values
+/// (the default), or `u64` keys with `u32` or `u64` values: `HiveMap<u64, u64>` has the
+/// same methods, and other type pairs do not compile. Reserved keys ([`HiveKey::RESERVED`]:
+/// `u32::MAX`; `u64::MAX` and `u64::MAX - 1`) are rejected with
+/// [`Error::ReservedKey`].
 ///
 /// Every operation is a batch run by one kernel on [`Gpu::stream`]. Updates take
 /// `&mut self`, synchronize at their end (they read back the status word and the length)
@@ -57,15 +67,19 @@ const STASH: &str = "the table's stash";
 /// ```no_run
 /// use gpuds_hive::HiveMap;
 /// let gpu = gpuds_core::Gpu::new(0)?;
-/// let mut map = HiveMap::new(&gpu, 1 << 20)?;
+/// let mut map = HiveMap::<u32, u32>::new(&gpu, 1 << 20)?;
 /// map.insert_many(&[1, 2, 3], &[10, 20, 30])?;
 /// assert_eq!(map.get_many(&[2, 4])?, vec![Some(20), None]);
 /// assert_eq!(map.remove_many(&[1, 4])?, 1);
 /// assert_eq!(map.len(), 2);
 /// map.validate()?;
+///
+/// let mut wide = HiveMap::<u64, u64>::new(&gpu, 1 << 20)?;
+/// wide.insert_many(&[1 << 40, 7], &[u64::MAX, 70])?;
+/// assert_eq!(wide.get_many(&[1 << 40, 1])?, vec![Some(u64::MAX), None]);
 /// # Ok::<(), gpuds_hive::Error>(())
 /// ```
-pub struct HiveMap {
+pub struct HiveMap<K: HiveKey = u32, V: HiveValue<K> = u32> {
     gpu: Gpu,
     config: HiveConfig,
     kernels: Kernels,
@@ -87,9 +101,10 @@ pub struct HiveMap {
     queue: Option<CudaSlice<u32>>,
     expansions: u64,
     contractions: u64,
+    pairs: PhantomData<(K, V)>,
 }
 
-impl std::fmt::Debug for HiveMap {
+impl<K: HiveKey, V: HiveValue<K>> std::fmt::Debug for HiveMap<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HiveMap")
             .field("len", &self.len)
@@ -107,7 +122,7 @@ fn level_of(buckets: u32) -> (u32, u32) {
     (base - 1, buckets - base)
 }
 
-impl HiveMap {
+impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// A table with at least `capacity` slots and the default [`HiveConfig`].
     /// Synchronizes.
     ///
@@ -129,7 +144,7 @@ impl HiveMap {
     /// ```no_run
     /// use gpuds_hive::{HashPair, HiveConfig, HiveMap};
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let map = HiveMap::with_config(&gpu, HiveConfig {
+    /// let map = HiveMap::<u32, u32>::with_config(&gpu, HiveConfig {
     ///     capacity: 1 << 20,
     ///     slots_per_bucket: 32,
     ///     hash: HashPair::Crc32,
@@ -141,18 +156,19 @@ impl HiveMap {
     /// ```
     pub fn with_config(gpu: &Gpu, config: HiveConfig) -> Result<Self> {
         config.validate()?;
-        let kernels = Kernels::load(gpu, config.slots_per_bucket, config.hash)?;
+        let kernels = Kernels::load::<K, V>(gpu, config.slots_per_bucket, config.hash)?;
         // At most MAX_BUCKETS (2^30) buckets of at most 32 slots (validated): these
         // products fit, and the allocations report the device running out of memory.
         let buckets = config.buckets() as u32;
         let (level_mask, split) = level_of(buckets);
         let s = config.slots_per_bucket as usize;
+        let w = words_per_slot::<K>();
         let stream = gpu.stream();
         // SAFETY: hive_init (below) writes every slot and metadata word in use; expansion
         // writes the rest before using it.
-        let slots = unsafe { gpu.alloc_uninit::<u64>(buckets as usize * s, SLOTS) }?;
+        let slots = unsafe { gpu.alloc_uninit::<u64>(buckets as usize * s * w, SLOTS) }?;
         let meta = unsafe { gpu.alloc_uninit::<u32>(2 * buckets as usize, META) }?;
-        let stash_words = config.stash_capacity(buckets as usize * s);
+        let stash_words = config.stash_capacity(buckets as usize * s) * w;
         // SAFETY: filled with empty words right below.
         let mut stash = unsafe { gpu.alloc_uninit::<u64>(stash_words, STASH) }?;
         gpuds_core::primitives::fill(gpu, &mut stash, EMPTY)?;
@@ -173,6 +189,7 @@ impl HiveMap {
             queue: None,
             expansions: 0,
             contractions: 0,
+            pairs: PhantomData,
             config,
         };
         map.init_buckets(0, buckets)?;
@@ -191,7 +208,7 @@ impl HiveMap {
     /// ```no_run
     /// use gpuds_core::Program;
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// let mut program = Program::new("mine", "#include <gpuds/hive/hive_ref.cuh>\n")
     ///     .headers(gpuds_hive::cuda_headers());
     /// for (name, value) in map.defines() {
@@ -204,6 +221,20 @@ impl HiveMap {
             ("HIVE_SLOTS", self.config.slots_per_bucket),
             ("HIVE_HASH", self.config.hash.define()),
         ]
+    }
+
+    /// The C++ type of this table's device ref, whose `#[repr(C)]` twin
+    /// [`device_ref`](Self::device_ref) hands out: `gpuds::hive::hive_ref<K, V>` with the
+    /// key and value types spelled in C++.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let map = gpuds_hive::HiveMap::<u64, u32>::new(&gpu, 1 << 16)?;
+    /// assert_eq!(map.cuda_ref_type(), "gpuds::hive::hive_ref<unsigned long long, unsigned int>");
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn cuda_ref_type(&self) -> String {
+        device::ref_type::<K, V>()
     }
 
     /// Pairs stored (known on the host after every update; no synchronization).
@@ -256,7 +287,7 @@ impl HiveMap {
             level_mask: self.level_mask,
             split: self.split,
             buckets: self.buckets() as u32,
-            stash_capacity: self.stash.len() as u32,
+            stash_capacity: (self.stash.len() / words_per_slot::<K>()) as u32,
             failed_capacity: OWN_FAILED_OPS as u32,
             eviction_bound: self.config.eviction_bound,
         }
@@ -281,7 +312,7 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// let r = map.device_ref();
     /// // ... launch a kernel that inserts through `r` ...
     /// # let _ = r;
@@ -355,18 +386,18 @@ fn check_lengths(keys: usize, values: usize) -> Result<()> {
     Ok(())
 }
 
-fn stage(gpu: &Gpu, data: &[u32]) -> Result<CudaSlice<u32>> {
+fn stage<T: DeviceType>(gpu: &Gpu, data: &[T]) -> Result<CudaSlice<T>> {
     Ok(gpu.stream().clone_htod(data)?)
 }
 
 /// A batch on the device: copied from the host for this call, or borrowed.
-enum Staged<'a> {
-    Host(CudaSlice<u32>),
-    Device(CudaView<'a, u32>),
+enum Staged<'a, T> {
+    Host(CudaSlice<T>),
+    Device(CudaView<'a, T>),
 }
 
-impl Staged<'_> {
-    fn view(&self) -> CudaView<'_, u32> {
+impl<T: DeviceType> Staged<'_, T> {
+    fn view(&self) -> CudaView<'_, T> {
         match self {
             Staged::Host(s) => s.as_view(),
             Staged::Device(v) => v.slice(..),

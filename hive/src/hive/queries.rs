@@ -2,33 +2,39 @@
 
 use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 
-use super::device::{Counters, CTRL_STASH_TAIL, EMPTY};
+use super::device::{Counters, CTRL_STASH_TAIL};
 use super::image::Image;
-use super::{HiveMap, HiveStats};
+use super::types::{decode, words_per_slot};
+use super::{HiveKey, HiveMap, HiveStats, HiveValue};
 use crate::error::{Error, Result};
 use crate::Input;
 
-impl HiveMap {
+impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// Looks keys up: the value of each, or `None`. Synchronizes. Lookups cannot fail
     /// (no writer runs beside them, so they never wait or retry) and report nothing; in
     /// particular nothing an earlier call or a user kernel recorded.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// map.insert_many(&[5], &[50])?;
     /// assert_eq!(map.get_many(&[5, 6])?, vec![Some(50), None]);
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
-    pub fn get_many<I: Input<u32> + ?Sized>(&self, keys: &I) -> Result<Vec<Option<u32>>> {
+    pub fn get_many<I: Input<K> + ?Sized>(&self, keys: &I) -> Result<Vec<Option<V>>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         let k = self.stage_keys(keys, false)?;
         let stream = self.gpu.stream();
-        let mut values = stream.alloc_zeros::<u32>(keys.len())?;
+        let mut values = stream.alloc_zeros::<V>(keys.len())?;
         let mut found = stream.alloc_zeros::<u8>(keys.len())?;
-        self.launch_find(&k.view(), Some(&mut values), Some(&mut found), 0)?;
+        self.launch_find(
+            &k.view(),
+            Some(&mut values),
+            Some(&mut found),
+            V::from_u64(0),
+        )?;
         let values = stream.clone_dtoh(&values)?;
         let found = stream.clone_dtoh(&found)?;
         Ok(values
@@ -46,18 +52,18 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// let keys = gpu.stream().clone_htod(&[1u32, 2])?;
     /// let mut values = gpu.stream().alloc_zeros::<u32>(2)?;
     /// map.get_many_into(&keys.as_view(), &mut values, u32::MAX)?;
     /// assert_eq!(gpu.stream().clone_dtoh(&values)?, vec![u32::MAX; 2]);
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
-    pub fn get_many_into<I: Input<u32> + ?Sized>(
+    pub fn get_many_into<I: Input<K> + ?Sized>(
         &self,
         keys: &I,
-        values: &mut CudaSlice<u32>,
-        absent: u32,
+        values: &mut CudaSlice<V>,
+        absent: V,
     ) -> Result<()> {
         if values.len() < keys.len() {
             return Err(gpuds_core::Error::InvalidArgument(format!(
@@ -78,29 +84,29 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// map.insert_many(&[5], &[50])?;
     /// assert_eq!(map.contains_many(&[5, 6])?, vec![true, false]);
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
-    pub fn contains_many<I: Input<u32> + ?Sized>(&self, keys: &I) -> Result<Vec<bool>> {
+    pub fn contains_many<I: Input<K> + ?Sized>(&self, keys: &I) -> Result<Vec<bool>> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
         let k = self.stage_keys(keys, false)?;
         let stream = self.gpu.stream();
         let mut found = stream.alloc_zeros::<u8>(keys.len())?;
-        self.launch_find(&k.view(), None, Some(&mut found), 0)?;
+        self.launch_find(&k.view(), None, Some(&mut found), V::from_u64(0))?;
         let found = stream.clone_dtoh(&found)?;
         Ok(found.into_iter().map(|f| f != 0).collect())
     }
 
     pub(super) fn launch_find(
         &self,
-        keys: &CudaView<'_, u32>,
-        values: Option<&mut CudaSlice<u32>>,
+        keys: &CudaView<'_, K>,
+        values: Option<&mut CudaSlice<V>>,
         found: Option<&mut CudaSlice<u8>>,
-        absent: u32,
+        absent: V,
     ) -> Result<()> {
         let stream = self.gpu.stream();
         let mut r = self.device_ref();
@@ -129,8 +135,13 @@ impl HiveMap {
     }
 
     /// Every pair, in no particular order. Synchronizes.
-    pub fn to_vec(&self) -> Result<Vec<(u32, u32)>> {
-        Ok(self.image()?.pairs())
+    pub fn to_vec(&self) -> Result<Vec<(K, V)>> {
+        Ok(self
+            .image()?
+            .pairs()
+            .into_iter()
+            .map(|(k, v)| (K::from_u64(k), V::from_u64(v)))
+            .collect())
     }
 
     /// Size, load, stash occupancy and the insert-step counts. Synchronizes.
@@ -139,9 +150,14 @@ impl HiveMap {
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         let counters = Counters::of(&ctrl);
         let stash = stream.clone_dtoh(&self.stash)?;
-        let stash_used = stash.iter().filter(|&&w| w != EMPTY).count();
+        let w = words_per_slot::<K>();
+        let stash_used = stash
+            .chunks_exact(w)
+            .filter(|entry| decode(K::WIDE, entry).is_some())
+            .count();
+        let stash_capacity = stash.len() / w;
         let s = self.config.slots_per_bucket as usize;
-        let allocated = self.slots.len() / s;
+        let allocated = self.slots.len() / (s * w);
         Ok(HiveStats {
             len: self.len,
             capacity: self.capacity(),
@@ -151,13 +167,13 @@ impl HiveMap {
             level_mask: self.level_mask,
             split: self.split,
             stash_used,
-            stash_capacity: stash.len(),
-            stash_occupancy: stash_used as f64 / stash.len() as f64,
+            stash_capacity,
+            stash_occupancy: stash_used as f64 / stash_capacity as f64,
             insert_steps: counters.steps,
             evictions: counters.moves,
             expansions: self.expansions,
             contractions: self.contractions,
-            memory_bytes: allocated * (s * 8 + 8)
+            memory_bytes: allocated * (s * 8 * w + 8)
                 + stash.len() * 8
                 + self.queue.as_ref().map_or(0, |q| q.len() * 4),
         })
@@ -194,10 +210,12 @@ impl HiveMap {
 
     pub(super) fn image(&self) -> Result<Image> {
         let stream = self.gpu.stream();
-        let s = self.config.slots_per_bucket as usize;
+        let s = self.config.slots_per_bucket as usize * words_per_slot::<K>();
         let buckets = self.buckets();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         Ok(Image {
+            wide: K::WIDE,
+            reserved: K::RESERVED.iter().map(|k| k.to_u64()).collect(),
             slots_per_bucket: self.config.slots_per_bucket,
             hash: self.config.hash,
             level_mask: self.level_mask,

@@ -1,23 +1,35 @@
 //! The updates of a [`HiveMap`]: inserts, removals, mixed batches (`apply`,
-//! `apply_device`), `clear`, and the checks of a batch's keys.
+//! `apply_device_into`, and `apply_device` for `u32` pairs), `clear`, and the checks of
+//! a batch's keys.
 
 use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use gpuds_core::failures::CallStatus;
 
 use super::device::EMPTY;
-use super::{check_lengths, stage, update_len, HiveMap, Staged, BLOCK, QUEUED};
+use super::{check_lengths, stage, update_len, HiveKey, HiveMap, HiveValue, Staged, BLOCK, QUEUED};
 use crate::error::{Error, Result};
 use crate::{Input, Operation};
 
-impl HiveMap {
+/// What operation i of a mixed batch observed, as the apply kernel writes it.
+const SEEN_PRESENT: u8 = 1;
+
+/// Where the apply kernel writes what each operation observed.
+enum Observations<'o, V> {
+    /// `observed[i]` (0 absent, 1 present, 2 failed) and the value before, `previous[i]`.
+    Split(&'o mut CudaSlice<u8>, &'o mut CudaSlice<V>),
+    /// One word per operation (`u32` values only): `(1 << 32) | value`, 0, or `1 << 33`.
+    Packed(&'o mut CudaSlice<u64>),
+}
+
+impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// Puts a batch of keys on the device: a host batch is checked for reserved keys
     /// and copied; a device batch is used in place, and checked by a pass over it when
     /// `check_device` (updates must not apply anything of a batch with a reserved key).
-    pub(super) fn stage_keys<'a, I: Input<u32> + ?Sized>(
+    pub(super) fn stage_keys<'a, I: Input<K> + ?Sized>(
         &self,
         keys: &'a I,
         check_device: bool,
-    ) -> Result<Staged<'a>> {
+    ) -> Result<Staged<'a, K>> {
         match keys.as_device() {
             Some(view) => {
                 if check_device {
@@ -27,10 +39,10 @@ impl HiveMap {
             }
             None => {
                 let host = keys.as_host().unwrap_or(&[]);
-                if let Some((index, key)) = gpuds_core::keys::first_reserved(host, &[u32::MAX]) {
+                if let Some((index, key)) = gpuds_core::keys::first_reserved(host, K::RESERVED) {
                     return Err(Error::ReservedKey {
                         index,
-                        key: key as u64,
+                        key: key.to_u64(),
                     });
                 }
                 Ok(Staged::Host(stage(&self.gpu, host)?))
@@ -39,7 +51,7 @@ impl HiveMap {
     }
 
     /// Rejects reserved keys in a device batch (one pass; synchronizes).
-    pub(super) fn check_device_keys(&self, keys: &CudaView<'_, u32>) -> Result<()> {
+    pub(super) fn check_device_keys(&self, keys: &CudaView<'_, K>) -> Result<()> {
         if keys.is_empty() {
             return Ok(());
         }
@@ -58,7 +70,7 @@ impl HiveMap {
             let key = stream.clone_dtoh(&keys.slice(i..i + 1))?[0];
             return Err(Error::ReservedKey {
                 index: i,
-                key: key as u64,
+                key: key.to_u64(),
             });
         }
         Ok(())
@@ -77,15 +89,15 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// map.insert_many(&[7, 8], &[70, 80])?;
     /// assert!(map.insert_many(&[1, u32::MAX], &[0, 0]).is_err());
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
     pub fn insert_many<KI, VI>(&mut self, keys: &KI, values: &VI) -> Result<()>
     where
-        KI: Input<u32> + ?Sized,
-        VI: Input<u32> + ?Sized,
+        KI: Input<K> + ?Sized,
+        VI: Input<V> + ?Sized,
     {
         check_lengths(keys.len(), values.len())?;
         if keys.is_empty() {
@@ -101,13 +113,13 @@ impl HiveMap {
 
     pub(super) fn insert_staged(
         &mut self,
-        keys: &CudaView<'_, u32>,
-        values: &CudaView<'_, u32>,
+        keys: &CudaView<'_, K>,
+        values: &CudaView<'_, V>,
     ) -> Result<()> {
         update_len(keys.len())?;
         self.grow_for(keys.len())?;
         let call = CallStatus::new(&self.gpu, keys.len())?;
-        if self.config.slots_per_bucket > 16 {
+        if K::WIDE || self.config.slots_per_bucket > 16 {
             let r = self.call_ref(&call);
             let n = keys.len() as u64;
             let null = 0u64;
@@ -116,11 +128,11 @@ impl HiveMap {
             let mut args = self.gpu.stream().launch_builder(kernel.func());
             args.arg(&r).arg(keys).arg(values).arg(&n).arg(&null);
             // SAFETY: the kernel reads n keys and values and works inside the ref's arrays
-            // (with 32-slot buckets it queues nothing).
+            // (with 32-slot buckets, or 16-byte slots, it queues nothing).
             unsafe { args.launch(shape) }?;
             return self.finish_call(&call);
         }
-        // Buckets of up to 16 slots insert in two kernels per part of at most QUEUED
+        // Packed buckets of up to 16 slots insert in two kernels per part of at most QUEUED
         // operations: the first fills empty slots lane by lane and queues what it leaves
         // (full buckets, the stash, contention), the second runs the queued inserts with
         // no fill beside them (see kernels/hive.cu).
@@ -166,12 +178,12 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// map.insert_many(&[5, 6], &[50, 60])?;
     /// assert_eq!(map.remove_many(&[5, 9])?, 1);
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
-    pub fn remove_many<I: Input<u32> + ?Sized>(&mut self, keys: &I) -> Result<usize> {
+    pub fn remove_many<I: Input<K> + ?Sized>(&mut self, keys: &I) -> Result<usize> {
         if keys.is_empty() {
             return Ok(0);
         }
@@ -179,7 +191,7 @@ impl HiveMap {
         self.remove_staged(&k.view())
     }
 
-    pub(super) fn remove_staged(&mut self, keys: &CudaView<'_, u32>) -> Result<usize> {
+    pub(super) fn remove_staged(&mut self, keys: &CudaView<'_, K>) -> Result<usize> {
         update_len(keys.len())?;
         let before = self.len;
         let call = CallStatus::new(&self.gpu, keys.len())?;
@@ -208,17 +220,17 @@ impl HiveMap {
     /// ```no_run
     /// use gpuds_hive::{HiveMap, Operation};
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// let seen = map.apply(&[Operation::Insert(1, 10), Operation::Get(2), Operation::Remove(3)])?;
     /// assert_eq!(seen, vec![None, None, None]);
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
-    pub fn apply(&mut self, ops: &[Operation<u32, u32>]) -> Result<Vec<Option<u32>>> {
+    pub fn apply(&mut self, ops: &[Operation<K, V>]) -> Result<Vec<Option<V>>> {
         if ops.is_empty() {
             return Ok(Vec::new());
         }
         update_len(ops.len())?;
-        let keys: Vec<u32> = ops
+        let keys: Vec<K> = ops
             .iter()
             .map(|op| match *op {
                 Operation::Insert(k, _) | Operation::Remove(k) | Operation::Get(k) => k,
@@ -233,11 +245,11 @@ impl HiveMap {
                 Operation::Get(_) => 2,
             })
             .collect();
-        let values: Vec<u32> = ops
+        let values: Vec<V> = ops
             .iter()
             .map(|op| match *op {
                 Operation::Insert(_, v) => v,
-                _ => 0,
+                _ => V::from_u64(0),
             })
             .collect();
         let inserts = kinds.iter().filter(|&&k| k == 0).count();
@@ -245,55 +257,79 @@ impl HiveMap {
         let stream = self.gpu.stream();
         let kinds = stream.clone_htod(&kinds)?;
         let values = stream.clone_htod(&values)?;
-        let mut out = stream.alloc_zeros::<u64>(ops.len())?;
+        let mut observed = stream.alloc_zeros::<u8>(ops.len())?;
+        let mut previous = stream.alloc_zeros::<V>(ops.len())?;
         let call = CallStatus::new(&self.gpu, ops.len())?;
         self.launch_apply(
             &call,
             &kinds.as_view(),
             &k.view(),
             &values.as_view(),
-            &mut out,
+            Observations::Split(&mut observed, &mut previous),
         )?;
-        let out = stream.clone_dtoh(&out)?;
+        let observed = stream.clone_dtoh(&observed)?;
+        let previous = stream.clone_dtoh(&previous)?;
         self.finish_call(&call)?;
-        Ok(out
+        Ok(observed
             .into_iter()
-            .map(|w| (w & (1 << 32) != 0).then_some(w as u32))
+            .zip(previous)
+            .map(|(o, v)| (o == SEEN_PRESENT).then_some(v))
             .collect())
     }
 
     /// [`apply`](Self::apply) on a batch already in device memory, for callers that
     /// generate operations on the GPU: `kinds[i]` is 0 (insert `keys[i]` with
-    /// `values[i]`), 1 (remove) or 2 (get), and `out[i]` receives what the operation
-    /// observed: `(1 << 32) | value` when the key was present just before it, 0 when it
-    /// was absent, `1 << 33` when it failed (the call then returns
+    /// `values[i]`), 1 (remove) or 2 (get); `observed[i]` receives what the operation
+    /// observed: 1 when the key was present just before it (and `previous[i]` its value
+    /// then), 0 when it was absent, 2 when it failed (the call then returns
     /// [`gpuds_core::Error::NotApplied`] naming those operations). Reserved keys are
     /// rejected first (a pass over the keys); kinds other than 0 and 1 are gets.
     /// Synchronizes.
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u64, u64>::new(&gpu, 1 << 16)?;
     /// let s = gpu.stream();
-    /// let (kinds, keys, values) = (s.clone_htod(&[0u8, 2])?, s.clone_htod(&[4u32, 4])?, s.clone_htod(&[40u32, 0])?);
-    /// let mut out = s.alloc_zeros::<u64>(2)?;
-    /// map.apply_device(&kinds.as_view(), &keys.as_view(), &values.as_view(), &mut out)?;
+    /// let (kinds, keys, values) = (s.clone_htod(&[0u8, 2])?, s.clone_htod(&[4u64, 4])?, s.clone_htod(&[40u64, 0])?);
+    /// let (mut observed, mut previous) = (s.alloc_zeros::<u8>(2)?, s.alloc_zeros::<u64>(2)?);
+    /// map.apply_device_into(&kinds.as_view(), &keys.as_view(), &values.as_view(), &mut observed, &mut previous)?;
+    /// assert_eq!(s.clone_dtoh(&observed)?, vec![0, 1]);
+    /// assert_eq!(s.clone_dtoh(&previous)?[1], 40);
     /// # Ok::<(), gpuds_hive::Error>(())
     /// ```
-    pub fn apply_device(
+    pub fn apply_device_into(
         &mut self,
         kinds: &CudaView<'_, u8>,
-        keys: &CudaView<'_, u32>,
-        values: &CudaView<'_, u32>,
-        out: &mut CudaSlice<u64>,
+        keys: &CudaView<'_, K>,
+        values: &CudaView<'_, V>,
+        observed: &mut CudaSlice<u8>,
+        previous: &mut CudaSlice<V>,
+    ) -> Result<()> {
+        let room = observed.len().min(previous.len());
+        self.apply_checked(
+            kinds,
+            keys,
+            values,
+            room,
+            Observations::Split(observed, previous),
+        )
+    }
+
+    /// The checks and the launch of a device mixed batch with room for `room` results.
+    fn apply_checked(
+        &mut self,
+        kinds: &CudaView<'_, u8>,
+        keys: &CudaView<'_, K>,
+        values: &CudaView<'_, V>,
+        room: usize,
+        out: Observations<'_, V>,
     ) -> Result<()> {
         let n = keys.len();
-        if kinds.len() != n || values.len() != n || out.len() < n {
+        if kinds.len() != n || values.len() != n || room < n {
             return Err(gpuds_core::Error::InvalidArgument(format!(
-                "{} kinds, {n} keys, {} values and room for {} results",
+                "{} kinds, {n} keys, {} values and room for {room} results",
                 kinds.len(),
                 values.len(),
-                out.len()
             ))
             .into());
         }
@@ -309,26 +345,27 @@ impl HiveMap {
         self.finish_call(&call)
     }
 
-    pub(super) fn launch_apply(
+    fn launch_apply(
         &self,
         call: &CallStatus,
         kinds: &CudaView<'_, u8>,
-        keys: &CudaView<'_, u32>,
-        values: &CudaView<'_, u32>,
-        out: &mut CudaSlice<u64>,
+        keys: &CudaView<'_, K>,
+        values: &CudaView<'_, V>,
+        out: Observations<'_, V>,
     ) -> Result<()> {
         let r = self.call_ref(call);
         let n = keys.len() as u64;
+        let null = 0u64;
         let kernel = &self.kernels.apply;
         let shape = self.shape(kernel, keys.len())?;
         let mut args = self.gpu.stream().launch_builder(kernel.func());
-        args.arg(&r)
-            .arg(kinds)
-            .arg(keys)
-            .arg(values)
-            .arg(&n)
-            .arg(out);
-        // SAFETY: the kernel reads n operations and writes n results.
+        args.arg(&r).arg(kinds).arg(keys).arg(values).arg(&n);
+        match out {
+            Observations::Split(observed, previous) => args.arg(observed).arg(previous).arg(&null),
+            Observations::Packed(packed) => args.arg(&null).arg(&null).arg(packed),
+        };
+        // SAFETY: the kernel reads n operations and writes n results (into the split
+        // outputs, or into the packed words when those are given).
         unsafe { args.launch(shape) }?;
         Ok(())
     }
@@ -343,5 +380,36 @@ impl HiveMap {
         self.len = 0;
         self.stash_tail = 0;
         Ok(())
+    }
+}
+
+impl HiveMap<u32, u32> {
+    /// [`apply_device_into`](Self::apply_device_into) with what each operation observed
+    /// packed into one word, for tables of `u32` pairs: `kinds[i]` is 0 (insert `keys[i]` with
+    /// `values[i]`), 1 (remove) or 2 (get), and `out[i]` receives what the operation
+    /// observed: `(1 << 32) | value` when the key was present just before it, 0 when it
+    /// was absent, `1 << 33` when it failed (the call then returns
+    /// [`gpuds_core::Error::NotApplied`] naming those operations). Reserved keys are
+    /// rejected first (a pass over the keys); kinds other than 0 and 1 are gets.
+    /// Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
+    /// let s = gpu.stream();
+    /// let (kinds, keys, values) = (s.clone_htod(&[0u8, 2])?, s.clone_htod(&[4u32, 4])?, s.clone_htod(&[40u32, 0])?);
+    /// let mut out = s.alloc_zeros::<u64>(2)?;
+    /// map.apply_device(&kinds.as_view(), &keys.as_view(), &values.as_view(), &mut out)?;
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn apply_device(
+        &mut self,
+        kinds: &CudaView<'_, u8>,
+        keys: &CudaView<'_, u32>,
+        values: &CudaView<'_, u32>,
+        out: &mut CudaSlice<u64>,
+    ) -> Result<()> {
+        let room = out.len();
+        self.apply_checked(kinds, keys, values, room, Observations::Packed(out))
     }
 }

@@ -23,20 +23,22 @@ __device__ __forceinline__ unsigned ops_in_chunk(unsigned long long base, unsign
   return left < SLOTS ? static_cast<unsigned>(left) : SLOTS;
 }
 
-
 // Inserts one operation per lane with `has` (operation `index` of the batch): each lane
 // first alone (insert_alone), then the tile inserts what the lanes left, one after the
-// other. A lane whose key is the reserved one leaves it to the tile, which reports it.
-__device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned k, unsigned v,
-                                           unsigned long long index, tally& lane, tally& counts) {
+// other. A lane whose key is a reserved one leaves it to the tile, which reports it.
+template <typename Ref>
+__device__ __forceinline__ void insert_ops(const Ref& t, bool has, typename Ref::key_type k,
+                                           typename Ref::value_type v, unsigned long long index, tally& lane,
+                                           tally& counts) {
   unsigned step = STEP_LEFTOVER;
-  unsigned old = 0;
-  if (has && k != EMPTY_KEY) step = t.insert_alone(k, v, old, lane);
+  typename Ref::value_type old = 0;
+  if (has && !Ref::reserved(k)) step = t.insert_alone(k, v, old, lane);
   unsigned left = tile::ballot(has && step == STEP_LEFTOVER);
   while (left != 0) {
     const unsigned j = __ffs(left) - 1;
     left &= left - 1;
-    const unsigned kj = tile::shfl(k, j), vj = tile::shfl(v, j);
+    const typename Ref::key_type kj = tile::shfl(k, j);
+    const typename Ref::value_type vj = tile::shfl(v, j);
     const unsigned long long ij = tile::shfl(index, j);
     if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
   }

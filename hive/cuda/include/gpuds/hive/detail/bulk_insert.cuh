@@ -99,6 +99,9 @@ namespace gpuds {
 namespace hive {
 namespace bulk {
 
+// The per-lane insert kernels serve tables of packed slots (u32 keys and values) only.
+using packed_ref = hive_ref<unsigned, unsigned>;
+
 constexpr unsigned PARK = 64;         // parked inserts per warp (at most 31 + 32 at once)
 // Reads of b1 before an insert is parked. The queued inserts are mostly evictions in full
 // buckets, several to a bucket, so a lane waits for the lock rather than park: 8 tries
@@ -202,12 +205,12 @@ struct parked_ops {
 // Runs the parked inserts (one per lane with `has`) as the per-lane fast path, and what
 // that leaves through the tile code (insert_ops). Called by all lanes of the warp, none
 // holding a lock; out of line, so that the state machine's loop saves few registers.
-__device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k, unsigned v, unsigned long long index,
+__device__ __noinline__ void run_parked(const packed_ref& t, bool has, unsigned k, unsigned v, unsigned long long index,
                                         tally& lane, tally& counts) {
   insert_ops(t, has, k, v, index, lane, counts);
 }
 
-__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned* queue,
+__device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const unsigned* values, unsigned* queue,
                              unsigned long long offset, tally& lane, tally& counts) {
   // The operations: keys[e], values[e] for the queue's entries e (see QUEUE_HEAD),
   // operation offset + e of the batch.

@@ -10,6 +10,7 @@ namespace hive {
 namespace fill {
 
 using bulk::L_BUCKET1;
+using bulk::packed_ref;
 using bulk::L_BUCKET2;
 using bulk::L_META1;
 using bulk::RING;
@@ -30,7 +31,7 @@ constexpr unsigned REPLACE = 5;  // compare-and-swap of k's slot `slot` of `cb` 
 // bulk::insert_lanes) and advances one insert a step per iteration (see the top of the
 // bulk insert's comment), appending what it leaves to `queue` (see QUEUE_HEAD; the
 // entries after it: the operation's index, with BOTH_FULL where b1 and b2 were full).
-__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
+__device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
                              unsigned* queue, tally& lane) {
   unsigned fills = 0, replaces = 0;  // the lane's inserts done here (steps 2 and 1)
   __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
