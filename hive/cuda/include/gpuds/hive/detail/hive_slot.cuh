@@ -25,6 +25,10 @@
 // (the slot is pending until its free bit is set again, so no one writes the value).
 // So a key word holding k always comes with a value word of k that was written before
 // k was stored (release/acquire), and no reader ever needs both words in one access.
+// Inserts of new keys stay lock-free (their claim is one compare-and-swap of the
+// metadata word, then the claimer's own stores); a replace or an eviction's swap holds
+// the slot for one load and two stores of one lane (nothing is waited for inside), a
+// per-slot lock that operations on that key wait out as they wait out a pending slot.
 // What readers must handle (hive_ref.cuh does): a BUSY_KEY slot may be any key in the
 // middle of a change, so an operation that would conclude "absent" from a bucket holding
 // one reads again, as it does for a pending slot; and a lookup that reads the two words
