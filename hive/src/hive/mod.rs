@@ -287,10 +287,15 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
             level_mask: self.level_mask,
             split: self.split,
             buckets: self.buckets() as u32,
-            stash_capacity: (self.stash.len() / words_per_slot::<K>()) as u32,
+            stash_capacity: self.stash_entries() as u32,
             failed_capacity: OWN_FAILED_OPS as u32,
             eviction_bound: self.config.eviction_bound,
         }
+    }
+
+    /// Stash entries (each one slot: one or two words).
+    fn stash_entries(&self) -> usize {
+        self.stash.len() / words_per_slot::<K>()
     }
 
     /// The ref a host call's kernels get: the call's own status word and a failure bit

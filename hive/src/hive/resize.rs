@@ -273,7 +273,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
             }
         }
         if self.stash_tail > STASH_TAIL_LIMIT
-            || (self.stash_tail > 0 && self.stash_tail as usize * 2 >= self.stash.len())
+            || (self.stash_tail > 0 && self.stash_tail as usize * 2 >= self.stash_entries())
         {
             self.drain_stash()?;
         }
@@ -312,7 +312,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         let w = words_per_slot::<K>();
         // Entries in use (each `w` words).
-        let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash.len() / w);
+        let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash_entries());
         if used == 0 && spare.larger.is_none() {
             self.stash_tail = 0;
             return Ok(());

@@ -1,10 +1,13 @@
 // gpuds/hive/hive_ref.cuh: the device API of HiveMap (Hive paper, §III-§IV).
 //
-// `hive_ref` is trivially copyable and non-owning; gpuds_hive::HiveMap hands out its
-// #[repr(C)] twin (HiveRef). Compile user kernels with the table's defines (HIVE_SLOTS,
-// HIVE_HASH: HiveMap::defines()). Every member operation is cooperative over a tile of
-// HIVE_SLOTS lanes: all lanes of the tile call it with the same arguments, and the
-// result is the same on every lane.
+// `hive_ref<K, V>` (K, V: unsigned/unsigned, unsigned long long/unsigned or unsigned
+// long long/unsigned long long) is trivially copyable and non-owning; gpuds_hive::HiveMap
+// hands out its #[repr(C)] twin (HiveRef, one layout for all three). Compile user kernels
+// with the table's defines (HIVE_SLOTS, HIVE_HASH: HiveMap::defines()). Every member
+// operation is cooperative over a tile of HIVE_SLOTS lanes: all lanes of the tile call it
+// with the same arguments, and the result is the same on every lane. What a slot holds
+// and how it changes is the slot policy's (detail/hive_slot.cuh): one packed word for u32
+// pairs, a 16-byte slot changed in two steps on its key word for u64 keys.
 //
 // Addressing is linear hashing (§IV-C): a hash h names bucket h & mask, or
 // h & (2 * mask + 1) when that is below the split pointer. The metadata (mask, split,
@@ -32,7 +35,9 @@
 // - Evictions hold the locks of both buckets of every key they move (each victim's
 //   first bucket is one of them); lookups that cannot conclude a miss while b1 is
 //   locked, or whose b1 changed while they looked, look again.
-// - Replacing and deleting are compare-and-swaps on the slot word, lock-free.
+// - Replacing and deleting are compare-and-swaps on the slot word (packed), or on the
+//   key word through BUSY_KEY (wide; see hive_slot.cuh, and `confirm` for the hits of
+//   concurrent lookups).
 // - The bulk kernels first run insert_alone / find_alone on every lane (one operation
 //   per lane, the same protocol; see there) and leave the rest to the tile code.
 #pragma once
