@@ -78,6 +78,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             include_str!("../cuda/include/gpuds/hive/detail/stash.cuh"),
         ),
         (
+            "gpuds/hive/detail/hive_locate.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/hive_locate.cuh"),
+        ),
+        (
             "gpuds/hive/hive_ref.cuh",
             include_str!("../cuda/include/gpuds/hive/hive_ref.cuh"),
         ),
