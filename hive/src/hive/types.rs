@@ -51,6 +51,30 @@ impl HiveKey for u64 {
 
 /// A value type a [`HiveMap`](super::HiveMap) with keys `K` can store: `u32` beside
 /// either key type, `u64` beside `u64` keys. Sealed.
+///
+/// A pair the table cannot store is a compile error, not a run-time one:
+///
+/// ```compile_fail
+/// # fn f(gpu: &gpuds_core::Gpu) {
+/// // u64 values need u64 keys (a packed u32 slot has room for a u32 value only).
+/// let map = gpuds_hive::HiveMap::<u32, u64>::new(gpu, 1024);
+/// # }
+/// ```
+///
+/// ```compile_fail
+/// # fn f(gpu: &gpuds_core::Gpu) {
+/// // Keys are u32 or u64.
+/// let map = gpuds_hive::HiveMap::<i64, u64>::new(gpu, 1024);
+/// # }
+/// ```
+///
+/// ```
+/// # fn f(gpu: &gpuds_core::Gpu) {
+/// let a = gpuds_hive::HiveMap::<u32, u32>::new(gpu, 1024);
+/// let b = gpuds_hive::HiveMap::<u64, u32>::new(gpu, 1024);
+/// let c = gpuds_hive::HiveMap::<u64, u64>::new(gpu, 1024);
+/// # }
+/// ```
 pub trait HiveValue<K: HiveKey>: DeviceValue + sealed::Sealed {}
 
 impl HiveValue<u32> for u32 {}
