@@ -173,7 +173,7 @@ pub struct HiveConfig {
     pub resize_batch: u32,
     /// Rounds of cuckoo eviction before an insert falls back to the stash (at most 16).
     pub eviction_bound: u32,
-    /// Stash capacity as a fraction of the slots (the paper: 1-2 %); at least 64 words.
+    /// Stash capacity as a fraction of the slots (the paper: 1-2 %); at least 64 entries.
     pub stash_fraction: f64,
 }
 

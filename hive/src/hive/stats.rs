@@ -29,7 +29,7 @@ pub struct HiveStats {
     pub level_mask: u32,
     /// The split pointer.
     pub split: u32,
-    /// Stash words holding a pair.
+    /// Stash entries holding a pair.
     pub stash_used: usize,
     /// Stash capacity in pairs.
     pub stash_capacity: usize,
