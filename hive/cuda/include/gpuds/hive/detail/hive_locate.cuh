@@ -11,7 +11,6 @@
 namespace gpuds {
 namespace hive {
 
-
 // Control block words (unsigned long long each). The counters that every tile adds to
 // are striped over CTRL_STRIPES lines of 128 bytes (the host sums them), so that no
 // single word takes an atomic from every tile.
