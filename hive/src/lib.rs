@@ -7,8 +7,9 @@
 //!   key tombstones ([`Deletion`]), a maximum load factor that grows the table or fails
 //!   ([`WhenFull`]). It stands on the probing core of [`probe`] (linear or double
 //!   hashing, 1 to 32 lanes per operation), which other gpuds crates share.
-//! - `HiveMap`: a resizable bucketed cuckoo table with warp-cooperative insertion, a
-//!   stash and linear-hashing resize.
+//! - [`HiveMap`]: the resizable bucketed cuckoo table of the Hive paper, with
+//!   warp-cooperative insertion, a stash and linear-hashing resize, for `u32` keys and
+//!   values or `u64` keys with `u32` or `u64` values ([`HiveKey`], [`HiveValue`]).
 //!
 //! Every operation is a batch run by one kernel; device refs let user kernels operate on
 //! the same tables (`#include <gpuds/hive/...>` through [`cuda_headers`]).
@@ -31,7 +32,7 @@ pub mod linear;
 pub mod probe;
 
 pub use error::{Error, Result};
-pub use hive::{HashPair, HiveConfig, HiveMap, HiveRef, HiveStats};
+pub use hive::{HashPair, HiveConfig, HiveKey, HiveMap, HiveRef, HiveStats, HiveValue};
 pub use linear::{
     Deletion, Input, LinearConfig, LinearProbeMap, LinearRef, LinearStats, Operation, WhenFull,
 };
@@ -65,6 +66,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             include_str!("../cuda/include/gpuds/hive/hashers.cuh"),
         ),
         (
+            "gpuds/hive/detail/hive_slot.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/hive_slot.cuh"),
+        ),
+        (
             "gpuds/hive/detail/hive_bucket.cuh",
             include_str!("../cuda/include/gpuds/hive/detail/hive_bucket.cuh"),
         ),
@@ -73,8 +78,28 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             include_str!("../cuda/include/gpuds/hive/detail/stash.cuh"),
         ),
         (
+            "gpuds/hive/detail/hive_locate.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/hive_locate.cuh"),
+        ),
+        (
             "gpuds/hive/hive_ref.cuh",
             include_str!("../cuda/include/gpuds/hive/hive_ref.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/batch_loop.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/batch_loop.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/op_ring.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/op_ring.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/bulk_insert.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/bulk_insert.cuh"),
+        ),
+        (
+            "gpuds/hive/detail/fill_insert.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/fill_insert.cuh"),
         ),
     ]);
     headers

@@ -2,14 +2,28 @@
 //! crate's): the k-th table allocation of a resize failing, and a device-memory budget
 //! that makes automatic growth fail. Each time the table returns an error, changes
 //! nothing the error does not name, validates, and works once the fault is lifted. Each
-//! test skips without a GPU.
+//! test skips without a GPU. The HiveMap tests run for each key and value type
+//! (u32_u32::..., u64_u32::..., u64_u64::...).
+
+mod common;
 
 use std::collections::{HashMap, HashSet};
 
+use common::{val, Key, Value};
 use gpuds_core::faults::AllocFaults;
 use gpuds_core::Gpu;
 use gpuds_hive::{HiveConfig, HiveMap, LinearConfig, LinearProbeMap};
 use gpuds_testkit::workload::unique_keys;
+
+for_each_type!(
+    a_failed_expansion_leaves_the_hive_table_as_it_was,
+    a_memory_budget_stops_automatic_growth_and_loses_nothing,
+);
+
+/// Each key's number as its value.
+fn values_of<K: Key, V: Value<K>>(keys: &[K]) -> Vec<V> {
+    keys.iter().map(|k| val(k.to_u64())).collect()
+}
 
 /// A handle of its own, so that its faults touch no other test's structures.
 fn own_gpu() -> Option<Gpu> {
@@ -17,19 +31,19 @@ fn own_gpu() -> Option<Gpu> {
     Some(Gpu::new(0).expect("a second handle"))
 }
 
-fn hive_contents(map: &HiveMap) -> HashMap<u32, u32> {
+fn hive_contents<K: Key, V: Value<K>>(map: &HiveMap<K, V>) -> HashMap<K, V> {
     map.validate().expect("valid table");
     map.to_vec().expect("to_vec").into_iter().collect()
 }
 
-#[test]
-fn a_failed_expansion_leaves_the_hive_table_as_it_was() {
+fn a_failed_expansion_leaves_the_hive_table_as_it_was<K: Key, V: Value<K>>() {
     let Some(gpu) = own_gpu() else {
         return;
     };
-    let keys = unique_keys::<u32>(81, 20_000, &[]);
+    let keys = unique_keys::<K>(81, 20_000, K::RESERVED);
+    let values = values_of::<K, V>(&keys);
     for k in [1, 2, 3] {
-        let mut map = HiveMap::with_config(
+        let mut map = HiveMap::<K, V>::with_config(
             &gpu,
             HiveConfig {
                 capacity: 1 << 15,
@@ -37,7 +51,7 @@ fn a_failed_expansion_leaves_the_hive_table_as_it_was() {
             },
         )
         .unwrap();
-        map.insert_many(&keys, &keys).unwrap();
+        map.insert_many(&keys, &values).unwrap();
         let before = hive_contents(&map);
         let buckets = map.buckets();
         gpu.inject_allocation_faults(AllocFaults {
@@ -61,14 +75,16 @@ fn a_failed_expansion_leaves_the_hive_table_as_it_was() {
     }
 }
 
-#[test]
-fn a_memory_budget_stops_automatic_growth_and_loses_nothing() {
+fn a_memory_budget_stops_automatic_growth_and_loses_nothing<K: Key, V: Value<K>>() {
     let Some(gpu) = own_gpu() else {
         return;
     };
-    let base = unique_keys::<u32>(91, 10_000, &[]);
-    let batch = unique_keys::<u32>(92, 100_000, &base);
-    let mut map = HiveMap::with_config(
+    let base = unique_keys::<K>(91, 10_000, K::RESERVED);
+    let mut avoid = base.clone();
+    avoid.extend_from_slice(K::RESERVED);
+    let batch = unique_keys::<K>(92, 100_000, &avoid);
+    let (base_values, batch_values) = (values_of::<K, V>(&base), values_of::<K, V>(&batch));
+    let mut map = HiveMap::<K, V>::with_config(
         &gpu,
         HiveConfig {
             capacity: 1 << 14,
@@ -76,13 +92,13 @@ fn a_memory_budget_stops_automatic_growth_and_loses_nothing() {
         },
     )
     .unwrap();
-    map.insert_many(&base, &base).unwrap();
+    map.insert_many(&base, &base_values).unwrap();
     let mut model = hive_contents(&map);
     gpu.inject_allocation_faults(AllocFaults {
         memory_budget: Some(0),
         ..Default::default()
     });
-    let result = map.insert_many(&batch, &batch);
+    let result = map.insert_many(&batch, &batch_values);
     gpu.inject_allocation_faults(AllocFaults::default());
     let skipped: HashSet<usize> = match &result {
         Ok(()) => HashSet::new(),
@@ -93,18 +109,18 @@ fn a_memory_budget_stops_automatic_growth_and_loses_nothing() {
         },
     };
     assert!(result.is_err(), "the batch needed no growth");
-    for (i, &k) in batch.iter().enumerate() {
+    for (i, (&k, &v)) in batch.iter().zip(&batch_values).enumerate() {
         if !skipped.contains(&i) {
-            model.insert(k, k);
+            model.insert(k, v);
         }
     }
     assert!(
         hive_contents(&map) == model,
         "contents differ from the model: {result:?}"
     );
-    map.insert_many(&batch, &batch).unwrap();
-    for &k in &batch {
-        model.insert(k, k);
+    map.insert_many(&batch, &batch_values).unwrap();
+    for (&k, &v) in batch.iter().zip(&batch_values) {
+        model.insert(k, v);
     }
     assert!(hive_contents(&map) == model);
 }

@@ -1,11 +1,16 @@
-//! GPU tests of HiveMap: layout and hash twins, the host API against `std` models,
-//! proptest sequences, mixed concurrent batches with concurrency-tolerant checks, loads
-//! up to 0.95, resizing under load, a full stash, reserved keys and 2^24 keys.
+//! GPU tests of HiveMap, each for every key and value type (u32/u32, u64/u32, u64/u64;
+//! test names `u32_u32::...` and so on): layout and hash twins, the host API against
+//! `std` models, proptest sequences, mixed concurrent batches with concurrency-tolerant
+//! checks, loads up to 0.95, resizing under load, a full stash, reserved keys, keys that
+//! differ only in their high words, keys next to the reserved ones, and 2^24 keys.
 //! `validate()` runs after every batch. Without a GPU each test prints
 //! `skipped: no CUDA device` and passes (fails with GPUDS_REQUIRE_GPU=1).
 
+mod common;
+
 use std::collections::HashMap;
 
+use common::{high_word_keys, keys_near_the_reserved, val, Key, Value};
 use cudarc::driver::PushKernelArg;
 use gpuds_core::{assert_layout, Program};
 use gpuds_hive::{Error, HashPair, HiveConfig, HiveMap, HiveRef, Operation};
@@ -17,7 +22,25 @@ use proptest::test_runner::{Config as ProptestConfig, TestRunner};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
-const RESERVED: [u32; 1] = [u32::MAX];
+for_each_type!(
+    device_ref_layout_matches,
+    device_hashes_match_their_host_twins,
+    every_shape_and_hash_matches_the_model,
+    proptest_sequences_match_hashmap,
+    mixed_concurrent_batches_up_to_load_0_95,
+    resize_under_load_keeps_every_key,
+    a_full_stash_fails_single_operations_and_the_table_stays_valid,
+    reserved_keys_are_rejected_and_nothing_applied,
+    keys_differing_only_in_high_words_are_distinct,
+    keys_next_to_the_reserved_ones_are_stored,
+    two_to_the_24_keys_at_load_0_9,
+    concurrent_inserts_of_one_key_store_it_once,
+);
+
+/// The values of `keys` as values (each key's number, truncated to `V`).
+fn values_of<K: Key, V: Value<K>>(keys: &[K]) -> Vec<V> {
+    keys.iter().map(|k| val::<V>(k.to_u64())).collect()
+}
 
 fn cfg(capacity: usize, slots: u32, hash: HashPair, auto_resize: bool) -> HiveConfig {
     HiveConfig {
@@ -29,14 +52,14 @@ fn cfg(capacity: usize, slots: u32, hash: HashPair, auto_resize: bool) -> HiveCo
     }
 }
 
-fn state(map: &HiveMap) -> HashMap<u32, u32> {
+fn state<K: Key, V: Value<K>>(map: &HiveMap<K, V>) -> HashMap<K, V> {
     let pairs = map.to_vec().unwrap();
-    let state: HashMap<u32, u32> = pairs.iter().copied().collect();
+    let state: HashMap<K, V> = pairs.iter().copied().collect();
     assert_eq!(state.len(), pairs.len(), "a key is held twice");
     state
 }
 
-fn op_of(op: &Op<u32, u32>) -> Operation<u32, u32> {
+fn op_of<K: Key, V: Value<K>>(op: &Op<K, V>) -> Operation<K, V> {
     match *op {
         Op::Insert(k, v) => Operation::Insert(k, v),
         Op::Remove(k) => Operation::Remove(k),
@@ -45,30 +68,33 @@ fn op_of(op: &Op<u32, u32>) -> Operation<u32, u32> {
 }
 
 /// Runs `ops` as one concurrent batch and checks it against some serial order.
-fn apply_checked(map: &mut HiveMap, ops: &[Op<u32, u32>]) {
+fn apply_checked<K: Key, V: Value<K>>(map: &mut HiveMap<K, V>, ops: &[Op<K, V>]) {
     let initial = state(map);
-    let operations: Vec<Operation<u32, u32>> = ops.iter().map(op_of).collect();
+    let operations: Vec<Operation<K, V>> = ops.iter().map(op_of).collect();
     let seen = map.apply(&operations).unwrap();
     map.validate().unwrap();
-    let replies: Vec<Reply<u32>> = seen.into_iter().map(Reply::Value).collect();
+    let replies: Vec<Reply<V>> = seen.into_iter().map(Reply::Value).collect();
     let after = state(map);
     if let Err(m) = check_map(InsertPolicy::Replace, ops, &replies, &initial, &after) {
         panic!("batch not linearizable: {m}");
     }
 }
 
-#[test]
-fn device_ref_layout_matches() {
+fn device_ref_layout_matches<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let prelude = Program::new("hive_layout", "#include <gpuds/hive/hive_ref.cuh>\n")
-        .headers(gpuds_hive::cuda_headers());
+    let map = HiveMap::<K, V>::new(&gpu, 1024).unwrap();
+    let prelude = Program::new(
+        format!("hive_layout_{}_{}", K::SUFFIX, V::SUFFIX),
+        "#include <gpuds/hive/hive_ref.cuh>\n",
+    )
+    .headers(gpuds_hive::cuda_headers());
     assert_layout!(
         &gpu,
         prelude,
         HiveRef,
-        "gpuds::hive::hive_ref",
+        map.cuda_ref_type().as_str(),
         slots,
         meta,
         stash,
@@ -84,19 +110,19 @@ fn device_ref_layout_matches() {
     );
 }
 
-#[test]
-fn device_hashes_match_their_host_twins() {
+fn device_hashes_match_their_host_twins<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let keys: Vec<u32> = (0..4096u32)
-        .map(|i| i.wrapping_mul(0x9e37_79b9) ^ i)
+    let mut keys: Vec<K> = (0..4096u64)
+        .map(|i| K::from_u64(i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ i))
         .collect();
+    keys.extend(high_word_keys::<K>(0x1234, 512));
     for pair in HashPair::ALL {
         let program = Program::new(
-            format!("hive_hash_twin_{}", pair.name()),
+            format!("hive_hash_twin_{}_{}", pair.name(), K::SUFFIX),
             r#"#include <gpuds/hive/hashers.cuh>
-extern "C" __global__ void twin(const unsigned* keys, unsigned n, unsigned* out) {
+extern "C" __global__ void twin(const KEY_T* keys, unsigned n, unsigned* out) {
   const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= n) return;
   const gpuds::hive::hash_pair h = gpuds::hive::hashes(keys[i]);
@@ -106,7 +132,8 @@ extern "C" __global__ void twin(const unsigned* keys, unsigned n, unsigned* out)
 "#,
         )
         .headers(gpuds_hive::cuda_headers())
-        .define("HIVE_HASH", pair.define());
+        .define("HIVE_HASH", pair.define())
+        .define("KEY_T", K::CUDA_TYPE);
         let kernel = gpu.load(&program).unwrap().kernel("twin").unwrap();
         let stream = gpu.stream();
         let d_keys = stream.clone_htod(&keys).unwrap();
@@ -120,15 +147,14 @@ extern "C" __global__ void twin(const unsigned* keys, unsigned n, unsigned* out)
         for (i, &k) in keys.iter().enumerate() {
             assert_eq!(
                 (out[2 * i], out[2 * i + 1]),
-                pair.hashes(k),
+                pair.key_hashes(k),
                 "{pair:?} key {k:#x}"
             );
         }
     }
 }
 
-#[test]
-fn every_shape_and_hash_matches_the_model() {
+fn every_shape_and_hash_matches_the_model<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -141,9 +167,13 @@ fn every_shape_and_hash_matches_the_model() {
         (16, HashPair::Crc32),
     ];
     for (slots, hash) in shapes {
-        let mut map = HiveMap::with_config(&gpu, cfg(1 << 14, slots, hash, true)).unwrap();
-        let keys = unique_keys::<u32>(slots as u64 * 31 + hash.define() as u64, 12_000, &RESERVED);
-        let values = random_values::<u32>(7, keys.len(), &[]);
+        let mut map = HiveMap::<K, V>::with_config(&gpu, cfg(1 << 14, slots, hash, true)).unwrap();
+        let keys = unique_keys::<K>(
+            slots as u64 * 31 + hash.define() as u64,
+            12_000,
+            K::RESERVED,
+        );
+        let values = random_values::<V>(7, keys.len(), &[]);
         let mut model = MapModel::new();
         map.insert_many(&keys, &values).unwrap();
         for (&k, &v) in keys.iter().zip(&values) {
@@ -152,7 +182,10 @@ fn every_shape_and_hash_matches_the_model() {
         map.validate().unwrap();
         assert_eq!(map.len(), model.len());
         // Replace half, remove a quarter, look everything up (and misses).
-        let replaced: Vec<u32> = values[..6000].iter().map(|v| v ^ 0x5555).collect();
+        let replaced: Vec<V> = values[..6000]
+            .iter()
+            .map(|v| val::<V>(v.to_u64() ^ 0x5555))
+            .collect();
         map.insert_many(&keys[..6000], &replaced).unwrap();
         for (&k, &v) in keys[..6000].iter().zip(&replaced) {
             model.step(&Op::Insert(k, v));
@@ -163,8 +196,8 @@ fn every_shape_and_hash_matches_the_model() {
             model.step(&Op::Remove(k));
         }
         map.validate().unwrap();
-        let misses = unique_keys::<u32>(999, 20_000, &RESERVED);
-        let probe: Vec<u32> = keys.iter().chain(&misses[..2000]).copied().collect();
+        let misses = unique_keys::<K>(999, 20_000, K::RESERVED);
+        let probe: Vec<K> = keys.iter().chain(&misses[..2000]).copied().collect();
         let got = map.get_many(&probe).unwrap();
         for (k, g) in probe.iter().zip(&got) {
             let want = if keys.contains(k) { model.get(k) } else { None };
@@ -179,14 +212,13 @@ fn every_shape_and_hash_matches_the_model() {
     }
 }
 
-#[test]
-fn proptest_sequences_match_hashmap() {
+fn proptest_sequences_match_hashmap<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let keys = strategy::small_keys::<u32>(24, &RESERVED);
+    let keys = strategy::small_keys::<K>(24, K::RESERVED);
     let ops = strategy::batches(
-        strategy::map_op(keys, strategy::small_values::<u32>(5)),
+        strategy::map_op(keys, strategy::small_values::<V>(5)),
         6,
         40,
     );
@@ -194,7 +226,7 @@ fn proptest_sequences_match_hashmap() {
     runner
         .run(&ops, |batches| {
             // Small buckets and a tiny table: evictions, the stash and resizes all happen.
-            let mut map = HiveMap::with_config(
+            let mut map = HiveMap::<K, V>::with_config(
                 &gpu,
                 HiveConfig {
                     capacity: 16,
@@ -216,7 +248,7 @@ fn proptest_sequences_match_hashmap() {
                     assert_eq!(seen, want, "chunk {chunk:?}");
                     map.validate().unwrap();
                 }
-                let keys: Vec<u32> = model.as_map().keys().copied().collect();
+                let keys: Vec<K> = model.as_map().keys().copied().collect();
                 let got = map.get_many(&keys).unwrap();
                 for (k, g) in keys.iter().zip(got) {
                     assert_eq!(g, model.get(k));
@@ -228,9 +260,9 @@ fn proptest_sequences_match_hashmap() {
         .unwrap();
 }
 
-fn distinct_key_chunks(batch: &[Op<u32, u32>]) -> Vec<Vec<Op<u32, u32>>> {
-    let mut chunks: Vec<Vec<Op<u32, u32>>> = Vec::new();
-    let mut current: Vec<Op<u32, u32>> = Vec::new();
+fn distinct_key_chunks<K: Key, V: Value<K>>(batch: &[Op<K, V>]) -> Vec<Vec<Op<K, V>>> {
+    let mut chunks: Vec<Vec<Op<K, V>>> = Vec::new();
+    let mut current: Vec<Op<K, V>> = Vec::new();
     for op in batch {
         if current.iter().any(|o| o.key() == op.key()) {
             chunks.push(std::mem::take(&mut current));
@@ -241,8 +273,7 @@ fn distinct_key_chunks(batch: &[Op<u32, u32>]) -> Vec<Vec<Op<u32, u32>>> {
     chunks
 }
 
-#[test]
-fn mixed_concurrent_batches_up_to_load_0_95() {
+fn mixed_concurrent_batches_up_to_load_0_95<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -251,20 +282,21 @@ fn mixed_concurrent_batches_up_to_load_0_95() {
         // that collide within batches (same-key inserts, removes and gets race).
         let capacity = 1 << 16;
         let mut map =
-            HiveMap::with_config(&gpu, cfg(capacity, slots, HashPair::BitHash, false)).unwrap();
-        let pool = unique_keys::<u32>(slots as u64, capacity, &RESERVED);
-        let in_pool: std::collections::HashSet<u32> = pool.iter().copied().collect();
+            HiveMap::<K, V>::with_config(&gpu, cfg(capacity, slots, HashPair::BitHash, false))
+                .unwrap();
+        let pool = unique_keys::<K>(slots as u64, capacity, K::RESERVED);
+        let in_pool: std::collections::HashSet<K> = pool.iter().copied().collect();
         let mut rng = ChaCha8Rng::seed_from_u64(slots as u64);
         let target = (capacity as f64 * 0.95) as usize;
         let mut filled = 0;
         while map.len() < target {
             // Grow the live key range as the table fills, so most inserts are new keys.
             filled = (filled + 4096).min(target + 2048);
-            let ops: Vec<Op<u32, u32>> = (0..8192)
+            let ops: Vec<Op<K, V>> = (0..8192)
                 .map(|_| {
                     let k = pool[rng.random_range(0..filled)];
                     match rng.random_range(0..10) {
-                        0..=6 => Op::Insert(k, rng.random_range(0..4)),
+                        0..=6 => Op::Insert(k, val(rng.random_range(0..4u64))),
                         7 => Op::Remove(k),
                         _ => Op::Get(k),
                     }
@@ -274,13 +306,13 @@ fn mixed_concurrent_batches_up_to_load_0_95() {
             if filled >= target + 2048 {
                 // Top up with plain inserts of fresh keys.
                 let need = target.saturating_sub(map.len());
-                let fresh = unique_keys::<u32>(77 + slots as u64, need + 100_000, &RESERVED);
-                let fresh: Vec<u32> = fresh
+                let fresh = unique_keys::<K>(77 + slots as u64, need + 100_000, K::RESERVED);
+                let fresh: Vec<K> = fresh
                     .into_iter()
                     .filter(|k| !in_pool.contains(k))
                     .take(need)
                     .collect();
-                map.insert_many(&fresh, &fresh).unwrap();
+                map.insert_many(&fresh, &values_of::<K, V>(&fresh)).unwrap();
                 map.validate().unwrap();
             }
         }
@@ -288,20 +320,20 @@ fn mixed_concurrent_batches_up_to_load_0_95() {
         assert!(stats.len >= target, "{stats:?}");
         println!("slots {slots}: {stats:?}");
         // Concurrent gets of untouched keys never miss while evictions run.
-        let present: Vec<u32> = state(&map).keys().copied().take(4000).collect();
-        let newcomers = unique_keys::<u32>(4242 + slots as u64, 3000, &RESERVED);
-        let mut ops: Vec<Op<u32, u32>> = present.iter().map(|&k| Op::Get(k)).collect();
+        let present: Vec<K> = state(&map).keys().copied().take(4000).collect();
+        let newcomers = unique_keys::<K>(4242 + slots as u64, 3000, K::RESERVED);
+        let mut ops: Vec<Op<K, V>> = present.iter().map(|&k| Op::Get(k)).collect();
         ops.extend(
             newcomers
                 .iter()
                 .filter(|k| !present.contains(k))
                 .take(1500)
-                .map(|&k| Op::Insert(k, 1)),
+                .map(|&k| Op::Insert(k, val(1))),
         );
         let cap_room = map.capacity() - map.len();
         if cap_room > 0 {
             let before = state(&map);
-            let operations: Vec<Operation<u32, u32>> = ops.iter().map(op_of).collect();
+            let operations: Vec<Operation<K, V>> = ops.iter().map(op_of).collect();
             // The table is nearly full: some inserts may find even the stash full.
             match map.apply(&operations) {
                 Ok(seen) => {
@@ -321,12 +353,11 @@ fn mixed_concurrent_batches_up_to_load_0_95() {
     }
 }
 
-#[test]
-fn resize_under_load_keeps_every_key() {
+fn resize_under_load_keeps_every_key<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let mut map = HiveMap::with_config(
+    let mut map = HiveMap::<K, V>::with_config(
         &gpu,
         HiveConfig {
             capacity: 4096,
@@ -335,17 +366,17 @@ fn resize_under_load_keeps_every_key() {
         },
     )
     .unwrap();
-    let keys = unique_keys::<u32>(11, 200_000, &RESERVED);
+    let keys = unique_keys::<K>(11, 200_000, K::RESERVED);
     let mut model = MapModel::new();
     let mut rng = ChaCha8Rng::seed_from_u64(5);
     // Grow by mixed batches (inserts dominate), then shrink by removals.
     for round in 0..40 {
         let hi = ((round + 1) * 5000).min(keys.len());
-        let batch: Vec<Op<u32, u32>> = (0..6000)
+        let batch: Vec<Op<K, V>> = (0..6000)
             .map(|_| {
                 let k = keys[rng.random_range(0..hi)];
                 match rng.random_range(0..10) {
-                    0..=6 => Op::Insert(k, rng.random_range(0..1000)),
+                    0..=6 => Op::Insert(k, val(rng.random_range(0..1000u64))),
                     7..=8 => Op::Remove(k),
                     _ => Op::Get(k),
                 }
@@ -368,7 +399,7 @@ fn resize_under_load_keeps_every_key() {
     let grown = map.stats().unwrap();
     assert!(grown.expansions > 0 && grown.buckets > 256, "{grown:?}");
     assert_eq!(state(&map), *model.as_map());
-    let present: Vec<u32> = model.as_map().keys().copied().collect();
+    let present: Vec<K> = model.as_map().keys().copied().collect();
     for chunk in present.chunks(present.len() / 10 + 1) {
         map.remove_many(chunk).unwrap();
         for &k in chunk {
@@ -383,26 +414,28 @@ fn resize_under_load_keeps_every_key() {
         "{shrunk:?}"
     );
     // Explicit resizes keep every key too.
-    let keys2 = unique_keys::<u32>(12, 20_000, &RESERVED);
-    map.insert_many(&keys2, &keys2).unwrap();
+    let keys2 = unique_keys::<K>(12, 20_000, K::RESERVED);
+    let values2 = values_of::<K, V>(&keys2);
+    map.insert_many(&keys2, &values2).unwrap();
     map.expand(1000).unwrap();
     map.validate().unwrap();
     map.contract(700).unwrap();
     map.validate().unwrap();
     assert_eq!(
         map.get_many(&keys2).unwrap(),
-        keys2.iter().map(|&k| Some(k)).collect::<Vec<_>>()
+        values2.iter().map(|&v| Some(v)).collect::<Vec<_>>()
     );
 }
 
-#[test]
-fn a_full_stash_fails_single_operations_and_the_table_stays_valid() {
+fn a_full_stash_fails_single_operations_and_the_table_stays_valid<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let mut map = HiveMap::with_config(&gpu, cfg(1024, 16, HashPair::BitHash, false)).unwrap();
-    let keys = unique_keys::<u32>(3, 1400, &RESERVED);
-    let err = map.insert_many(&keys, &keys).unwrap_err();
+    let mut map =
+        HiveMap::<K, V>::with_config(&gpu, cfg(1024, 16, HashPair::BitHash, false)).unwrap();
+    let keys = unique_keys::<K>(3, 1400, K::RESERVED);
+    let values = values_of::<K, V>(&keys);
+    let err = map.insert_many(&keys, &values).unwrap_err();
     let Error::Core(gpuds_core::Error::NotApplied {
         status,
         not_applied: indices,
@@ -424,68 +457,140 @@ fn a_full_stash_fails_single_operations_and_the_table_stays_valid() {
     // Expanding makes room; the stash drains back into the table.
     map.expand(64).unwrap();
     map.validate().unwrap();
-    map.insert_many(&keys, &keys).unwrap();
+    map.insert_many(&keys, &values).unwrap();
     map.validate().unwrap();
     assert_eq!(map.len(), keys.len());
 }
 
-#[test]
-fn reserved_keys_are_rejected_and_nothing_applied() {
+fn reserved_keys_are_rejected_and_nothing_applied<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let mut map = HiveMap::new(&gpu, 4096).unwrap();
-    let err = map
-        .insert_many(&[1, 2, u32::MAX, 4], &[1, 2, 3, 4])
-        .unwrap_err();
-    assert!(
-        matches!(err, Error::ReservedKey { index: 2, key } if key == u32::MAX as u64),
-        "{err}"
-    );
-    assert!(map.is_empty());
-    let keys = gpu.stream().clone_htod(&[5u32, u32::MAX]).unwrap();
-    let values = gpu.stream().clone_htod(&[5u32, 6]).unwrap();
-    let err = map.insert_many(&keys, &values).unwrap_err();
-    assert!(matches!(err, Error::ReservedKey { index: 1, .. }), "{err}");
-    assert!(map.is_empty());
-    map.insert_many(&[7], &[70]).unwrap();
+    let mut map = HiveMap::<K, V>::new(&gpu, 4096).unwrap();
+    let k = K::from_u64;
+    let v = val::<V>;
+    for &reserved in K::RESERVED {
+        let err = map
+            .insert_many(&[k(1), k(2), reserved, k(4)], &[v(1), v(2), v(3), v(4)])
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::ReservedKey { index: 2, key } if key == reserved.to_u64()),
+            "{err}"
+        );
+        assert!(map.is_empty());
+        let keys = gpu.stream().clone_htod(&[k(5), reserved]).unwrap();
+        let values = gpu.stream().clone_htod(&[v(5), v(6)]).unwrap();
+        let err = map.insert_many(&keys, &values).unwrap_err();
+        assert!(
+            matches!(err, Error::ReservedKey { index: 1, key } if key == reserved.to_u64()),
+            "{err}"
+        );
+        assert!(map.is_empty());
+        map.insert_many(&[k(7)], &[v(70)]).unwrap();
+        assert!(matches!(
+            map.remove_many(&[reserved]),
+            Err(Error::ReservedKey { index: 0, .. })
+        ));
+        assert!(matches!(
+            map.apply(&[Operation::Remove(k(7)), Operation::Get(reserved)]),
+            Err(Error::ReservedKey { index: 1, .. })
+        ));
+        assert_eq!(map.get_many(&[k(7)]).unwrap(), vec![Some(v(70))]);
+        // Device queries simply never find a reserved key.
+        let mut out = gpu.stream().alloc_zeros::<V>(2).unwrap();
+        map.get_many_into(&keys, &mut out, v(9)).unwrap();
+        assert_eq!(gpu.stream().clone_dtoh(&out).unwrap(), vec![v(9), v(9)]);
+        map.remove_many(&[k(7)]).unwrap();
+    }
     assert!(matches!(
-        map.remove_many(&[u32::MAX]),
-        Err(Error::ReservedKey { index: 0, .. })
-    ));
-    assert!(matches!(
-        map.apply(&[Operation::Remove(7), Operation::Get(u32::MAX)]),
-        Err(Error::ReservedKey { index: 1, .. })
-    ));
-    assert_eq!(map.get_many(&[7]).unwrap(), vec![Some(70)]);
-    // Device queries simply never find the reserved key.
-    let mut out = gpu.stream().alloc_zeros::<u32>(2).unwrap();
-    map.get_many_into(&keys, &mut out, 9).unwrap();
-    assert_eq!(gpu.stream().clone_dtoh(&out).unwrap(), vec![9, 9]);
-    assert!(matches!(
-        map.insert_many(&[1, 2], &[1]),
+        map.insert_many(&[k(1), k(2)], &[v(1)]),
         Err(Error::Core(_))
     ));
     map.validate().unwrap();
 }
 
-#[test]
-fn two_to_the_24_keys_at_load_0_9() {
+/// Keys with one low word and different high words (u64 keys; distinct plain keys for
+/// u32): a hash or a comparison that dropped the high word would place them alike or
+/// find one for another.
+fn keys_differing_only_in_high_words_are_distinct<K: Key, V: Value<K>>() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    for slots in [8u32, 16, 32] {
+        let mut map =
+            HiveMap::<K, V>::with_config(&gpu, cfg(1 << 14, slots, HashPair::BitHash, true))
+                .unwrap();
+        let keys = high_word_keys::<K>(0x5eed, 20_000);
+        let values: Vec<V> = (0..keys.len() as u64).map(|i| val(i + 1)).collect();
+        map.insert_many(&keys, &values).unwrap();
+        map.validate().unwrap();
+        assert_eq!(map.len(), keys.len(), "{slots} slots");
+        let got = map.get_many(&keys).unwrap();
+        assert_eq!(got, values.iter().map(|&v| Some(v)).collect::<Vec<_>>());
+        // Remove every other key; the others keep their own values.
+        let odd: Vec<K> = keys.iter().copied().step_by(2).collect();
+        assert_eq!(map.remove_many(&odd).unwrap(), odd.len());
+        map.validate().unwrap();
+        let got = map.get_many(&keys).unwrap();
+        for (i, g) in got.iter().enumerate() {
+            let want = (i % 2 == 1).then_some(values[i]);
+            assert_eq!(*g, want, "{slots} slots, key {:#x}", keys[i]);
+        }
+        // A mixed batch on such keys, checked against a serial order.
+        let ops: Vec<Op<K, V>> = keys[..4000]
+            .iter()
+            .enumerate()
+            .map(|(i, &k)| match i % 3 {
+                0 => Op::Insert(k, val(7)),
+                1 => Op::Get(k),
+                _ => Op::Remove(k),
+            })
+            .collect();
+        apply_checked(&mut map, &ops);
+    }
+}
+
+/// The largest and smallest keys that are not reserved, with the largest values.
+fn keys_next_to_the_reserved_ones_are_stored<K: Key, V: Value<K>>() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = HiveMap::<K, V>::new(&gpu, 1 << 12).unwrap();
+    let keys = keys_near_the_reserved::<K>(1000);
+    let values: Vec<V> = (0..keys.len() as u64).map(|i| val(u64::MAX - i)).collect();
+    map.insert_many(&keys, &values).unwrap();
+    map.validate().unwrap();
+    assert_eq!(map.len(), keys.len());
+    assert_eq!(
+        map.get_many(&keys).unwrap(),
+        values.iter().map(|&v| Some(v)).collect::<Vec<_>>()
+    );
+    assert_eq!(map.remove_many(&keys[..500]).unwrap(), 500);
+    map.validate().unwrap();
+    assert_eq!(map.contains_many(&keys[..500]).unwrap(), vec![false; 500]);
+    assert_eq!(
+        map.contains_many(&keys[500..]).unwrap(),
+        vec![true; keys.len() - 500]
+    );
+}
+
+fn two_to_the_24_keys_at_load_0_9<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
     let n = 1usize << 24;
     let capacity = (n as f64 / 0.9) as usize;
-    let mut map = HiveMap::with_config(&gpu, cfg(capacity, 16, HashPair::BitHash, false)).unwrap();
-    let keys = unique_keys::<u32>(24, n, &RESERVED);
-    let values = random_values::<u32>(25, n, &[]);
+    let mut map =
+        HiveMap::<K, V>::with_config(&gpu, cfg(capacity, 16, HashPair::BitHash, false)).unwrap();
+    let keys = unique_keys::<K>(24, n, K::RESERVED);
+    let values = random_values::<V>(25, n, &[]);
     let d_keys = gpu.stream().clone_htod(&keys).unwrap();
     let d_values = gpu.stream().clone_htod(&values).unwrap();
     map.insert_many(&d_keys, &d_values).unwrap();
     assert_eq!(map.len(), n);
     map.validate().unwrap();
-    let mut out = gpu.stream().alloc_zeros::<u32>(n).unwrap();
-    map.get_many_into(&d_keys, &mut out, u32::MAX).unwrap();
+    let mut out = gpu.stream().alloc_zeros::<V>(n).unwrap();
+    map.get_many_into(&d_keys, &mut out, val(u64::MAX)).unwrap();
     assert_eq!(gpu.stream().clone_dtoh(&out).unwrap(), values);
     let stats = map.stats().unwrap();
     println!("2^24 at {:.3}: {stats:?}", stats.load_factor);
@@ -500,18 +605,18 @@ fn two_to_the_24_keys_at_load_0_9() {
 /// Bulk inserts of many copies of each key in one batch (the copies land in the same
 /// warp, in other warps and on other SMs) store every key once, also where first
 /// buckets are full and inserts go through the lock, a second bucket or an eviction.
-#[test]
-fn concurrent_inserts_of_one_key_store_it_once() {
+fn concurrent_inserts_of_one_key_store_it_once<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
     for slots in [8u32, 16, 32] {
         let capacity = 1usize << 16;
         let mut map =
-            HiveMap::with_config(&gpu, cfg(capacity, slots, HashPair::BitHash, false)).unwrap();
-        let distinct = unique_keys::<u32>(41 + slots as u64, capacity * 9 / 10, &RESERVED);
+            HiveMap::<K, V>::with_config(&gpu, cfg(capacity, slots, HashPair::BitHash, false))
+                .unwrap();
+        let distinct = unique_keys::<K>(41 + slots as u64, capacity * 9 / 10, K::RESERVED);
         let mut rng = ChaCha8Rng::seed_from_u64(slots as u64);
-        let mut expected: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut expected: HashMap<K, Vec<V>> = HashMap::new();
         // Two batches: to load 0.5, then to 0.9; each key 1 to 8 times, shuffled, and
         // the second batch also repeats keys of the first (replaces racing with claims).
         let half = distinct.len() * 5 / 9;
@@ -522,7 +627,7 @@ fn concurrent_inserts_of_one_key_store_it_once() {
             for (i, &k) in distinct[range].iter().enumerate() {
                 let copies = 1 + rng.random_range(0..8u32);
                 for c in 0..copies {
-                    let v = (i as u32) << 8 | round << 4 | c;
+                    let v = val::<V>((i as u64) << 8 | (round as u64) << 4 | c as u64);
                     keys.push(k);
                     values.push(v);
                     expected.entry(k).or_default().push(v);

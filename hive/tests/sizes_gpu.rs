@@ -12,6 +12,17 @@ use std::collections::HashMap;
 use gpuds_hive::hive::MAX_BUCKETS;
 use gpuds_hive::linear::MAX_CAPACITY;
 use gpuds_hive::{Error, HiveConfig, HiveMap, LinearConfig, LinearProbeMap};
+
+mod common;
+
+use common::{val, Key, Value};
+
+// The HiveMap tests run for every key and value type (modules u32_u32, u64_u32, u64_u64).
+for_each_type!(
+    hive_constructors_take_every_capacity,
+    hive_expand_meets_the_request_or_changes_nothing,
+    hive_tables_past_device_memory_are_out_of_memory,
+);
 use gpuds_testkit::strategy::{capacities, capacity_edges, capacity_edges_up_to};
 use proptest::prelude::*;
 use proptest::test_runner::{Config as ProptestConfig, TestRunner};
@@ -164,8 +175,7 @@ fn linear_reserve_and_rehash_meet_the_request_or_change_nothing() {
 }
 
 /// `HiveMap::new` over the capacity-like numbers, as for the linear table.
-#[test]
-fn hive_constructors_take_every_capacity() {
+fn hive_constructors_take_every_capacity<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
@@ -177,7 +187,7 @@ fn hive_constructors_take_every_capacity() {
         let Ok(capacity) = usize::try_from(capacity) else {
             continue;
         };
-        match HiveMap::new(&gpu, capacity) {
+        match HiveMap::<K, V>::new(&gpu, capacity) {
             Ok(map) => {
                 assert!(map.capacity() >= capacity, "{capacity}");
                 assert!(map.is_empty());
@@ -191,15 +201,15 @@ fn hive_constructors_take_every_capacity() {
 
 /// `expand` by the capacity-like numbers: small expansions succeed, the rest are
 /// `CapacityOverflow` with buckets and pairs as before.
-#[test]
-fn hive_expand_meets_the_request_or_changes_nothing() {
+fn hive_expand_meets_the_request_or_changes_nothing<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let mut map = HiveMap::new(&gpu, 1 << 10).unwrap();
-    let keys: Vec<u32> = (0..300).collect();
-    map.insert_many(&keys, &keys).unwrap();
-    let mut before: Vec<(u32, u32)> = map.to_vec().unwrap();
+    let mut map = HiveMap::<K, V>::new(&gpu, 1 << 10).unwrap();
+    let keys: Vec<K> = (0..300u64).map(|i| K::from_u64(i << 20 | i)).collect();
+    let values: Vec<V> = (0..300u64).map(val).collect();
+    map.insert_many(&keys, &values).unwrap();
+    let mut before: Vec<(K, V)> = map.to_vec().unwrap();
     before.sort_unstable();
     for more in capacity_edges() {
         // Small expansions (at most 4,096 buckets, 1 MiB), or past the largest table.
@@ -234,12 +244,12 @@ fn hive_expand_meets_the_request_or_changes_nothing() {
 /// `OutOfMemory`, at construction and when an expansion asks for it; the table being
 /// expanded is left as it was and keeps working. Nothing is allocated by the failing
 /// calls.
-#[test]
-fn hive_tables_past_device_memory_are_out_of_memory() {
+fn hive_tables_past_device_memory_are_out_of_memory<K: Key, V: Value<K>>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    if !gpuds_testkit::memory_below(&gpu, (MAX_BUCKETS as u64) * 32 * 8) {
+    let slot_bytes = if K::WIDE { 16 } else { 8 };
+    if !gpuds_testkit::memory_below(&gpu, (MAX_BUCKETS as u64) * 32 * slot_bytes) {
         return;
     }
     let config = HiveConfig {
@@ -247,9 +257,9 @@ fn hive_tables_past_device_memory_are_out_of_memory() {
         slots_per_bucket: 32,
         ..Default::default()
     };
-    let e = HiveMap::with_config(&gpu, config.clone()).unwrap_err();
+    let e = HiveMap::<K, V>::with_config(&gpu, config.clone()).unwrap_err();
     assert!(is_out_of_memory(&e), "{e}");
-    let mut map = HiveMap::with_config(
+    let mut map = HiveMap::<K, V>::with_config(
         &gpu,
         HiveConfig {
             capacity: 1 << 12,
@@ -257,16 +267,19 @@ fn hive_tables_past_device_memory_are_out_of_memory() {
         },
     )
     .unwrap();
-    map.insert_many(&[1, 2, 3], &[10, 20, 30]).unwrap();
+    let k = K::from_u64;
+    let v = val::<V>;
+    map.insert_many(&[k(1), k(2), k(3)], &[v(10), v(20), v(30)])
+        .unwrap();
     let buckets = map.buckets();
     let e = map.expand(MAX_BUCKETS - buckets).unwrap_err();
     assert!(is_out_of_memory(&e), "{e}");
     assert_eq!(map.buckets(), buckets);
     assert_eq!(
-        map.get_many(&[1, 2, 3, 4]).unwrap(),
-        vec![Some(10), Some(20), Some(30), None]
+        map.get_many(&[k(1), k(2), k(3), k(4)]).unwrap(),
+        vec![Some(v(10)), Some(v(20)), Some(v(30)), None]
     );
-    map.insert_many(&[4], &[40]).unwrap();
+    map.insert_many(&[k(4)], &[v(40)]).unwrap();
     map.validate().unwrap();
 }
 

@@ -5,17 +5,34 @@
 // 32-slot buckets) first let every lane carry out its own operation alone (hive_ref's
 // find_alone, insert_alone: each lane reads its own bucket with 16-byte loads, so a warp
 // has 32 buckets in flight), and the tile finishes the operations left over together.
-// Bulk inserts into buckets of 8 or 16 slots run in two kernels of their own (fill and
-// bulk below: per-lane fills, then a per-lane state machine). Erase, the mixed
-// batch and stash reinsertion load the metadata word of each lane's key's first bucket
-// (one gather for the chunk) and run the chunk's operations one after the other with
-// the operands broadcast through the tile code. Lane r writes result r (coalesced).
+// Bulk inserts into buckets of 8 or 16 slots run in two kernels of their own (per-lane
+// fills, then a per-lane state machine: detail/fill_insert.cuh and detail/bulk_insert.cuh).
+// Erase, the mixed batch and stash reinsertion load the metadata word of each lane's key's
+// first bucket (one gather for the chunk) and run the chunk's operations one after the
+// other with the operands broadcast through the tile code (detail/batch_loop.cuh). Lane r
+// writes result r (coalesced).
 //
-// Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3).
+// Tables of wide slots (u64 keys) insert through insert_alone and the tile code at
+// every bucket size: the per-lane fill and state-machine kernels hold packed words.
+//
+// Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3), KEY_T and VALUE_T (unsigned int and
+// unsigned int, or unsigned long long and unsigned int or unsigned long long), and
+// KERNEL_SUFFIX (u32_u32, u64_u32, u64_u64), stamped into every kernel's name.
+#include <gpuds/core/kernel_name.cuh>
+#include <gpuds/hive/detail/batch_loop.cuh>
+#include <gpuds/hive/detail/fill_insert.cuh>
 #include <gpuds/hive/hive_ref.cuh>
 
 using namespace gpuds;
 using namespace gpuds::hive;
+
+using K = KEY_T;
+using V = VALUE_T;
+using ref_t = hive_ref<K, V>;
+using S = ref_t::S;
+using word = ref_t::word;
+// Whether bulk inserts run the two per-lane kernels (fill, then the queued ones).
+constexpr bool PER_LANE_INSERT = !S::WIDE && SLOTS <= 16;
 
 // Every kernel runs in blocks of 256 threads (HiveMap's BLOCK). The update kernels carry
 // the out-of-line slow paths (insert_locked, evict), whose registers would otherwise set
@@ -27,1016 +44,63 @@ using namespace gpuds::hive;
 // registers (it uses 116). Measured: two blocks insert faster than three (80 registers,
 // with spills) or four.
 #define HIVE_INSERT_BOUNDS __launch_bounds__(256, 2)
-// The first insert kernel (per-lane fills, buckets of up to 16 slots) needs fewer: three
-// blocks per SM. With 32-slot buckets it runs the tile code, bounded like the second.
-#if HIVE_SLOTS <= 16
-#define HIVE_FILL_BOUNDS __launch_bounds__(256, 3)
-#else
-#define HIVE_FILL_BOUNDS __launch_bounds__(256, 2)
-#endif
+// The first insert kernel (per-lane fills, packed buckets of up to 16 slots) needs
+// fewer: three blocks per SM. Otherwise it runs the tile code, bounded like the second.
+#define HIVE_FILL_BOUNDS __launch_bounds__(256, PER_LANE_INSERT ? 3 : 2)
 
-namespace {
-
-// Runs `body(index, key, value, lane_result)` for every operation, chunk by chunk.
-template <typename Body>
-__device__ __forceinline__ void for_each_op(unsigned long long n, Body&& body) {
-  const unsigned long long tiles = (static_cast<unsigned long long>(gridDim.x) * blockDim.x) / SLOTS;
-  const unsigned long long first = (static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x) / SLOTS;
-  for (unsigned long long chunk = first; chunk * SLOTS < n; chunk += tiles) {
-    body(chunk * SLOTS);
-  }
+// The per-lane insert kernels' bodies (fill_insert.cuh, bulk_insert.cuh) where they
+// apply; templates, so that a table of wide slots never instantiates them.
+template <typename Ref>
+__device__ __forceinline__ void fill_lanes(const Ref& t, const typename Ref::key_type* keys,
+                                           const typename Ref::value_type* values, unsigned long long n,
+                                           unsigned* queue, tally& lane) {
+  if constexpr (!Ref::S::WIDE && SLOTS <= 16) fill::insert_lanes(t, keys, values, n, queue, lane);
 }
-
-__device__ __forceinline__ unsigned ops_in_chunk(unsigned long long base, unsigned long long n) {
-  const unsigned long long left = n - base;
-  return left < SLOTS ? static_cast<unsigned>(left) : SLOTS;
+template <typename Ref>
+__device__ __forceinline__ void queued_lanes(const Ref& t, const typename Ref::key_type* keys,
+                                             const typename Ref::value_type* values, unsigned* queue,
+                                             unsigned long long offset, tally& lane, tally& counts) {
+  if constexpr (!Ref::S::WIDE && SLOTS <= 16) bulk::insert_lanes(t, keys, values, queue, offset, lane, counts);
 }
-
-}  // namespace
 
 // Sets buckets [from, to) to empty, unlocked, all slots free.
-extern "C" __global__ void hive_init(hive_ref t, unsigned from, unsigned to) {
+extern "C" __global__ void GPUDS_KERNEL(hive_init)(ref_t t, unsigned from, unsigned to) {
   const unsigned long long total = static_cast<unsigned long long>(to - from) * SLOTS;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
     const unsigned long long slot = static_cast<unsigned long long>(from) * SLOTS + i;
-    t.slots[slot] = EMPTY;
+    t.slots[slot] = S::EMPTY_WORD;
     if (slot % SLOTS == 0) t.meta[slot / SLOTS] = ALL_FREE;
   }
 }
 
 // Writes the smallest index of a reserved key into *first (initialized to n by the host).
-extern "C" __global__ void hive_first_reserved(const unsigned* keys, unsigned long long n, unsigned long long* first) {
+extern "C" __global__ void GPUDS_KERNEL(hive_first_reserved)(const K* keys, unsigned long long n, unsigned long long* first) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    if (keys[i] == EMPTY_KEY) atomicMin(first, i);
+    if (ref_t::reserved(keys[i])) atomicMin(first, i);
   }
 }
 
-// Inserts one operation per lane with `has` (operation `index` of the batch): each lane
-// first alone (insert_alone), then the tile inserts what the lanes left, one after the
-// other. A lane whose key is the reserved one leaves it to the tile, which reports it.
-__device__ __forceinline__ void insert_ops(const hive_ref& t, bool has, unsigned k, unsigned v,
-                                           unsigned long long index, tally& lane, tally& counts) {
-  unsigned step = STEP_LEFTOVER;
-  unsigned old = 0;
-  if (has && k != EMPTY_KEY) step = t.insert_alone(k, v, old, lane);
-  unsigned left = tile::ballot(has && step == STEP_LEFTOVER);
-  while (left != 0) {
-    const unsigned j = __ffs(left) - 1;
-    left &= left - 1;
-    const unsigned kj = tile::shfl(k, j), vj = tile::shfl(v, j);
-    const unsigned long long ij = tile::shfl(index, j);
-    if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
-  }
-}
-
-// ---------------------------------------------------------------------------------
-// The bulk insert (buckets of 8 or 16 slots), in two kernels.
-//
-// The first (hive_insert, namespace fill) does what most inserts need: it reads b1 and
-// its word, and replaces k's pair, or fills b1's lowest empty slot with one
-// compare-and-swap of that slot from the empty word (then clears the slot's free bit
-// with an atomic and that no one waits for); a key whose b1 is full goes to b2 the same
-// way (b1's SPILL set first), and one whose b1 carries SPILL from an earlier batch reads
-// b2 too before it fills b1. What it cannot do with fills alone (b1 and b2 full: an
-// eviction; b1 STASHED; eight failed fills) it appends to a queue, and the second kernel
-// (hive_insert_queued, namespace bulk) runs those through the state machine below, with
-// its locks, claims and direct moves, after the first kernel has ended.
-//
-// Why fills need no lock and no swap of the word: in the first kernel every write of a
-// pair into a slot is such a fill, nothing empties a slot and nothing moves a key, so a
-// slot's key, once there, stays for the rest of the kernel. Two fills of one key k into
-// one bucket at slots i < j cannot both succeed: the one at j chose j as the lowest slot
-// it read empty, so it read slot i full, holding the key of i's first fill, which is k
-// (then it would have replaced) or a key that k can no longer fill i over. A fill of k
-// into b2 follows a read of b1 with every slot full and none k, so k never enters b1
-// afterwards; and a fill of k into b1 at slot i before that read would have been seen
-// there. A read may be stale (the first read of b1 goes through L1): it then shows slots
-// empty that are not, whose fills fail, never a wrong key. A key placed in b2 by an
-// earlier batch has SPILL in b1's word (set before it moved there), so a fill into b1
-// looks in b2 first. The free bits lag their fills by one atomic, which no one in this
-// kernel reads (the word is read only for its flags).
-//
-// The second kernel runs the queued inserts as a per-lane state machine. A lane's insert
-// is a short chain of dependent memory round trips: read b1 and its metadata word, then
-// one compare-and-swap (replace or claim), then a store; an insert whose b1 is full
-// claims in b2 the same way (read b2 and its word, one compare-and-swap, a store), and one
-// whose b1 is SPILL-flagged with room takes b1's lock and claims in b1 or b2 (lock,
-// claim, put, unlock). When every lane of a warp runs its insert to the end before the
-// warp takes new keys, the warp waits for its slowest lane. Here each lane advances its
-// own insert by one step per iteration instead: an iteration first consumes what the
-// lane's previous step loaded (every lane, whatever its phase), then issues the lane's
-// next memory operations, so an iteration costs about one round trip and a lane on the
-// lock path holds up no one; a lane whose insert is done takes its next key from the
-// warp's ring of staged keys (each chunk of 32 queue entries loaded coalesced, one chunk
-// ahead).
-//
-// The uniqueness argument of the claim (see insert_alone) needs b1's contents as of the
-// word `m` it swaps from. Here the word and the bucket are read at once (relaxed), not
-// the word first: in a kernel that only inserts, a slot once written is never emptied
-// and changes its key only by an eviction into it, which needs b1 full (and then SPILL,
-// or full for good) or b1's lock; so with `m` unlocked, unflagged and not full, every slot
-// that holds a word in the read held a key other than k at the time of `m` too, and a
-// slot claimed in `m` but read empty is pending (read again). So k was absent from b1
-// at `m`, and the swap from `m` succeeds only if b1 did not change since. An insert that
-// must lock b1 (full or SPILL-flagged) reads b1 again, and b2 where SPILL says so, once
-// its lock swap from `m` returned (an acquire), so it sees every key that an eviction or
-// a spill placed there under b1's lock before `m`; the lock covers the rest.
-//
-// No step needs a fence, which would stall the whole warp until all its memory
-// operations drained: under the lock the lane writes only with atomics it waits for
-// (the slot's claim, then the pair swapped into the claimed slot), so by the time it
-// issues the unlock those writes were performed at L2, where every later reader at gpu
-// scope reads (unlock_after_atomics).
-//
-// When b1 and b2 are both full (without k), the lane makes the direct move of step 3:
-// it locks b1 from the word it read (SPILL set) and reads b1 again under the lock (b2,
-// read full and without k, stays so: k cannot enter it, and k moves into b1 only under
-// b1's lock; a slot of b1 read empty is pending, so the lane unlocks and retries), loads
-// the words of the other buckets of four of b1's keys at once (up to four rounds of
-// four), locks the one of those buckets with the most room from the word read, claiming its
-// lowest free slot in the same swap, swaps k's pair into the victim's slot of b1 (a
-// compare-and-swap from the victim's word, so a victim whose value was replaced
-// meanwhile is not lost: the claimed slot is given back) and swaps the victim into the
-// claimed slot, then unlocks both. As in evict_alone, both buckets of the moved key are
-// locked, a victim moving to its second bucket has b1 as first bucket (SPILL set), and k
-// lands in its first bucket. When none of b1's keys has room in its other bucket, the
-// lane keeps b1 locked, reads b2 and its word, locks b2 from that word (SPILL set: its
-// victim may move to its second bucket) and makes the same move from b2: a key of b2 to
-// its other bucket, k into b2 (b1 has SPILL). Both buckets of that victim are locked (b2
-// and the target), and k enters b2 under b1's lock, as every placement of k outside b1's
-// lock-free claim does. (At load 0.95 this takes the 7 % of queued inserts that found no
-// room among b1's keys off the tile code.) An insert the first kernel queued with both
-// buckets full (BOTH_FULL) starts at the move: it reads b1's word and b2, and locks b1 at
-// once.
-//
-// Each iteration scans the bucket a lane read once, for every phase, and issues at most
-// one compare-and-swap per lane from one call site: lanes in different phases would
-// otherwise run a scan each, and a second acquire swap would wait for the first one's
-// round trip.
-//
-// What a lane cannot finish in a few steps (b1 STASHED, b1 and b2 the same full bucket,
-// no candidate of b1 or b2 with room among 32, TRIES retries) is parked in the warp's
-// queue in shared memory; when 32 are parked, the warp stops taking keys, lets its lanes
-// finish (so no lane of the warp holds a lock), and runs the parked inserts one per lane
-// through insert_alone and the tile code (random walks, the stash).
-namespace bulk {
-
-constexpr unsigned WARPS = 256 / 32;  // warps per block (BLOCK = 256)
-constexpr unsigned PARK = 64;         // parked inserts per warp (at most 31 + 32 at once)
-// Reads of b1 before an insert is parked. The queued inserts are mostly evictions in full
-// buckets, several to a bucket, so a lane waits for the lock rather than park: 8 tries
-// measured 4-5 % slower (the whole insert, loads 0.8 and 0.95) than 32 or 64.
-constexpr unsigned TRIES = 64;
-
-// Phases: what the lane's last issued step was.
-constexpr unsigned IDLE = 0;        // no key
-constexpr unsigned READ = 1;        // b1 and its word loaded
-constexpr unsigned CLAIM = 2;       // swap of b1's word issued (claim slot `slot`)
-constexpr unsigned REPLACE = 3;     // swap of the matching slot word issued (`hit_word`)
-constexpr unsigned LOCK = 4;        // lock swap of b1's word issued
-constexpr unsigned CLAIM1 = 5;      // WABC in b1 under the lock
-constexpr unsigned CLAIM2 = 6;      // WABC in b2 under the lock
-constexpr unsigned UNLOCK = 7;      // the pair's swap into its claimed slot issued: unlock
-constexpr unsigned LOCK_B2 = 8;     // under b1's lock, b2 loaded (k may have spilled there)
-constexpr unsigned LOCKED = 9;      // under b1's lock, b1 and b2's word loaded
-constexpr unsigned READ2 = 10;      // b1 was full: b2 and its word loaded (no lock)
-constexpr unsigned CLAIM2F = 11;    // swap of b2's word issued (claim slot `slot` there)
-// The direct move (step 3) when b1 and b2 are both full, without k:
-constexpr unsigned EV_LOCK = 12;    // lock swap of b1's word issued (from `mb1`)
-constexpr unsigned EV_B1 = 14;      // under b1's lock, b1 loaded
-constexpr unsigned EV_PICK = 15;    // the words of the candidate victims' other buckets loaded
-constexpr unsigned EV_TLOCK = 16;   // lock swap of the target's word issued (from `mt`), claiming slot `slot`
-constexpr unsigned EV_SWAP = 18;    // swap of k's pair into the victim's slot `vslot` of b1 issued
-constexpr unsigned EV_TPUT = 19;    // swap of the victim into the target's slot issued
-constexpr unsigned EV_READ = 20;    // b1's word and b2 loaded (an insert the first kernel found both full for)
-// No candidate of b1 had room: the victim comes from b2 instead (`from2`), under b1's lock.
-constexpr unsigned EV_M2 = 21;      // b2 and its word loaded
-constexpr unsigned EV_LOCK2 = 22;   // lock swap of b2's word issued (from `m`)
-
-// What to issue this iteration: loads (into mread and w), a store of the lane's pair at
-// slot `slot`, and one atomic (into r).
-constexpr unsigned L_META1 = 1;    // b1's word
-constexpr unsigned L_META2 = 2;    // b2's word
-constexpr unsigned L_BUCKET1 = 4;  // b1's slots
-constexpr unsigned L_BUCKET2 = 8;  // b2's slots
-constexpr unsigned L_STORE1 = 16;  // store in b1
-constexpr unsigned L_STORE2 = 32;  // store in b2
-constexpr unsigned A_NONE = 0;
-constexpr unsigned A_CLAIM = 1;  // CAS of b1's word from m: slot bit cleared, version advanced
-constexpr unsigned A_LOCK = 2;   // CAS of b1's word from m: locked (and SPILL when full)
-constexpr unsigned A_REPL1 = 3;  // CAS of b1's slot from hit_word to the lane's pair
-constexpr unsigned A_REPL2 = 4;  // the same in b2
-constexpr unsigned A_AND1 = 5;   // WABC: clear the slot's bit in b1's word
-constexpr unsigned A_AND2 = 6;   // the same in b2
-constexpr unsigned A_PUT1 = 7;   // under the lock: swap the lane's pair into b1's claimed (empty) slot
-constexpr unsigned A_PUT2 = 8;   // the same in b2
-constexpr unsigned A_CLAIM2 = 9; // CAS of b2's word from m (b2's): slot bit cleared, version advanced
-constexpr unsigned A_EVLOCK = 10;  // CAS of b1's word from mb1: locked
-constexpr unsigned A_TLOCK = 11;   // CAS of the target's word from mt: locked, slot's bit cleared
-constexpr unsigned A_SWAP = 13;    // CAS of b1's slot vslot from the victim to the lane's pair
-constexpr unsigned A_TPUT = 14;    // CAS of the target's claimed (empty) slot to the victim
-constexpr unsigned A_LOCK2 = 15;   // CAS of b2's word from m: locked, SPILL set
-constexpr unsigned L_CAND = 64;    // the words of the candidate victims' other buckets
-constexpr unsigned CANDIDATES = 4; // victims looked at per round of the direct move
-
-constexpr unsigned RING = 64;  // staged keys per warp: two chunks of 32
-// Set in a queue entry (beside the operation's index) when the first kernel found both
-// of the key's buckets full.
-constexpr unsigned BOTH_FULL = 1u << 31;
-// The queue between the two kernels: queue[0] counts its entries, queue[1] counts the
-// chunks of 32 entries the second kernel's warps took, the entries follow.
-constexpr unsigned QUEUE_HEAD = 2;
-
-// A warp's operations, taken by its idle lanes in order: chunk c holds operations
-// (gw + c * nw) * 32 + lane of the source, each chunk loaded coalesced one chunk ahead
-// (pk, pv, pe: the key, the value and a 32-bit entry) and staged in the warp's ring in
-// shared memory. Every counter is the same on every lane: `fetched` chunks were staged,
-// `taken` operations taken.
-struct op_ring {
-  unsigned (&rk)[RING];
-  unsigned (&rv)[RING];
-  unsigned (&re)[RING];
-  unsigned long long n;
-  // Where the warps take chunks in turn (one atomic per chunk), so that a warp whose
-  // operations take long takes fewer; null: chunk c of the warp is gw + c * nw.
-  unsigned* next;
-  unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  unsigned nw = gridDim.x * blockDim.x / 32;
-  unsigned lid = threadIdx.x % 32;
-  unsigned fetched = 0, taken = 0;
-  unsigned long long base = 0;  // the first operation of the chunk in flight
-  unsigned pk = EMPTY_KEY, pv = 0, pe = 0;
-
-  // The first operation of the warp's next chunk (its chunk number `fetched`, or the
-  // next one taken from `next`).
-  __device__ unsigned long long next_chunk() const {
-    if (next == nullptr) return (static_cast<unsigned long long>(fetched) * nw + gw) * 32;
-    unsigned chunk = 0;
-    if (lid == 0) chunk = atomicAdd(next, 1u);
-    return static_cast<unsigned long long>(__shfl_sync(warp::FULL_MASK, chunk, 0)) * 32;
-  }
-  // Loads this lane's operation of the first chunk: load(at, k, v, e) for at < n.
-  template <typename Load>
-  __device__ void start(Load&& load) {
-    base = next_chunk();
-    if (base + lid < n) load(base + lid, pk, pv, pe);
-  }
-  // Stages the chunk in flight when the ring has room for it, and loads the next.
-  template <typename Load>
-  __device__ void stage(Load&& load) {
-    if (fetched * 32 - taken <= RING - 32 && base < n) {
-      rk[(fetched * 32 + lid) % RING] = pk;
-      rv[(fetched * 32 + lid) % RING] = pv;
-      re[(fetched * 32 + lid) % RING] = pe;
-      fetched += 1;
-      base = next_chunk();
-      const unsigned long long at = base + lid;
-      pk = EMPTY_KEY;
-      if (at < n) load(at, pk, pv, pe);
-      __syncwarp();
-    }
-  }
-  // Whether staged operations are left.
-  __device__ bool more() const { return taken < fetched * 32; }
-  // Hands the next staged operations to the lanes with `idle`, in lane order: true where
-  // this lane got one (k, v, e; k is EMPTY_KEY past the end of the source).
-  __device__ bool take(bool idle, unsigned& k, unsigned& v, unsigned& e) {
-    const unsigned want = __ballot_sync(warp::FULL_MASK, idle);
-    const unsigned staged = fetched * 32 - taken;
-    const unsigned rank = __popc(want & ((1u << lid) - 1u));
-    const bool got = idle && rank < staged;
-    if (got) {
-      const unsigned p = (taken + rank) % RING;
-      k = rk[p];
-      v = rv[p];
-      e = re[p];
-    }
-    taken += __popc(want) < staged ? __popc(want) : staged;
-    return got;
-  }
-};
-
-// Looks for k among a lane's bucket words: sets `hit` to the first slot holding k and
-// `hit_word` to its word where found (else leaves them), and returns the mask of the
-// empty slots. Only the keys are compared (two compares and two predicated ors a slot):
-// the empty word is the only one whose key is EMPTY_KEY, which no pair may have.
-__device__ __forceinline__ unsigned scan_words(const unsigned long long (&w)[SLOTS], unsigned k, unsigned& hit,
-                                               unsigned long long& hit_word) {
-  unsigned empty = 0, hits = 0;
-#pragma unroll
-  for (unsigned i = 0; i < SLOTS; ++i) {
-    const unsigned key = key_of(w[i]);
-    if (key == EMPTY_KEY) empty |= 1u << i;
-    if (key == k) hits |= 1u << i;
-  }
-  hits &= ~empty;
-  if (hits != 0) {
-    hit = __ffs(hits) - 1;
-#pragma unroll
-    for (unsigned i = 0; i < SLOTS; ++i) {
-      if (i == hit) hit_word = w[i];
-    }
-  }
-  return empty;
-}
-
-// The group of b1's slots whose keys are the direct move's candidates in round `round`.
-__device__ __forceinline__ unsigned candidate_group(unsigned k, unsigned round) {
-  return (k + round) % (SLOTS / CANDIDATES);
-}
-
-struct parked_ops {
-  unsigned k[WARPS][PARK];
-  unsigned v[WARPS][PARK];
-  unsigned long long i[WARPS][PARK];
-};
-
-// Runs the parked inserts (one per lane with `has`) as the per-lane fast path, and what
-// that leaves through the tile code (insert_ops). Called by all lanes of the warp, none
-// holding a lock; out of line, so that the state machine's loop saves few registers.
-__device__ __noinline__ void run_parked(const hive_ref& t, bool has, unsigned k, unsigned v, unsigned long long index,
-                                        tally& lane, tally& counts) {
-  insert_ops(t, has, k, v, index, lane, counts);
-}
-
-__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned* queue,
-                             unsigned long long offset, tally& lane, tally& counts) {
-  // The operations: keys[e], values[e] for the queue's entries e (see QUEUE_HEAD),
-  // operation offset + e of the batch.
-  const unsigned long long n = queue[0];
-  unsigned claims = 0, replaces = 0, evictions = 0;  // the lane's inserts done here (steps 2, 1, 3)
-  __shared__ parked_ops park;
-  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
-  const unsigned wid = threadIdx.x / 32;
-  const unsigned lid = threadIdx.x % 32;
-  op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n, queue + 1};
-  // An entry is the operation's index in the part, and BOTH_FULL.
-  auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
-    e = queue[QUEUE_HEAD + at];
-    k = keys[e & ~BOTH_FULL];
-    v = values[e & ~BOTH_FULL];
-  };
-  ops.start(load);
-  unsigned parked = 0;  // the warp's parked inserts (the same on every lane)
-  // Rounds of the state machine, each until 32 inserts are parked and every lane is idle
-  // (then they run, outside the loop, so that the call saves few registers) or until the
-  // keys run out.
-  for (;;) {
-    unsigned long long index = 0;
-    unsigned k = EMPTY_KEY, v = 0, b1 = 0, b2 = 0;
-    unsigned phase = IDLE, tries = 0, slot = 0;
-    bool spill_before = false, locked = false;
-    // The direct move's victim comes from b2 (locked too), and k lands in b2.
-    bool from2 = false;
-    unsigned long long m = 0, mread = 0, r = 0, hit_word = 0;
-    // The direct move: b1's word before its lock, the candidates' other buckets and
-    // their words, the chosen victim (slot vslot of b1, word victim) and its target.
-    unsigned long long mb1 = 0, victim = 0;
-    unsigned long long am[CANDIDATES];
-    unsigned alt[CANDIDATES];
-    unsigned target = 0, vslot = 0, round = 0;
-#pragma unroll
-    for (unsigned c = 0; c < CANDIDATES; ++c) {
-      am[c] = 0;
-      alt[c] = 0;
-    }
-    unsigned long long w[SLOTS];
-#pragma unroll
-    for (unsigned i = 0; i < SLOTS; ++i) w[i] = EMPTY;
-    for (;;) {
-      // --- Convergence point: leave to run the parked inserts, or stop. -------------
-      const bool busy = phase != IDLE;
-      if (parked >= 32 && !__any_sync(warp::FULL_MASK, busy)) break;
-      ops.stage(load);
-      if (!__any_sync(warp::FULL_MASK, busy) && !ops.more()) break;
-      unsigned tk = EMPTY_KEY, tv = 0, entry = 0;
-      const bool take = ops.take(!busy && parked < 32, tk, tv, entry);
-
-      // --- Consume the last step's results; decide the next step. -------------------
-      // The bucket a lane read last (if any), scanned once for every phase that reads
-      // one: lanes in different phases would otherwise each run their own copy. A hit
-      // sets hit_word, which only REPLACE uses: it follows the scan that found the hit
-      // with no new read, so the next iteration's scan sets the same word again.
-      unsigned seen_hit = SLOTS;
-      const unsigned seen_empty = scan_words(w, k, seen_hit, hit_word);
-      unsigned loads = 0, atomic = A_NONE;
-      bool park_it = false, set_spill = false;
-      unsigned long long* const m1 = t.meta + b1;
-      // Releases the locks the lane holds: b1's, and the direct move's target's when
-      // `target_too` (every write under them was an atomic the lane waited for).
-      auto unlock = [&](bool target_too) {
-        if (target_too) unlock_after_atomics(t.meta + target);
-        if (from2) unlock_after_atomics(t.meta + b2);
-        unlock_after_atomics(m1);
-        locked = false;
-        from2 = false;
-      };
-      // The next step: phase `next` on slot `at`, issuing atomic `what`.
-      auto step = [&](unsigned next, unsigned at, unsigned what) {
-        phase = next;
-        slot = at;
-        atomic = what;
-      };
-      // Read b1 and its word again, or park the insert after TRIES reads.
-      auto retry = [&]() {
-        if (++tries >= TRIES) {
-          park_it = true;
-        } else {
-          phase = READ;
-          loads |= L_META1 | L_BUCKET1;
-        }
-      };
-
-      if (phase == IDLE) {
-        if (take) {
-          index = offset + (entry & ~BOTH_FULL);
-          k = tk;
-          v = tv;
-          if (k != EMPTY_KEY) {
-            const hash_pair h = hashes(k);
-            b1 = t.bucket_of(h.h1);
-            b2 = t.bucket_of(h.h2);
-            tries = 0;
-            if (entry & BOTH_FULL) {
-              phase = EV_READ;
-              loads |= L_META1 | L_BUCKET2;
-            } else {
-              phase = READ;
-              loads |= L_META1 | L_BUCKET1;
-            }
-          }
-        }
-      } else if (phase == READ) {
-        m = mread;
-        const unsigned hit = seen_hit, empty = seen_empty;
-        const unsigned free_bits = free_of(m);
-        if (hit != SLOTS) {
-          step(REPLACE, hit, A_REPL1);
-        } else if ((m & META_STASHED) != 0 || (free_bits == 0 && b2 == b1)) {
-          park_it = true;
-        } else if ((m & META_LOCK) != 0 || (empty & ~free_bits & ALL_FREE) != 0) {
-          retry();
-        } else if ((m & META_SPILL) == 0 && free_bits != 0) {
-          step(CLAIM, __ffs(free_bits) - 1, A_CLAIM);
-        } else if (free_bits == 0) {
-          // b1 holds 16 words, none k: in a kernel that only inserts it stays so (its
-          // words change only by evictions, which swap), so k goes to b2, claimed there
-          // without b1's lock like a claim in b1 (validated by b2's word). SPILL first.
-          set_spill = (m & META_SPILL) == 0;
-          mb1 = m | META_SPILL;
-          phase = READ2;
-          loads |= L_META2 | L_BUCKET2;
-        } else {
-          // b1 full or SPILL-flagged: lock it from `m` (SPILL set in the same swap when
-          // full). An eviction may have moved a key into a full b1 after the read above,
-          // so once the lock is taken (an acquire), b1 is read again with b2's word; b2
-          // itself next.
-          spill_before = (m & META_SPILL) != 0 && b2 != b1;
-          phase = LOCK;
-          atomic = A_LOCK;
-        }
-      } else if (phase == READ2) {
-        m = mread;  // b2's word from here on
-        const unsigned hit = seen_hit, empty = seen_empty;
-        const unsigned free2 = free_of(m);
-        if (hit != SLOTS) {
-          step(REPLACE, hit, A_REPL2);
-        } else if ((empty & ~free2 & ALL_FREE) != 0) {
-          retry();
-        } else if (free2 != 0) {
-          step(CLAIM2F, __ffs(free2) - 1, A_CLAIM2);
-        } else {
-          // Both full: move a key of b1 to its other bucket and put k in its place,
-          // under the locks of b1 and of that bucket (as evict_alone does). b1 is locked
-          // from its word as read (with SPILL) first; then b2 and b1 are read again
-          // under the lock: k can enter neither while b1 is locked (b2 is full, and k
-          // moves between them only under b1's lock).
-          phase = EV_LOCK;
-          atomic = A_EVLOCK;
-          round = 0;
-        }
-      } else if (phase == EV_READ) {
-        // b1 and b2 held SLOTS keys each, none k, when the first kernel read them, and in
-        // a kernel that only inserts they stay full: straight to the direct move, from
-        // b1's word as read now. w holds b2: full and without k, so k cannot enter it.
-        m = mread;
-        if (seen_hit != SLOTS) {
-          step(REPLACE, seen_hit, A_REPL2);
-        } else if ((m & META_STASHED) != 0 || b2 == b1) {
-          park_it = true;
-        } else if ((m & META_LOCK) != 0 || free_of(m) != 0 || seen_empty != 0) {
-          retry();
-        } else {
-          mb1 = m | META_SPILL;
-          phase = EV_LOCK;
-          atomic = A_EVLOCK;
-          round = 0;
-        }
-      } else if (phase == EV_LOCK) {
-        if (r != mb1) {
-          retry();
-        } else {
-          locked = true;
-          phase = EV_B1;
-          loads |= L_BUCKET1;
-        }
-      } else if (phase == EV_B1) {
-        const unsigned hit = seen_hit, empty = seen_empty;
-        if (hit != SLOTS) {
-          step(REPLACE, hit, A_REPL1);
-        } else if (empty != 0) {
-          // A slot of a full bucket read empty is pending (perhaps k): later.
-          unlock(false);
-          retry();
-        } else {
-          phase = EV_PICK;
-          loads |= L_CAND;
-        }
-      } else if (phase == EV_PICK) {
-        // w still holds b1 (read under the lock): take the candidate whose other bucket
-        // has the most room and no lock (fewer evictions meet on one target), and lock
-        // that bucket from the word read.
-        unsigned pick = CANDIDATES, most = 0;
-#pragma unroll
-        for (unsigned c = 0; c < CANDIDATES; ++c) {
-          const unsigned room = __popc(free_of(am[c]));
-          if (alt[c] != b1 && alt[c] != b2 && room > most && (am[c] & META_LOCK) == 0) {
-            most = room;
-            pick = c;
-          }
-        }
-        if (pick == CANDIDATES) {
-          if (++round < SLOTS / CANDIDATES) {
-            loads |= L_CAND;  // the next candidates of b1 (or b2)
-          } else if (!from2 && b2 != b1) {
-            // None of b1's keys can move: move one of b2's and put k there (b1 stays
-            // locked, so k can enter neither bucket meanwhile; SPILL is set in b1).
-            phase = EV_M2;
-            loads |= L_META2 | L_BUCKET2;
-          } else {
-            unlock(false);
-            park_it = true;
-          }
-        } else {
-          const unsigned first = candidate_group(k, round) * CANDIDATES + pick;
-#pragma unroll
-          for (unsigned c = 0; c < CANDIDATES; ++c) {
-            if (c == pick) {
-              target = alt[c];
-              mread = am[c];
-            }
-          }
-#pragma unroll
-          for (unsigned i = 0; i < SLOTS; ++i) {
-            if (i == first) victim = w[i];
-          }
-          vslot = first;
-          // The target's lowest free slot is claimed in the lock's swap itself.
-          step(EV_TLOCK, __ffs(free_of(mread)) - 1, A_TLOCK);
-        }
-      } else if (phase == EV_M2) {
-        m = mread;  // b2's word; w holds b2 (read with it: a victim that changed fails its swap)
-        if ((m & META_LOCK) != 0 || seen_hit != SLOTS || seen_empty != 0) {
-          unlock(false);
-          retry();
-        } else {
-          phase = EV_LOCK2;
-          atomic = A_LOCK2;
-        }
-      } else if (phase == EV_LOCK2) {
-        if (r != m) {
-          unlock(false);
-          retry();
-        } else {
-          from2 = true;
-          round = 0;
-          phase = EV_PICK;
-          loads |= L_CAND;
-        }
-      } else if (phase == EV_TLOCK) {
-        if (r != mread) {
-          unlock(false);
-          retry();
-        } else {
-          phase = EV_SWAP;
-          atomic = A_SWAP;
-        }
-      } else if (phase == EV_SWAP) {
-        if (r == victim) {
-          phase = EV_TPUT;
-          atomic = A_TPUT;
-        } else {
-          // The victim's value was replaced meanwhile: give the claimed slot back.
-          mem::fetch_add_relaxed(t.meta + target, (1ull << slot) + META_VERSION);
-          unlock(true);
-          retry();
-        }
-      } else if (phase == EV_TPUT) {
-        unlock(true);
-        evictions += 1;
-        phase = IDLE;
-      } else if (phase == CLAIM || phase == CLAIM2F) {
-        if (r == m) {
-          loads |= phase == CLAIM2F ? L_STORE2 : L_STORE1;
-          claims += 1;
-          phase = IDLE;
-        } else {
-          retry();
-        }
-      } else if (phase == REPLACE) {
-        if (locked) unlock(false);
-        if (r == hit_word) {
-          replaces += 1;
-          phase = IDLE;
-        } else {
-          retry();
-        }
-      } else if (phase == LOCK) {
-        if (r != m) {
-          retry();
-        } else {
-          locked = true;
-          phase = LOCKED;
-          loads |= L_META2 | L_BUCKET1;
-        }
-      } else if (phase == LOCKED || phase == LOCK_B2) {
-        {
-          // b1 is locked: w holds b1 (LOCKED) or b2 (LOCK_B2), read under the lock.
-          const unsigned hit = seen_hit;
-          const unsigned free1 = free_of(m), free2 = free_of(mread);
-          if (hit != SLOTS) {
-            step(REPLACE, hit, phase == LOCKED ? A_REPL1 : A_REPL2);
-          } else if (phase == LOCKED && spill_before) {
-            phase = LOCK_B2;
-            loads |= L_BUCKET2;
-          } else if (free1 != 0) {
-            step(CLAIM1, __ffs(free1) - 1, A_AND1);
-          } else if (free2 != 0) {
-            step(CLAIM2, __ffs(free2) - 1, A_AND2);
-          } else {
-            unlock(false);
-            park_it = true;
-          }
-        }
-      } else if (phase == CLAIM1 || phase == CLAIM2) {
-        const unsigned old = static_cast<unsigned>(r);
-        const unsigned bit = 1u << slot;
-        bool second = phase == CLAIM2;
-        if ((old & bit) != 0) {
-          atomic = second ? A_PUT2 : A_PUT1;
-          phase = UNLOCK;
-        } else {
-          unsigned fresh = old & ALL_FREE & ~bit;
-          if (fresh == 0 && !second) {
-            // b1 filled up under the lock: SPILL before anything lands in b2.
-            meta_or(m1, META_SPILL);
-            mem::fence_acq_rel();
-            second = true;
-            fresh = free_of(mread);
-          }
-          if (fresh != 0 && ++tries < TRIES + 2 * SLOTS) {
-            step(second ? CLAIM2 : CLAIM1, __ffs(fresh) - 1, second ? A_AND2 : A_AND1);
-          } else {
-            unlock(false);
-            park_it = true;
-          }
-        }
-      } else {  // UNLOCK: the pair's swap into the claimed slot returned
-        unlock(false);
-        if (r == EMPTY) {
-          claims += 1;
-          phase = IDLE;
-        } else {
-          // Not reached: a slot claimed under the lock is empty until its claimer
-          // writes it. Were it not, the pair went nowhere: start the insert again.
-          retry();
-        }
-      }
-
-      // --- Issue: loads first, then the store, then the atomic (acquire). ------------
-      if (loads & (L_META1 | L_META2)) mread = mem::ld_relaxed(t.meta + ((loads & L_META2) ? b2 : b1));
-      if (loads & L_CAND) {
-        // The candidates of a round are one group of CANDIDATES slots, the groups taken
-        // in turn from one that depends on k (candidate_group).
-        const unsigned g = candidate_group(k, round);
-#pragma unroll
-        for (unsigned c = 0; c < CANDIDATES; ++c) {
-          unsigned key = EMPTY_KEY;
-#pragma unroll
-          for (unsigned i = 0; i < SLOTS / CANDIDATES; ++i) {
-            if (i == g) key = key_of(w[i * CANDIDATES + c]);
-          }
-          const unsigned from = from2 ? b2 : b1;
-          alt[c] = t.alternate(key, from);
-          am[c] = alt[c] == from ? 0ull : mem::ld_relaxed(t.meta + alt[c]);
-        }
-      }
-      if (loads & (L_BUCKET1 | L_BUCKET2)) {
-        const unsigned long long* const base = t.bucket((loads & L_BUCKET2) ? b2 : b1);
-        // A key's first read of b1 is a plain load, through L1: the lane's eight 16-byte
-        // loads then fetch each sector of the line from L2 once instead of twice. L1 may
-        // hold an older copy of the line; that is safe (a slot that held a word then
-        // holds one now, and one read empty but claimed in `m` is taken for pending),
-        // but a stale line would fail again the same way, so every later read (a retry,
-        // b1 and b2 under the lock) bypasses L1.
-        if ((phase == READ && tries == 0) || phase == EV_READ) {
-          load_bucket<false>(base, w);
-        } else {
-          load_bucket<true>(base, w);
-        }
-      }
-      if (loads & (L_STORE1 | L_STORE2)) mem::st_relaxed(t.bucket((loads & L_STORE2) ? b2 : b1) + slot, pack(k, v));
-      if (set_spill) meta_or(m1, META_SPILL);
-      if (atomic == A_AND1 || atomic == A_AND2) {
-        r = atomicAnd(t.meta + (atomic == A_AND2 ? b2 : b1), ~(1ull << slot));
-      } else if (atomic != A_NONE) {
-        // One compare-and-swap for every lane that has one (a second call site would
-        // wait for the first one's round trip: the acquire waits for its result).
-        unsigned long long* p = m1;
-        unsigned long long expected = m, desired = pack(k, v);
-        if (atomic == A_CLAIM || atomic == A_CLAIM2) {
-          if (atomic == A_CLAIM2) p = t.meta + b2;
-          desired = (m & ~(1ull << slot)) + META_VERSION;
-        } else if (atomic == A_LOCK) {
-          desired = (m | META_LOCK | (free_of(m) == 0 ? META_SPILL : 0ull)) + META_VERSION;
-        } else if (atomic == A_EVLOCK || atomic == A_TLOCK) {
-          if (atomic == A_TLOCK) p = t.meta + target;
-          expected = atomic == A_TLOCK ? mread : mb1;
-          desired = (expected | META_LOCK) + META_VERSION;
-          if (atomic == A_TLOCK) desired &= ~(1ull << slot);
-        } else if (atomic == A_LOCK2) {
-          p = t.meta + b2;
-          desired = (m | META_LOCK | META_SPILL) + META_VERSION;
-        } else if (atomic == A_SWAP) {
-          p = t.bucket(from2 ? b2 : b1) + vslot;
-          expected = victim;
-        } else if (atomic == A_PUT1 || atomic == A_PUT2 || atomic == A_TPUT) {
-          p = t.bucket(atomic == A_TPUT ? target : atomic == A_PUT2 ? b2 : b1) + slot;
-          expected = EMPTY;
-          if (atomic == A_TPUT) desired = victim;
-        } else {
-          p = t.bucket(atomic == A_REPL2 ? b2 : b1) + slot;
-          expected = hit_word;
-        }
-        r = mem::cas_acquire(p, expected, desired);
-      }
-
-      // --- Park what cannot finish here (convergent). --------------------------------
-      const unsigned parking = __ballot_sync(warp::FULL_MASK, park_it);
-      if (park_it) {
-        const unsigned at = parked + __popc(parking & ((1u << lid) - 1u));
-        park.k[wid][at] = k;
-        park.v[wid][at] = v;
-        park.i[wid][at] = index;
-        phase = IDLE;
-      }
-      parked += __popc(parking);
-    }
-    if (parked < 32) break;
-    __syncwarp();
-    const unsigned at = parked - 32 + lid;
-    run_parked(t, true, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
-    parked -= 32;
-    __syncwarp();
-  }
-  // The rest of the parked inserts, up to 32 at a time.
-  __syncwarp();
-  while (parked > 0) {
-    const unsigned count = parked < 32 ? parked : 32;
-    const bool has = lid < count;
-    const unsigned at = parked - count + (has ? lid : 0);
-    run_parked(t, has, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
-    parked -= count;
-    __syncwarp();
-  }
-  lane.steps[0] += replaces;
-  lane.steps[1] += claims;
-  lane.steps[2] += evictions;
-  lane.moves += evictions;
-  lane.len += static_cast<int>(claims + evictions);
-}
-
-}  // namespace bulk
-
-namespace fill {
-
-using bulk::L_BUCKET1;
-using bulk::L_BUCKET2;
-using bulk::L_META1;
-using bulk::RING;
-using bulk::scan_words;
-using bulk::WARPS;
-
-constexpr unsigned TRIES = 8;  // reads of b1 before an insert is left to the second kernel
-
-// Phases: what the lane's last issued step was.
-constexpr unsigned IDLE = 0;     // no key
-constexpr unsigned READ = 1;     // b1 and its word loaded
-constexpr unsigned CHECK2 = 2;   // b1 SPILL-flagged with room: b2 loaded (k may be there)
-constexpr unsigned READ2 = 3;    // b1 full without k: b2 loaded
-constexpr unsigned FILL = 4;     // compare-and-swap of the empty slot `slot` of `cb` issued
-constexpr unsigned REPLACE = 5;  // compare-and-swap of k's slot `slot` of `cb` from hit_word issued
-
-// The first kernel's loop: each lane takes keys from its warp's ring (staged as in
-// bulk::insert_lanes) and advances one insert a step per iteration (see the top of the
-// bulk insert's comment), appending what it leaves to `queue` (see QUEUE_HEAD; the
-// entries after it: the operation's index, with BOTH_FULL where b1 and b2 were full).
-__device__ void insert_lanes(const hive_ref& t, const unsigned* keys, const unsigned* values, unsigned long long n,
-                             unsigned* queue, tally& lane) {
-  unsigned fills = 0, replaces = 0;  // the lane's inserts done here (steps 2 and 1)
-  __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
-  // The inserts left to the second kernel, gathered per warp and appended to the queue
-  // 32 at a time (one atomic on its count for 32).
-  __shared__ unsigned left[WARPS][64];
-  unsigned lefts = 0;  // the same on every lane
-  const unsigned wid = threadIdx.x / 32;
-  const unsigned lid = threadIdx.x % 32;
-  bulk::op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n, nullptr};
-  // An entry is the operation's index (a part holds fewer than 2^31 operations).
-  auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
-    k = keys[at];
-    v = values[at];
-    e = static_cast<unsigned>(at);
-  };
-  ops.start(load);
-  unsigned index = 0;
-  unsigned k = EMPTY_KEY, v = 0, b1 = 0, b2 = 0, cb = 0;
-  unsigned phase = IDLE, tries = 0, slot = 0;
-  unsigned long long mread = 0, r = 0, hit_word = 0;
-  unsigned long long w[SLOTS];
-#pragma unroll
-  for (unsigned i = 0; i < SLOTS; ++i) w[i] = EMPTY;
-  for (;;) {
-    const bool busy = phase != IDLE;
-    ops.stage(load);
-    if (!__any_sync(warp::FULL_MASK, busy) && !ops.more()) break;
-    unsigned tk = EMPTY_KEY, tv = 0, entry = 0;
-    const bool take = ops.take(!busy, tk, tv, entry);
-
-    // --- Consume the last step's results; decide the next step. ---------------------
-    // The bucket a lane read last (if any), scanned once for every phase that reads one.
-    unsigned seen_hit = SLOTS;
-    const unsigned seen_empty = scan_words(w, k, seen_hit, hit_word);
-    unsigned loads = 0;  // what to load this iteration (bulk's L_ flags)
-    bool cas = false, park = false, set_spill = false, both = false;
-    // The next step: a compare-and-swap of slot `at` of bucket `in`.
-    auto step = [&](unsigned next, unsigned in, unsigned at) {
-      phase = next;
-      cb = in;
-      slot = at;
-      cas = true;
-    };
-    // Read b1 and its word again, or leave the insert to the second kernel.
-    auto retry = [&]() {
-      if (++tries >= TRIES) {
-        park = true;
-      } else {
-        phase = READ;
-        loads = L_META1 | L_BUCKET1;
-      }
-    };
-
-    if (phase == IDLE) {
-      if (take) {
-        index = entry;
-        k = tk;
-        v = tv;
-        if (k != EMPTY_KEY) {
-          const hash_pair h = hashes(k);
-          b1 = t.bucket_of(h.h1);
-          b2 = t.bucket_of(h.h2);
-          tries = 0;
-          phase = READ;
-          loads = L_META1 | L_BUCKET1;
-        }
-      }
-    } else if (phase == READ) {
-      const unsigned long long m = mread;
-      if (seen_hit != SLOTS) {
-        step(REPLACE, b1, seen_hit);
-      } else if ((m & (META_STASHED | META_LOCK)) != 0) {
-        park = true;
-      } else if (seen_empty != 0) {
-        slot = __ffs(seen_empty) - 1;
-        if ((m & META_SPILL) != 0 && b2 != b1) {
-          phase = CHECK2;  // k may have spilled to b2 in an earlier batch
-          loads = L_BUCKET2;
-        } else {
-          step(FILL, b1, slot);
-        }
-      } else if (b2 == b1) {
-        park = true;
-      } else {
-        // b1 holds SLOTS keys, none k, and in this kernel keeps them: k goes to b2,
-        // b1 flagged first (the flag matters only to later kernels).
-        set_spill = (m & META_SPILL) == 0;
-        phase = READ2;
-        loads = L_BUCKET2;
-      }
-    } else if (phase == CHECK2) {
-      if (seen_hit != SLOTS) {
-        step(REPLACE, b2, seen_hit);
-      } else {
-        step(FILL, b1, slot);  // the lowest slot read empty in b1
-      }
-    } else if (phase == READ2) {
-      if (seen_hit != SLOTS) {
-        step(REPLACE, b2, seen_hit);
-      } else if (seen_empty != 0) {
-        step(FILL, b2, __ffs(seen_empty) - 1);
-      } else {
-        park = true;  // both full: an eviction, in the second kernel
-        both = true;
-      }
-    } else if (phase == FILL) {
-      if (r == EMPTY) {
-        // The pair is in; the slot's free bit follows (no one in this kernel reads it).
-        meta_and(t.meta + cb, ~(1ull << slot));
-        fills += 1;
-        phase = IDLE;
-      } else {
-        retry();
-      }
-    } else {  // REPLACE
-      if (r == hit_word) {
-        replaces += 1;
-        phase = IDLE;
-      } else {
-        retry();
-      }
-    }
-
-    // --- Issue: loads, then the flag, then the compare-and-swap. ---------------------
-    if (loads & L_META1) mread = mem::ld_relaxed(t.meta + b1);
-    if (loads & (L_BUCKET1 | L_BUCKET2)) {
-      const unsigned long long* const base = t.bucket((loads & L_BUCKET2) ? b2 : b1);
-      // A key's first read of b1 is a plain load, through L1: the lane's eight 16-byte
-      // loads then fetch each sector of the line from L2 once instead of twice. A stale
-      // line is safe (see above: it shows slots empty that are not, whose fill then
-      // fails, never a wrong key), but would fail again the same way, so every later
-      // read bypasses L1.
-      if (phase == READ && tries == 0) {
-        load_bucket<false>(base, w);
-      } else {
-        load_bucket<true>(base, w);
-      }
-    }
-    if (set_spill) meta_or(t.meta + b1, META_SPILL);
-    if (cas) {
-      r = mem::cas_relaxed(t.bucket(cb) + slot, phase == FILL ? EMPTY : hit_word, pack(k, v));
-    }
-    // --- Leave what cannot finish here to the second kernel (convergent). ------------
-    const unsigned parking = __ballot_sync(warp::FULL_MASK, park);
-    if (park) {
-      left[wid][lefts + __popc(parking & ((1u << lid) - 1u))] = index | (both ? bulk::BOTH_FULL : 0u);
-      phase = IDLE;
-    }
-    lefts += __popc(parking);
-    if (lefts >= 32) {
-      __syncwarp();
-      unsigned at = 0;
-      if (lid == 0) at = atomicAdd(queue, 32u);  // one L2 atomic per 32 entries, not per entry
-      at = __shfl_sync(warp::FULL_MASK, at, 0);
-      queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lefts - 32 + lid];
-      lefts -= 32;
-      __syncwarp();
-    }
-  }
-  __syncwarp();
-  if (lefts > 0) {
-    unsigned at = 0;
-    if (lid == 0) at = atomicAdd(queue, lefts);
-    at = __shfl_sync(warp::FULL_MASK, at, 0);
-    if (lid < lefts) queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lid];
-  }
-  lane.steps[0] += replaces;
-  lane.steps[1] += fills;
-  lane.len += static_cast<int>(fills);
-}
-
-}  // namespace fill
-
-// Inserts or replaces (keys[i], values[i]). With buckets of up to 16 slots, the first of
-// two kernels: the per-lane fills of fill::insert_lanes, which append the index of every
-// insert they leave to `queue` (bulk::QUEUE_HEAD; counters zeroed by the host, room for n);
-// hive_insert_queued runs those after it. With 32 slots, lane r takes operation r of its
-// tile's chunk alone first (insert_alone: its own bucket read, one atomic, one store);
-// the operations it leaves go through the tile's insert_with one after the other.
-extern "C" __global__ void HIVE_FILL_BOUNDS hive_insert(hive_ref t, const unsigned* keys, const unsigned* values,
-                                                          unsigned long long n, unsigned* queue) {
+// Inserts or replaces (keys[i], values[i]). With packed buckets of up to 16 slots, the
+// first of two kernels: the per-lane fills of fill::insert_lanes, which append the index
+// of every insert they leave to `queue` (bulk::QUEUE_HEAD; counters zeroed by the host,
+// room for n); hive_insert_queued runs those after it. Otherwise lane r takes operation r
+// of its tile's chunk alone first (insert_alone: its own bucket read, one atomic, one
+// store); the operations it leaves go through the tile's insert_with one after the other.
+extern "C" __global__ void HIVE_FILL_BOUNDS GPUDS_KERNEL(hive_insert)(ref_t t, const K* keys, const V* values,
+                                                                        unsigned long long n, unsigned* queue) {
   tally counts;
   tally lane;
-  if (SLOTS <= 16) {
-    fill::insert_lanes(t, keys, values, n, queue, lane);
+  if (PER_LANE_INSERT) {
+    fill_lanes(t, keys, values, n, queue, lane);
   } else {
     for_each_op(n, [&](unsigned long long base) {
       const unsigned count = ops_in_chunk(base, n);
       const unsigned r = tile::rank();
       const bool mine = r < count;
-      const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
-      const unsigned my_value = mine ? values[base + r] : 0u;
+      const K my_key = mine ? keys[base + r] : S::EMPTY_KEY;
+      const V my_value = mine ? values[base + r] : V(0);
       insert_ops(t, mine, my_key, my_value, base + r, lane, counts);
     });
   }
@@ -1047,30 +111,31 @@ extern "C" __global__ void HIVE_FILL_BOUNDS hive_insert(hive_ref t, const unsign
 // The second kernel of a bulk insert (buckets of up to 16 slots): the inserts queued by
 // hive_insert, through the state machine of bulk::insert_lanes (locks, direct moves, and
 // the tile code for what it parks), with no fill of the first kernel running beside it.
-extern "C" __global__ void HIVE_INSERT_BOUNDS hive_insert_queued(hive_ref t, const unsigned* keys, const unsigned* values,
-                                                                 unsigned* queue, unsigned long long offset) {
+// (Tables without per-lane inserts never launch it.)
+extern "C" __global__ void HIVE_INSERT_BOUNDS GPUDS_KERNEL(hive_insert_queued)(ref_t t, const K* keys, const V* values,
+                                                                               unsigned* queue, unsigned long long offset) {
   tally counts;
   tally lane;
-  if (SLOTS <= 16) bulk::insert_lanes(t, keys, values, queue, offset, lane, counts);
+  queued_lanes(t, keys, values, queue, offset, lane, counts);
   merge_lanes(lane, counts);
   t.flush(counts);
 }
 
 // Reinserts drained stash words (empty words are skipped); the pairs are already
 // counted in the length, so the count is not changed.
-extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const unsigned long long* words, unsigned long long n) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_reinsert)(ref_t t, const word* words, unsigned long long n) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
-    const unsigned long long mine = r < count ? words[base + r] : EMPTY;
-    const unsigned long long my_meta = t.first_meta<true>(key_of(mine));
+    const word mine = r < count ? words[base + r] : S::EMPTY_WORD;
+    const unsigned long long my_meta = t.first_meta<true>(S::key_of(mine));
     for (unsigned j = 0; j < count; ++j) {
-      const unsigned long long w = tile::shfl(mine, j);
+      const word w = S::template shfl<tile>(mine, j);
       const unsigned long long m = tile::shfl(my_meta, j);
-      if (w == EMPTY) continue;
-      unsigned old = 0;
-      if (t.insert_with(key_of(w), value_of(w), m, old, counts) == STEP_FAILED) t.record_failure(base + j);
+      if (S::is_empty(w)) continue;
+      V old = 0;
+      if (t.insert_with(S::key_of(w), S::value_of(w), m, old, counts) == STEP_FAILED) t.record_failure(base + j);
     }
   });
   counts.len = 0;
@@ -1083,25 +148,25 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_reinsert(hive_ref t, const un
 // word only after a miss in the first bucket); keys whose first bucket says STASHED are
 // then looked for in the stash by the whole tile, one after the other (find<false, 2>: two
 // loads in flight per lane; the bounds keep the kernel at 32 registers).
-extern "C" __global__ void __launch_bounds__(256, 8) hive_find(hive_ref t, const unsigned* keys, unsigned long long n, unsigned* values,
-                                     unsigned char* found, unsigned absent) {
+extern "C" __global__ void __launch_bounds__(256, 8)
+    GPUDS_KERNEL(hive_find)(ref_t t, const K* keys, unsigned long long n, V* values, unsigned char* found, V absent) {
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const bool mine = r < count;
-    const unsigned my_key = mine ? keys[base + r] : EMPTY_KEY;
-    unsigned my_value = absent;
+    const K my_key = mine ? keys[base + r] : S::EMPTY_KEY;
+    V my_value = absent;
     bool my_hit = false;
     bool stash = false;
-    if (mine && my_key != EMPTY_KEY) my_hit = t.find_alone(my_key, my_value, stash);
+    if (mine && !ref_t::reserved(my_key)) my_hit = t.find_alone(my_key, my_value, stash);
     unsigned left = tile::ballot(stash);
     while (left != 0) {
       const unsigned j = __ffs(left) - 1;
       left &= left - 1;
-      match mt;
+      ref_t::match mt;
       if (t.stash_of().template find<false, 2>(tile::shfl(my_key, j), mt) && r == j) {
         my_hit = true;
-        my_value = value_of(mt.word);
+        my_value = S::value_of(mt.word);
       }
     }
     if (mine) {
@@ -1112,17 +177,18 @@ extern "C" __global__ void __launch_bounds__(256, 8) hive_find(hive_ref t, const
 }
 
 // Removes keys; found[i] (when not null) says whether the key was present.
-extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_erase(hive_ref t, const unsigned* keys, unsigned long long n, unsigned char* found) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_erase)(ref_t t, const K* keys, unsigned long long n,
+                                                                         unsigned char* found) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
-    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
+    const K my_key = r < count ? keys[base + r] : S::EMPTY_KEY;
     const unsigned long long my_meta = t.first_meta<true>(my_key);
     bool my_hit = false;
     for (unsigned j = 0; j < count; ++j) {
-      const unsigned k = tile::shfl(my_key, j);
-      unsigned v = 0;
+      const K k = tile::shfl(my_key, j);
+      V v = 0;
       bool gave_up = false;
       const bool hit = t.erase_with(k, tile::shfl(my_meta, j), v, counts, &gave_up);
       if (gave_up) t.record_failure(base + j);
@@ -1134,45 +200,66 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_erase(hive_ref t, const unsig
 }
 
 // A mixed batch: kinds[i] is 0 (insert keys[i] -> values[i]), 1 (remove) or 2 (get).
-// out[i] is what the operation observed: (1 << 32) | value when the key was present
-// before it, 0 when absent, 1 << 33 when it failed (stash full, retry cap; its failure
-// bit is set too).
-constexpr unsigned long long OBSERVED = 1ull << 32;
-constexpr unsigned long long FAILED = 1ull << 33;
+// What operation i observed goes to observed[i]: SEEN_PRESENT (and the value before it
+// to seen_values[i]) when the key was present before it, SEEN_ABSENT, or SEEN_FAILED
+// (stash full, retry cap; its failure bit is set too). A u32/u32 table may instead be
+// given `packed` (the others null): packed[i] = (1 << 32) | value, 0, or 1 << 33.
+constexpr unsigned char SEEN_ABSENT = 0;
+constexpr unsigned char SEEN_PRESENT = 1;
+constexpr unsigned char SEEN_FAILED = 2;
+constexpr unsigned long long PACKED_PRESENT = 1ull << 32;
+constexpr unsigned long long PACKED_FAILED = 1ull << 33;
 
-extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_apply(hive_ref t, const unsigned char* kinds, const unsigned* keys, const unsigned* values,
-                                      unsigned long long n, unsigned long long* out) {
+extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_apply)(ref_t t, const unsigned char* kinds, const K* keys,
+                                                                         const V* values, unsigned long long n,
+                                                                         unsigned char* observed, V* seen_values,
+                                                                         unsigned long long* packed) {
   tally counts;
   for_each_op(n, [&](unsigned long long base) {
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const unsigned my_kind = r < count ? kinds[base + r] : 2u;
-    const unsigned my_key = r < count ? keys[base + r] : EMPTY_KEY;
-    const unsigned my_value = r < count ? values[base + r] : 0u;
+    const K my_key = r < count ? keys[base + r] : S::EMPTY_KEY;
+    const V my_value = r < count ? values[base + r] : V(0);
     const unsigned long long my_meta = t.first_meta<true>(my_key);
-    unsigned long long my_out = 0;
+    unsigned char my_seen = SEEN_ABSENT;
+    V my_old = 0;
     for (unsigned j = 0; j < count; ++j) {
-      const unsigned kind = tile::shfl(my_kind, j), k = tile::shfl(my_key, j), v = tile::shfl(my_value, j);
+      const unsigned kind = tile::shfl(my_kind, j);
+      const K k = tile::shfl(my_key, j);
+      const V v = tile::shfl(my_value, j);
       const unsigned long long m = tile::shfl(my_meta, j);
-      unsigned long long seen = 0;
-      unsigned value = 0;
+      unsigned char seen = SEEN_ABSENT;
+      V value = 0;
       bool gave_up = false;
       if (kind == 0) {
         const unsigned step = t.insert_with(k, v, m, value, counts);
         gave_up = step == STEP_FAILED;
-        if (step == STEP_REPLACE) seen = OBSERVED | value;
+        if (step == STEP_REPLACE) seen = SEEN_PRESENT;
       } else if (kind == 1) {
-        if (t.erase_with(k, m, value, counts, &gave_up)) seen = OBSERVED | value;
+        if (t.erase_with(k, m, value, counts, &gave_up)) seen = SEEN_PRESENT;
       } else {
-        if (t.find_concurrent(k, m, value, &gave_up)) seen = OBSERVED | value;
+        if (t.find_concurrent(k, m, value, &gave_up)) seen = SEEN_PRESENT;
       }
       if (gave_up) {
-        seen = FAILED;
+        seen = SEEN_FAILED;
         t.record_failure(base + j);
       }
-      if (r == j) my_out = seen;
+      if (r == j) {
+        my_seen = seen;
+        my_old = seen == SEEN_PRESENT ? value : V(0);
+      }
     }
-    if (r < count) out[base + r] = my_out;
+    if (r < count) {
+      if (packed != nullptr) {
+        packed[base + r] = my_seen == SEEN_PRESENT  ? PACKED_PRESENT | static_cast<unsigned long long>(my_old)
+                           : my_seen == SEEN_FAILED ? PACKED_FAILED
+                                                    : 0ull;
+      } else {
+        observed[base + r] = my_seen;
+        seen_values[base + r] = my_old;
+      }
+    }
   });
   t.flush(counts);
 }
@@ -1184,17 +271,17 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS hive_apply(hive_ref t, const unsig
 // bucket was b may now have the partner as first bucket, so the partner inherits b's
 // SPILL and STASHED flags; an entry that stays in b although its first bucket is now the
 // partner (it was here by its other hash) sets the partner's SPILL.
-extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count) {
+extern "C" __global__ void GPUDS_KERNEL(hive_split)(ref_t t, unsigned first, unsigned count) {
   const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
   const unsigned next_mask = (t.level_mask << 1) | 1u;
   for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
     const unsigned r = tile::rank();
-    const unsigned long long w = t.bucket(b)[r];
+    const word w = t.bucket(b)[r];
     bool moves = false;
     bool spills = false;
-    if (w != EMPTY) {
-      const hash_pair h = hashes(key_of(w));
+    if (!S::is_empty(w)) {
+      const hash_pair h = hashes(S::key_of(w));
       // Hashes that place the entry here now; it stays if one of them still does.
       const bool by1 = (h.h1 & t.level_mask) == b, by2 = (h.h2 & t.level_mask) == b;
       const bool stays = (by1 && (h.h1 & next_mask) == b) || (by2 && (h.h2 & next_mask) == b) || (!by1 && !by2);
@@ -1206,12 +293,12 @@ extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count
     const unsigned below = movers & ((1u << r) - 1u);
     const unsigned n_movers = __popc(movers);
     const unsigned rank = __popc(below);
-    unsigned long long* dst = t.bucket(partner);
+    word* dst = t.bucket(partner);
     if (moves) {
       dst[rank] = w;
-      t.bucket(b)[r] = EMPTY;
+      t.bucket(b)[r] = S::EMPTY_WORD;
     }
-    if (r >= n_movers) dst[r] = EMPTY;
+    if (r >= n_movers) dst[r] = S::EMPTY_WORD;
     if (r == 0) {
       const unsigned long long mb = t.meta[b];
       t.meta[b] = mb | movers;
@@ -1223,7 +310,7 @@ extern "C" __global__ void hive_split(hive_ref t, unsigned first, unsigned count
 
 // Contraction check (§IV-C2): ok[p] = 1 when the partner of bucket first + p fits into
 // the free slots of that bucket.
-extern "C" __global__ void hive_merge_check(hive_ref t, unsigned first, unsigned count, unsigned* ok) {
+extern "C" __global__ void GPUDS_KERNEL(hive_merge_check)(ref_t t, unsigned first, unsigned count, unsigned* ok) {
   const unsigned stride = gridDim.x * blockDim.x;
   for (unsigned p = blockIdx.x * blockDim.x + threadIdx.x; p < count; p += stride) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
@@ -1237,13 +324,13 @@ extern "C" __global__ void hive_merge_check(hive_ref t, unsigned first, unsigned
 // [first, first + count) back into them. The i-th entry of the partner goes to the i-th
 // free slot of the bucket (prefix ranks of both masks); the host checked that it fits.
 // The bucket keeps the flags of both (keys of either have it as first bucket now).
-extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count) {
+extern "C" __global__ void GPUDS_KERNEL(hive_merge)(ref_t t, unsigned first, unsigned count) {
   const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;
   for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
     const unsigned r = tile::rank();
-    const unsigned long long w = t.bucket(partner)[r];
-    const unsigned movers = tile::ballot(w != EMPTY);
+    const word w = t.bucket(partner)[r];
+    const unsigned movers = tile::ballot(!S::is_empty(w));
     const unsigned free_bits = free_of(t.meta[b]);
     const unsigned n_movers = __popc(movers);
     // Lane r, if its slot is free and its free rank is below n_movers, takes the mover
@@ -1256,11 +343,11 @@ extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count
       for (unsigned i = 0; i < free_rank; ++i) m &= m - 1u;
       source = __ffs(m) - 1;
     }
-    const unsigned long long moving = tile::shfl(w, source);
+    const word moving = S::template shfl<tile>(w, source);
     const bool takes = is_free && free_rank < n_movers;
     if (takes) t.bucket(b)[r] = moving;
     const unsigned taken = tile::ballot(takes);
-    t.bucket(partner)[r] = EMPTY;
+    t.bucket(partner)[r] = S::EMPTY_WORD;
     if (r == 0) {
       const unsigned long long flags = (t.meta[b] | t.meta[partner]) & (META_SPILL | META_STASHED);
       t.meta[b] = (t.meta[b] & ~static_cast<unsigned long long>(ALL_FREE) & ~(META_SPILL | META_STASHED)) |
@@ -1272,7 +359,7 @@ extern "C" __global__ void hive_merge(hive_ref t, unsigned first, unsigned count
 
 // Clears every bucket's STASHED flag (the host calls it with the stash emptied, before
 // reinserting the drained pairs, which set the flags of those parked again).
-extern "C" __global__ void hive_clear_stashed(hive_ref t) {
+extern "C" __global__ void GPUDS_KERNEL(hive_clear_stashed)(ref_t t) {
   const unsigned stride = gridDim.x * blockDim.x;
   for (unsigned b = blockIdx.x * blockDim.x + threadIdx.x; b < t.buckets; b += stride) {
     t.meta[b] &= ~META_STASHED;

@@ -1,5 +1,6 @@
 //! [`HiveConfig`] and [`HashPair`]: how a [`HiveMap`](super::HiveMap) is shaped.
 
+use super::types::HiveKey;
 use crate::error::{Error, Result};
 
 /// The two hash functions of a [`HiveMap`](super::HiveMap) (Hive paper, §III-C and
@@ -68,6 +69,19 @@ impl HashPair {
             HashPair::City => (city_32(key, 0), city_32(key, SECOND_SEED)),
             HashPair::Crc32 => (crc32c(key), crc32c(key.wrapping_mul(CRC_MULTIPLIER))),
         }
+    }
+
+    /// The two hashes of a key of any [`HiveKey`] type: those of its 32-bit fold
+    /// ([`HiveKey::fold`]; a `u32` key is its own fold).
+    ///
+    /// ```
+    /// use gpuds_hive::HashPair;
+    /// let pair = HashPair::Murmur;
+    /// assert_eq!(pair.key_hashes(7u64), pair.hashes(7));
+    /// assert_ne!(pair.key_hashes(7u64 | 1 << 32), pair.hashes(7));
+    /// ```
+    pub fn key_hashes<K: HiveKey>(self, key: K) -> (u32, u32) {
+        self.hashes(key.fold())
     }
 }
 
@@ -159,7 +173,7 @@ pub struct HiveConfig {
     pub resize_batch: u32,
     /// Rounds of cuckoo eviction before an insert falls back to the stash (at most 16).
     pub eviction_bound: u32,
-    /// Stash capacity as a fraction of the slots (the paper: 1-2 %); at least 64 words.
+    /// Stash capacity as a fraction of the slots (the paper: 1-2 %); at least 64 entries.
     pub stash_fraction: f64,
 }
 

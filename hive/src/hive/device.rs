@@ -4,6 +4,7 @@ use cudarc::driver::DeviceRepr;
 use gpuds_core::{Gpu, Kernel, Program};
 
 use super::config::HashPair;
+use super::types::{HiveKey, HiveValue};
 use crate::error::Result;
 
 const SOURCE: &str = include_str!("../../cuda/kernels/hive.cu");
@@ -57,12 +58,15 @@ impl Counters {
     }
 }
 
-/// The empty slot word (key `u32::MAX`, which is therefore reserved).
+/// Every word of an empty slot or stash entry (packed: key `u32::MAX`; wide: key
+/// `u64::MAX`, and the value word all ones too).
 pub(crate) const EMPTY: u64 = u64::MAX;
 
-/// `#[repr(C)]` twin of `gpuds::hive::hive_ref`: the non-owning device view of a
-/// [`HiveMap`](super::HiveMap), passed by value into kernels. Compile kernels that use it
-/// with [`HiveMap::defines`](super::HiveMap::defines).
+/// `#[repr(C)]` twin of `gpuds::hive::hive_ref<K, V>` for every key and value type (the
+/// three instantiations share one layout: pointers and counts): the non-owning device
+/// view of a [`HiveMap`](super::HiveMap), passed by value into kernels. Compile kernels
+/// that use it with [`HiveMap::defines`](super::HiveMap::defines), naming the type
+/// [`HiveMap::cuda_ref_type`](super::HiveMap::cuda_ref_type) gives.
 ///
 /// The pointers are device addresses of memory the map owns: a ref is valid until the
 /// map's next `&mut self` call (which may resize and move the arrays).
@@ -71,7 +75,7 @@ pub(crate) const EMPTY: u64 = u64::MAX;
 /// ```no_run
 /// use gpuds_hive::HiveMap;
 /// let gpu = gpuds_core::Gpu::new(0)?;
-/// let map = HiveMap::new(&gpu, 1 << 20)?;
+/// let map = HiveMap::<u32, u32>::new(&gpu, 1 << 20)?;
 /// let r = map.device_ref();
 /// assert_eq!(r.buckets as usize * map.config().slots_per_bucket as usize, map.capacity());
 /// # Ok::<(), gpuds_hive::Error>(())
@@ -79,12 +83,13 @@ pub(crate) const EMPTY: u64 = u64::MAX;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct HiveRef {
-    /// Packed slot words, `slots_per_bucket` per bucket.
+    /// The slots, `slots_per_bucket` per bucket (8 bytes each for `u32` pairs, 16 for
+    /// `u64` keys).
     pub slots: u64,
     /// One 64-bit word per bucket: free mask (low half), then lock, SPILL and STASHED
     /// flags and a version (high half).
     pub meta: u64,
-    /// The stash's words.
+    /// The stash's entries (slots of the same layout).
     pub stash: u64,
     /// The control block (stash tail, striped length and step counts).
     pub ctrl: u64,
@@ -101,7 +106,7 @@ pub struct HiveRef {
     pub split: u32,
     /// Buckets in use: `level_mask + 1 + split`.
     pub buckets: u32,
-    /// Stash capacity in words.
+    /// Stash capacity in entries.
     pub stash_capacity: u32,
     /// Operations that have a failure bit.
     pub failed_capacity: u32,
@@ -112,27 +117,49 @@ pub struct HiveRef {
 // SAFETY: plain old data with the layout of its C++ twin (checked by a layout test).
 unsafe impl DeviceRepr for HiveRef {}
 
-/// The module of one (slots per bucket, hash pair) combination.
-pub(crate) fn program(slots: u32, hash: HashPair) -> Program {
-    Program::new(format!("hive_s{slots}_{}", hash.name()), SOURCE)
+/// The suffix stamped into the kernel names of the `K`, `V` instantiation (`u64_u32`).
+pub(crate) fn suffix<K: HiveKey, V: HiveValue<K>>() -> String {
+    format!("{}_{}", K::SUFFIX, V::SUFFIX)
+}
+
+/// The C++ type of the device ref of a `HiveMap<K, V>`.
+pub(crate) fn ref_type<K: HiveKey, V: HiveValue<K>>() -> String {
+    format!("gpuds::hive::hive_ref<{}, {}>", K::CUDA_TYPE, V::CUDA_TYPE)
+}
+
+/// The module of one (key type, value type, slots per bucket, hash pair) combination.
+pub(crate) fn program<K: HiveKey, V: HiveValue<K>>(slots: u32, hash: HashPair) -> Program {
+    let suffix = suffix::<K, V>();
+    Program::new(format!("hive_s{slots}_{}_{suffix}", hash.name()), SOURCE)
         .headers(crate::cuda_headers())
         .define("HIVE_SLOTS", slots)
         .define("HIVE_HASH", hash.define())
+        .define("KEY_T", K::CUDA_TYPE)
+        .define("VALUE_T", V::CUDA_TYPE)
+        .define("KERNEL_SUFFIX", suffix)
 }
 
-/// Every instantiation the crate tests compile: each bucket size with the default pair,
-/// each pair with 16-slot buckets.
-pub(crate) fn programs() -> Vec<Program> {
+/// The instantiations of one key and value type the crate tests compile: each bucket
+/// size with the default pair, each other pair with 16-slot buckets.
+fn programs_of<K: HiveKey, V: HiveValue<K>>() -> Vec<Program> {
     let mut programs: Vec<Program> = [8, 16, 32]
         .into_iter()
-        .map(|s| program(s, HashPair::BitHash))
+        .map(|s| program::<K, V>(s, HashPair::BitHash))
         .collect();
     programs.extend(
         HashPair::ALL
             .into_iter()
             .filter(|&h| h != HashPair::BitHash)
-            .map(|h| program(16, h)),
+            .map(|h| program::<K, V>(16, h)),
     );
+    programs
+}
+
+/// Every instantiation the crate tests compile, for the three key and value types.
+pub(crate) fn programs() -> Vec<Program> {
+    let mut programs = programs_of::<u32, u32>();
+    programs.extend(programs_of::<u64, u32>());
+    programs.extend(programs_of::<u64, u64>());
     programs
 }
 
@@ -154,9 +181,14 @@ pub(crate) struct Kernels {
 }
 
 impl Kernels {
-    pub fn load(gpu: &Gpu, slots: u32, hash: HashPair) -> Result<Self> {
-        let module = gpu.load(&program(slots, hash))?;
-        let get = |name: &str| module.kernel(&format!("hive_{name}"));
+    pub fn load<K: HiveKey, V: HiveValue<K>>(
+        gpu: &Gpu,
+        slots: u32,
+        hash: HashPair,
+    ) -> Result<Self> {
+        let module = gpu.load(&program::<K, V>(slots, hash))?;
+        let suffix = suffix::<K, V>();
+        let get = |name: &str| module.kernel(&format!("hive_{name}_{suffix}"));
         Ok(Kernels {
             init: get("init")?,
             first_reserved: get("first_reserved")?,

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use super::config::HashPair;
-use super::device::EMPTY;
+use super::types::decode;
 
 /// Flags in the high half of a metadata word (see `detail/hive_bucket.cuh`).
 const LOCK: u32 = 1;
@@ -23,16 +23,20 @@ pub(crate) fn bucket_of(h: u32, level_mask: u32, split: u32) -> u32 {
 /// Everything of a table that its invariants speak about, copied to the host.
 #[derive(Clone, Debug)]
 pub(crate) struct Image {
+    /// Whether slots are 16 bytes (two words: key, value) rather than one packed word.
+    pub wide: bool,
+    /// The keys no pair may have (as 64-bit numbers).
+    pub reserved: Vec<u64>,
     pub slots_per_bucket: u32,
     pub hash: HashPair,
     pub level_mask: u32,
     pub split: u32,
-    /// `buckets * slots_per_bucket` words.
+    /// `buckets * slots_per_bucket` slots (one or two words each).
     pub slots: Vec<u64>,
     /// Each bucket's 64-bit metadata word as two halves: the free mask, then the lock
     /// (bit 0), SPILL (bit 1) and STASHED (bit 2) flags and the version.
     pub meta: Vec<u32>,
-    /// The stash's words (its whole capacity).
+    /// The stash's slots (its whole capacity).
     pub stash: Vec<u64>,
     /// Stash reservations so far (may pass the capacity).
     pub stash_tail: u64,
@@ -41,17 +45,41 @@ pub(crate) struct Image {
 }
 
 impl Image {
-    pub fn buckets(&self) -> usize {
-        self.slots.len() / self.slots_per_bucket as usize
+    /// Words per slot.
+    fn words(&self) -> usize {
+        if self.wide {
+            2
+        } else {
+            1
+        }
     }
 
-    /// Every stored pair: buckets first, then the stash.
-    pub fn pairs(&self) -> Vec<(u32, u32)> {
+    pub fn buckets(&self) -> usize {
+        self.slots.len() / (self.slots_per_bucket as usize * self.words())
+    }
+
+    /// The pair in slot `i` of `words` (the slots or the stash), if any.
+    fn slot(&self, words: &[u64], i: usize) -> Option<(u64, u64)> {
+        let w = self.words();
+        decode(self.wide, &words[i * w..(i + 1) * w])
+    }
+
+    /// The hash pair of a key, as the device computes it (u64 keys folded first).
+    fn hashes(&self, key: u64) -> (u32, u32) {
+        if self.wide {
+            self.hash.key_hashes(key)
+        } else {
+            self.hash.hashes(key as u32)
+        }
+    }
+
+    /// Every stored pair (as 64-bit numbers): buckets first, then the stash.
+    pub fn pairs(&self) -> Vec<(u64, u64)> {
+        let w = self.words();
         self.slots
-            .iter()
-            .chain(&self.stash)
-            .filter(|&&w| w != EMPTY)
-            .map(|&w| ((w >> 32) as u32, w as u32))
+            .chunks_exact(w)
+            .chain(self.stash.chunks_exact(w))
+            .filter_map(|words| decode(self.wide, words))
             .collect()
     }
 
@@ -75,7 +103,7 @@ impl Image {
             ));
         }
         let all_free: u32 = if s == 32 { u32::MAX } else { (1u32 << s) - 1 };
-        let mut seen: HashSet<u32> = HashSet::new();
+        let mut seen: HashSet<u64> = HashSet::new();
         let mut count = 0u64;
         for b in 0..buckets {
             let (mask, version) = (self.meta[2 * b], self.meta[2 * b + 1]);
@@ -88,19 +116,23 @@ impl Image {
                 ));
             }
             for slot in 0..s {
-                let w = self.slots[b * s + slot];
+                let pair = self.slot(&self.slots, b * s + slot);
                 let free = mask >> slot & 1 == 1;
-                if free != (w == EMPTY) {
+                if free != pair.is_none() {
                     return Err(format!(
-                        "bucket {b} slot {slot}: free bit {} but word {w:#018x}",
+                        "bucket {b} slot {slot}: free bit {} but pair {pair:x?}",
                         free as u8
                     ));
                 }
-                if w == EMPTY {
+                let Some((key, _)) = pair else {
                     continue;
+                };
+                if self.reserved.contains(&key) {
+                    return Err(format!(
+                        "bucket {b} slot {slot} holds the reserved key {key:#x}"
+                    ));
                 }
-                let key = (w >> 32) as u32;
-                let (h1, h2) = self.hash.hashes(key);
+                let (h1, h2) = self.hashes(key);
                 let (b1, b2) = (
                     bucket_of(h1, self.level_mask, self.split),
                     bucket_of(h2, self.level_mask, self.split),
@@ -124,27 +156,27 @@ impl Image {
                 count += 1;
             }
         }
-        let used = (self.stash_tail as usize).min(self.stash.len());
-        for (i, &w) in self.stash.iter().enumerate() {
-            if w == EMPTY {
+        let entries = self.stash.len() / self.words();
+        let used = (self.stash_tail as usize).min(entries);
+        for i in 0..entries {
+            let Some((key, _)) = self.slot(&self.stash, i) else {
                 continue;
-            }
+            };
             if i >= used {
                 return Err(format!(
-                    "stash word {i} is past the tail {}",
+                    "stash entry {i} is past the tail {}",
                     self.stash_tail
                 ));
             }
-            let key = (w >> 32) as u32;
-            if key == u32::MAX {
-                return Err(format!("stash word {i} holds the reserved key"));
+            if self.reserved.contains(&key) {
+                return Err(format!("stash entry {i} holds the reserved key {key:#x}"));
             }
             if !seen.insert(key) {
                 return Err(format!(
                     "key {key:#x} is stored twice (second copy in the stash)"
                 ));
             }
-            let b1 = bucket_of(self.hash.hashes(key).0, self.level_mask, self.split) as usize;
+            let b1 = bucket_of(self.hashes(key).0, self.level_mask, self.split) as usize;
             if self.meta[2 * b1 + 1] & STASHED == 0 {
                 return Err(format!(
                     "key {key:#x} is in the stash, but its first bucket {b1} has no STASHED flag"
@@ -165,104 +197,197 @@ impl Image {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hive::types::encode;
 
-    /// A valid image of 4 buckets of 8 slots (level mask 1, split 2) holding `keys`.
-    fn image_with(keys: &[u32]) -> Image {
-        let hash = HashPair::BitHash;
-        let mut img = Image {
-            slots_per_bucket: 8,
-            hash,
-            level_mask: 1,
-            split: 2,
-            slots: vec![EMPTY; 32],
-            meta: (0..4).flat_map(|_| [0xff, 0]).collect(),
-            stash: vec![EMPTY; 64],
-            stash_tail: 0,
-            len: 0,
-        };
-        for &k in keys {
-            let b = bucket_of(hash.hashes(k).0, 1, 2) as usize;
-            let slot = (0..8).find(|&s| img.slots[b * 8 + s] == EMPTY).unwrap();
-            img.slots[b * 8 + slot] = (k as u64) << 32 | 7;
-            img.meta[2 * b] &= !(1 << slot);
-            img.len += 1;
+    const EMPTY: u64 = u64::MAX;
+
+    /// A host image of 4 buckets of 8 slots (level mask 1, split 2), packed or wide.
+    struct Fixture {
+        img: Image,
+    }
+
+    impl Fixture {
+        fn new(wide: bool) -> Self {
+            let w = if wide { 2 } else { 1 };
+            Fixture {
+                img: Image {
+                    wide,
+                    reserved: if wide {
+                        vec![u64::MAX, u64::MAX - 1]
+                    } else {
+                        vec![u32::MAX as u64]
+                    },
+                    slots_per_bucket: 8,
+                    hash: HashPair::BitHash,
+                    level_mask: 1,
+                    split: 2,
+                    slots: vec![EMPTY; 32 * w],
+                    meta: (0..4).flat_map(|_| [0xff, 0]).collect(),
+                    stash: vec![EMPTY; 64 * w],
+                    stash_tail: 0,
+                    len: 0,
+                },
+            }
         }
-        img
+
+        fn w(&self) -> usize {
+            self.img.words()
+        }
+
+        /// The two buckets of a key.
+        fn buckets_of(&self, key: u64) -> (usize, usize) {
+            let (h1, h2) = self.img.hashes(key);
+            (bucket_of(h1, 1, 2) as usize, bucket_of(h2, 1, 2) as usize)
+        }
+
+        fn put(&mut self, slot: usize, key: u64, value: u64) {
+            let w = self.w();
+            let words = encode(self.img.wide, key, value);
+            self.img.slots[slot * w..(slot + 1) * w].copy_from_slice(&words);
+            self.img.meta[2 * (slot / 8)] &= !(1 << (slot % 8));
+        }
+
+        fn take(&mut self, slot: usize) -> Vec<u64> {
+            let w = self.w();
+            let words = self.img.slots[slot * w..(slot + 1) * w].to_vec();
+            self.img.slots[slot * w..(slot + 1) * w].fill(EMPTY);
+            self.img.meta[2 * (slot / 8)] |= 1 << (slot % 8);
+            words
+        }
+
+        fn stash(&mut self, entry: usize, key: u64) {
+            let w = self.w();
+            let words = encode(self.img.wide, key, 7);
+            self.img.stash[entry * w..(entry + 1) * w].copy_from_slice(&words);
+        }
+
+        fn free_slot(&self, b: usize) -> usize {
+            (0..8)
+                .map(|s| b * 8 + s)
+                .find(|&i| self.img.slot(&self.img.slots, i).is_none())
+                .unwrap()
+        }
+
+        /// Inserts `keys` into their first buckets.
+        fn with(mut self, keys: &[u64]) -> Self {
+            for &k in keys {
+                let slot = self.free_slot(self.buckets_of(k).0);
+                self.put(slot, k, 7);
+                self.img.len += 1;
+            }
+            self
+        }
+    }
+
+    /// Keys for both layouts: small ones, and for wide images keys whose high words
+    /// differ (equal low words).
+    fn keys(wide: bool) -> Vec<u64> {
+        if wide {
+            vec![1, 2, 1 << 32 | 1, 2 << 32 | 1, u64::MAX - 2]
+        } else {
+            vec![1, 2, 3, 4, 0xffff_fffe]
+        }
     }
 
     #[test]
     fn a_consistent_image_passes() {
-        let img = image_with(&[1, 2, 3, 4, 5]);
-        assert_eq!(img.check(), Ok(()));
-        assert_eq!(img.pairs().len(), 5);
+        for wide in [false, true] {
+            let f = Fixture::new(wide).with(&keys(wide));
+            assert_eq!(f.img.check(), Ok(()), "wide {wide}");
+            let mut pairs: Vec<u64> = f.img.pairs().iter().map(|p| p.0).collect();
+            pairs.sort_unstable();
+            let mut want = keys(wide);
+            want.sort_unstable();
+            assert_eq!(pairs, want, "wide {wide}");
+        }
     }
 
     #[test]
     fn each_broken_invariant_is_named() {
-        let img = image_with(&[1, 2, 3]);
-        let b = bucket_of(HashPair::BitHash.hashes(1).0, 1, 2) as usize;
+        for wide in [false, true] {
+            let base = Fixture::new(wide).with(&[1, 2, 3]);
+            let w = base.w();
+            let b = base.buckets_of(1).0;
+            let slot1 = (0..8)
+                .map(|s| b * 8 + s)
+                .find(|&i| base.img.slot(&base.img.slots, i).map(|p| p.0) == Some(1))
+                .unwrap();
+            let copy = |f: &Fixture| Fixture { img: f.img.clone() };
 
-        let mut locked = img.clone();
-        locked.meta[1] = 9;
-        assert!(locked.check().unwrap_err().contains("locked"));
+            let mut locked = copy(&base);
+            locked.img.meta[1] = 9;
+            assert!(locked.img.check().unwrap_err().contains("locked"));
 
-        let mut unflagged = img.clone();
-        unflagged.stash[0] = 99u64 << 32;
-        unflagged.stash_tail = 1;
-        unflagged.len += 1;
-        let b99 = bucket_of(HashPair::BitHash.hashes(99).0, 1, 2) as usize;
-        assert!(unflagged.check().unwrap_err().contains("STASHED"));
-        unflagged.meta[2 * b99 + 1] |= STASHED;
-        assert_eq!(unflagged.check(), Ok(()));
+            let mut unflagged = copy(&base);
+            unflagged.stash(0, 99);
+            unflagged.img.stash_tail = 1;
+            unflagged.img.len += 1;
+            assert!(unflagged.img.check().unwrap_err().contains("STASHED"));
+            let b99 = unflagged.buckets_of(99).0;
+            unflagged.img.meta[2 * b99 + 1] |= STASHED;
+            assert_eq!(unflagged.img.check(), Ok(()));
 
-        let mut mask = img.clone();
-        mask.meta[2 * b] |= 1;
-        assert!(mask.check().unwrap_err().contains("free bit"));
+            let mut mask = copy(&base);
+            mask.img.meta[2 * (slot1 / 8)] |= 1 << (slot1 % 8);
+            assert!(mask.img.check().unwrap_err().contains("free bit"));
 
-        let mut twice = img.clone();
-        twice.stash[0] = img.slots[b * 8];
-        twice.stash_tail = 1;
-        twice.len += 1;
-        assert!(twice.check().unwrap_err().contains("twice"));
+            let mut twice = copy(&base);
+            twice.stash(0, 1);
+            twice.img.stash_tail = 1;
+            twice.img.len += 1;
+            assert!(twice.img.check().unwrap_err().contains("twice"));
 
-        let mut past_tail = img.clone();
-        past_tail.stash[3] = 99u64 << 32;
-        past_tail.len += 1;
-        assert!(past_tail.check().unwrap_err().contains("past the tail"));
+            let mut past_tail = copy(&base);
+            past_tail.stash(3, 99);
+            past_tail.img.len += 1;
+            assert!(past_tail.img.check().unwrap_err().contains("past the tail"));
 
-        let mut count = img.clone();
-        count.len = 9;
-        assert!(count.check().unwrap_err().contains("length counter"));
+            let mut count = copy(&base);
+            count.img.len = 9;
+            assert!(count.img.check().unwrap_err().contains("length counter"));
 
-        let mut shape = img.clone();
-        shape.split = 1;
-        assert!(shape.check().unwrap_err().contains("do not match"));
+            let mut shape = copy(&base);
+            shape.img.split = 1;
+            assert!(shape.img.check().unwrap_err().contains("do not match"));
 
-        let mut misplaced = img.clone();
-        let (h1, h2) = HashPair::BitHash.hashes(1);
-        let other = (0..4u32)
-            .find(|&x| x != bucket_of(h1, 1, 2) && x != bucket_of(h2, 1, 2))
-            .unwrap() as usize;
-        let w = misplaced.slots[b * 8];
-        misplaced.slots[b * 8] = EMPTY;
-        misplaced.meta[2 * b] |= 1;
-        misplaced.slots[other * 8 + 7] = w;
-        misplaced.meta[2 * other] &= !(1 << 7);
-        assert!(misplaced.check().unwrap_err().contains("its buckets are"));
+            let mut reserved = copy(&base);
+            let busy = *reserved.img.reserved.last().unwrap();
+            let slot = reserved.free_slot(reserved.buckets_of(busy).0);
+            reserved.put(slot, busy, 0);
+            reserved.img.len += 1;
+            assert!(reserved.img.check().unwrap_err().contains("reserved key"));
 
-        // Key 1 in its second bucket: only valid with its first bucket's SPILL flag.
-        let (b1, b2) = (bucket_of(h1, 1, 2) as usize, bucket_of(h2, 1, 2) as usize);
-        if b1 != b2 {
-            let mut second = img.clone();
-            let w = second.slots[b * 8];
-            second.slots[b * 8] = EMPTY;
-            second.meta[2 * b] |= 1;
-            let slot = (0..8).find(|&s| second.slots[b2 * 8 + s] == EMPTY).unwrap();
-            second.slots[b2 * 8 + slot] = w;
-            second.meta[2 * b2] &= !(1 << slot);
-            assert!(second.check().unwrap_err().contains("SPILL"));
-            second.meta[2 * b1 + 1] |= SPILL;
-            assert_eq!(second.check(), Ok(()));
+            let (b1, b2) = base.buckets_of(1);
+            let mut misplaced = copy(&base);
+            let other = (0..4).find(|&x| x != b1 && x != b2).unwrap();
+            let words = misplaced.take(slot1);
+            misplaced.img.slots[(other * 8 + 7) * w..(other * 8 + 8) * w].copy_from_slice(&words);
+            misplaced.img.meta[2 * other] &= !(1 << 7);
+            assert!(misplaced
+                .img
+                .check()
+                .unwrap_err()
+                .contains("its buckets are"));
+
+            // Key 1 in its second bucket: only valid with its first bucket's SPILL flag.
+            if b1 != b2 {
+                let mut second = copy(&base);
+                second.take(slot1);
+                let slot = second.free_slot(b2);
+                second.put(slot, 1, 7);
+                assert!(second.img.check().unwrap_err().contains("SPILL"));
+                second.img.meta[2 * b1 + 1] |= SPILL;
+                assert_eq!(second.img.check(), Ok(()));
+            }
         }
+    }
+
+    #[test]
+    fn wide_keys_are_told_apart_by_their_high_words() {
+        // Two keys with one low word: a check that dropped the high word would see one
+        // key twice, or place both by the same hashes.
+        let f = Fixture::new(true).with(&[5, 1 << 32 | 5]);
+        assert_eq!(f.img.check(), Ok(()));
+        assert_ne!(f.img.hashes(5), f.img.hashes(1 << 32 | 5));
     }
 }

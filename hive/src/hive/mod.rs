@@ -1,7 +1,9 @@
 //! [`HiveMap`]: the resizable bucketed cuckoo hash table of the Hive paper.
 //!
-//! Pairs of 32-bit keys and values are packed into 64-bit words and kept in buckets of
-//! 16 (or 8, or 32) slots; a bucket is read by a tile of as many lanes, one slot each.
+//! Pairs are kept in buckets of 16 (or 8, or 32) slots; a bucket is read by a tile of as
+//! many lanes, one slot each. Pairs of 32-bit keys and values are packed into one 64-bit
+//! word; `u64` keys (with `u32` or `u64` values) take 16-byte slots ([`HiveKey`],
+//! [`HiveValue`]).
 //! Each key has two candidate buckets (two hash functions, [`HashPair`]); inserts go
 //! through the paper's four steps (replace, claim-then-commit, bounded cuckoo eviction,
 //! stash), lookups and deletes look in the two buckets and the stash. The table grows
@@ -13,22 +15,27 @@
 mod config;
 mod device;
 mod image;
+mod queries;
 mod resize;
 mod stats;
+mod types;
+mod updates;
+
+use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuds_core::failures::{self, CallStatus};
-use gpuds_core::{Gpu, StatusWord};
+use gpuds_core::{DeviceType, Gpu, StatusWord};
 
 pub use config::{HashPair, HiveConfig, MAX_BUCKETS};
 pub use device::HiveRef;
 pub use stats::HiveStats;
+pub use types::{HiveKey, HiveValue};
 
 use device::{Counters, Kernels, CTRL_STASH_TAIL, CTRL_WORDS, EMPTY};
-use image::Image;
+use types::words_per_slot;
 
 use crate::error::{Error, Result};
-use crate::{Input, Operation};
 
 pub(crate) use device::programs;
 
@@ -45,8 +52,11 @@ const SLOTS: &str = "the table's slots";
 const META: &str = "the table's bucket metadata";
 const STASH: &str = "the table's stash";
 
-/// The resizable bucketed cuckoo hash table of the Hive paper, for 32-bit keys and
-/// values. Key `u32::MAX` is reserved (it is the key of the empty slot word).
+/// The resizable bucketed cuckoo hash table of the Hive paper, for `u32` keys and values
+/// (the default), or `u64` keys with `u32` or `u64` values: `HiveMap<u64, u64>` has the
+/// same methods, and other type pairs do not compile. Reserved keys ([`HiveKey::RESERVED`]:
+/// `u32::MAX`; `u64::MAX` and `u64::MAX - 1`) are rejected with
+/// [`Error::ReservedKey`].
 ///
 /// Every operation is a batch run by one kernel on [`Gpu::stream`]. Updates take
 /// `&mut self`, synchronize at their end (they read back the status word and the length)
@@ -57,15 +67,19 @@ const STASH: &str = "the table's stash";
 /// ```no_run
 /// use gpuds_hive::HiveMap;
 /// let gpu = gpuds_core::Gpu::new(0)?;
-/// let mut map = HiveMap::new(&gpu, 1 << 20)?;
+/// let mut map = HiveMap::<u32, u32>::new(&gpu, 1 << 20)?;
 /// map.insert_many(&[1, 2, 3], &[10, 20, 30])?;
 /// assert_eq!(map.get_many(&[2, 4])?, vec![Some(20), None]);
 /// assert_eq!(map.remove_many(&[1, 4])?, 1);
 /// assert_eq!(map.len(), 2);
 /// map.validate()?;
+///
+/// let mut wide = HiveMap::<u64, u64>::new(&gpu, 1 << 20)?;
+/// wide.insert_many(&[1 << 40, 7], &[u64::MAX, 70])?;
+/// assert_eq!(wide.get_many(&[1 << 40, 1])?, vec![Some(u64::MAX), None]);
 /// # Ok::<(), gpuds_hive::Error>(())
 /// ```
-pub struct HiveMap {
+pub struct HiveMap<K: HiveKey = u32, V: HiveValue<K> = u32> {
     gpu: Gpu,
     config: HiveConfig,
     kernels: Kernels,
@@ -87,9 +101,10 @@ pub struct HiveMap {
     queue: Option<CudaSlice<u32>>,
     expansions: u64,
     contractions: u64,
+    pairs: PhantomData<(K, V)>,
 }
 
-impl std::fmt::Debug for HiveMap {
+impl<K: HiveKey, V: HiveValue<K>> std::fmt::Debug for HiveMap<K, V> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HiveMap")
             .field("len", &self.len)
@@ -107,7 +122,7 @@ fn level_of(buckets: u32) -> (u32, u32) {
     (base - 1, buckets - base)
 }
 
-impl HiveMap {
+impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// A table with at least `capacity` slots and the default [`HiveConfig`].
     /// Synchronizes.
     ///
@@ -129,7 +144,7 @@ impl HiveMap {
     /// ```no_run
     /// use gpuds_hive::{HashPair, HiveConfig, HiveMap};
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let map = HiveMap::with_config(&gpu, HiveConfig {
+    /// let map = HiveMap::<u32, u32>::with_config(&gpu, HiveConfig {
     ///     capacity: 1 << 20,
     ///     slots_per_bucket: 32,
     ///     hash: HashPair::Crc32,
@@ -141,18 +156,19 @@ impl HiveMap {
     /// ```
     pub fn with_config(gpu: &Gpu, config: HiveConfig) -> Result<Self> {
         config.validate()?;
-        let kernels = Kernels::load(gpu, config.slots_per_bucket, config.hash)?;
+        let kernels = Kernels::load::<K, V>(gpu, config.slots_per_bucket, config.hash)?;
         // At most MAX_BUCKETS (2^30) buckets of at most 32 slots (validated): these
         // products fit, and the allocations report the device running out of memory.
         let buckets = config.buckets() as u32;
         let (level_mask, split) = level_of(buckets);
         let s = config.slots_per_bucket as usize;
+        let w = words_per_slot::<K>();
         let stream = gpu.stream();
         // SAFETY: hive_init (below) writes every slot and metadata word in use; expansion
         // writes the rest before using it.
-        let slots = unsafe { gpu.alloc_uninit::<u64>(buckets as usize * s, SLOTS) }?;
+        let slots = unsafe { gpu.alloc_uninit::<u64>(buckets as usize * s * w, SLOTS) }?;
         let meta = unsafe { gpu.alloc_uninit::<u32>(2 * buckets as usize, META) }?;
-        let stash_words = config.stash_capacity(buckets as usize * s);
+        let stash_words = config.stash_capacity(buckets as usize * s) * w;
         // SAFETY: filled with empty words right below.
         let mut stash = unsafe { gpu.alloc_uninit::<u64>(stash_words, STASH) }?;
         gpuds_core::primitives::fill(gpu, &mut stash, EMPTY)?;
@@ -173,6 +189,7 @@ impl HiveMap {
             queue: None,
             expansions: 0,
             contractions: 0,
+            pairs: PhantomData,
             config,
         };
         map.init_buckets(0, buckets)?;
@@ -191,7 +208,7 @@ impl HiveMap {
     /// ```no_run
     /// use gpuds_core::Program;
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// let mut program = Program::new("mine", "#include <gpuds/hive/hive_ref.cuh>\n")
     ///     .headers(gpuds_hive::cuda_headers());
     /// for (name, value) in map.defines() {
@@ -204,6 +221,20 @@ impl HiveMap {
             ("HIVE_SLOTS", self.config.slots_per_bucket),
             ("HIVE_HASH", self.config.hash.define()),
         ]
+    }
+
+    /// The C++ type of this table's device ref, whose `#[repr(C)]` twin
+    /// [`device_ref`](Self::device_ref) hands out: `gpuds::hive::hive_ref<K, V>` with the
+    /// key and value types spelled in C++.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let map = gpuds_hive::HiveMap::<u64, u32>::new(&gpu, 1 << 16)?;
+    /// assert_eq!(map.cuda_ref_type(), "gpuds::hive::hive_ref<unsigned long long, unsigned int>");
+    /// # Ok::<(), gpuds_hive::Error>(())
+    /// ```
+    pub fn cuda_ref_type(&self) -> String {
+        device::ref_type::<K, V>()
     }
 
     /// Pairs stored (known on the host after every update; no synchronization).
@@ -256,10 +287,15 @@ impl HiveMap {
             level_mask: self.level_mask,
             split: self.split,
             buckets: self.buckets() as u32,
-            stash_capacity: self.stash.len() as u32,
+            stash_capacity: self.stash_entries() as u32,
             failed_capacity: OWN_FAILED_OPS as u32,
             eviction_bound: self.config.eviction_bound,
         }
+    }
+
+    /// Stash entries (each one slot: one or two words).
+    fn stash_entries(&self) -> usize {
+        self.stash.len() / words_per_slot::<K>()
     }
 
     /// The ref a host call's kernels get: the call's own status word and a failure bit
@@ -281,7 +317,7 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// let r = map.device_ref();
     /// // ... launch a kernel that inserts through `r` ...
     /// # let _ = r;
@@ -324,542 +360,6 @@ impl HiveMap {
         Ok(())
     }
 
-    /// Puts a batch of keys on the device: a host batch is checked for reserved keys
-    /// and copied; a device batch is used in place, and checked by a pass over it when
-    /// `check_device` (updates must not apply anything of a batch with a reserved key).
-    fn stage_keys<'a, I: Input<u32> + ?Sized>(
-        &self,
-        keys: &'a I,
-        check_device: bool,
-    ) -> Result<Staged<'a>> {
-        match keys.as_device() {
-            Some(view) => {
-                if check_device {
-                    self.check_device_keys(&view)?;
-                }
-                Ok(Staged::Device(view))
-            }
-            None => {
-                let host = keys.as_host().unwrap_or(&[]);
-                if let Some((index, key)) = gpuds_core::keys::first_reserved(host, &[u32::MAX]) {
-                    return Err(Error::ReservedKey {
-                        index,
-                        key: key as u64,
-                    });
-                }
-                Ok(Staged::Host(stage(&self.gpu, host)?))
-            }
-        }
-    }
-
-    /// Rejects reserved keys in a device batch (one pass; synchronizes).
-    fn check_device_keys(&self, keys: &CudaView<'_, u32>) -> Result<()> {
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let stream = self.gpu.stream();
-        let n = keys.len() as u64;
-        let mut first = stream.clone_htod(&[n])?;
-        let kernel = &self.kernels.first_reserved;
-        let shape = self.gpu.grid_for(kernel, keys.len(), BLOCK)?;
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(keys).arg(&n).arg(&mut first);
-        // SAFETY: the kernel reads keys[..n] and writes one word.
-        unsafe { args.launch(shape) }?;
-        let index = stream.clone_dtoh(&first)?[0];
-        if index < n {
-            let i = index as usize;
-            let key = stream.clone_dtoh(&keys.slice(i..i + 1))?[0];
-            return Err(Error::ReservedKey {
-                index: i,
-                key: key as u64,
-            });
-        }
-        Ok(())
-    }
-
-    /// Inserts or replaces the pairs `(keys[i], values[i])`; keys and values may be host
-    /// slices or device buffers ([`Input`]). Synchronizes.
-    ///
-    /// A reserved key fails the whole batch before anything is applied
-    /// ([`Error::ReservedKey`]). An insert that finds no room even in the stash
-    /// (`Status::STASH_FULL`) or passes a retry cap under contention
-    /// (`Status::RETRY_LIMIT`) fails alone: the others are applied and
-    /// [`gpuds_core::Error::NotApplied`] (in [`Error::Core`]) names exactly the failed
-    /// indices; the table stays valid and later calls see what was applied. With several
-    /// pairs of one key in a batch, one of them wins (the batch runs concurrently).
-    ///
-    /// ```no_run
-    /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
-    /// map.insert_many(&[7, 8], &[70, 80])?;
-    /// assert!(map.insert_many(&[1, u32::MAX], &[0, 0]).is_err());
-    /// # Ok::<(), gpuds_hive::Error>(())
-    /// ```
-    pub fn insert_many<KI, VI>(&mut self, keys: &KI, values: &VI) -> Result<()>
-    where
-        KI: Input<u32> + ?Sized,
-        VI: Input<u32> + ?Sized,
-    {
-        check_lengths(keys.len(), values.len())?;
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let k = self.stage_keys(keys, true)?;
-        let v = match values.as_device() {
-            Some(view) => Staged::Device(view),
-            None => Staged::Host(stage(&self.gpu, values.as_host().unwrap_or(&[]))?),
-        };
-        self.insert_staged(&k.view(), &v.view())
-    }
-
-    fn insert_staged(
-        &mut self,
-        keys: &CudaView<'_, u32>,
-        values: &CudaView<'_, u32>,
-    ) -> Result<()> {
-        update_len(keys.len())?;
-        self.grow_for(keys.len())?;
-        let call = CallStatus::new(&self.gpu, keys.len())?;
-        if self.config.slots_per_bucket > 16 {
-            let r = self.call_ref(&call);
-            let n = keys.len() as u64;
-            let null = 0u64;
-            let kernel = &self.kernels.insert;
-            let shape = self.shape(kernel, keys.len())?;
-            let mut args = self.gpu.stream().launch_builder(kernel.func());
-            args.arg(&r).arg(keys).arg(values).arg(&n).arg(&null);
-            // SAFETY: the kernel reads n keys and values and works inside the ref's arrays
-            // (with 32-slot buckets it queues nothing).
-            unsafe { args.launch(shape) }?;
-            return self.finish_call(&call);
-        }
-        // Buckets of up to 16 slots insert in two kernels per part of at most QUEUED
-        // operations: the first fills empty slots lane by lane and queues what it leaves
-        // (full buckets, the stash, contention), the second runs the queued inserts with
-        // no fill beside them (see kernels/hive.cu).
-        let stream = self.gpu.stream().clone();
-        // Two counters (entries, and the chunks of them the second kernel's warps took),
-        // then the entries.
-        let room = keys.len().min(QUEUED) + 2;
-        if self.queue.as_ref().is_none_or(|q| q.len() < room) {
-            self.queue = None;
-            // SAFETY: the counters are zeroed before each first kernel, which writes every
-            // entry below its count before the second kernel reads them.
-            self.queue = Some(unsafe { stream.alloc::<u32>(room) }?);
-        }
-        let r = self.call_ref(&call);
-        let queue = self.queue.as_mut().expect("allocated above");
-        for start in (0..keys.len()).step_by(QUEUED) {
-            let end = (start + QUEUED).min(keys.len());
-            let (k, v) = (keys.slice(start..end), values.slice(start..end));
-            let n = (end - start) as u64;
-            stream.memset_zeros(&mut queue.slice_mut(..2))?;
-            let kernel = &self.kernels.insert;
-            let shape = self.gpu.grid_for(kernel, end - start, BLOCK)?;
-            let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r).arg(&k).arg(&v).arg(&n).arg(&*queue);
-            // SAFETY: the kernel reads n keys and values, appends at most n entries to the
-            // queue (each operation at most once) and works inside the ref's arrays.
-            unsafe { args.launch(shape) }?;
-            let kernel = &self.kernels.insert_queued;
-            let shape = self.gpu.grid_for(kernel, end - start, BLOCK)?;
-            let mut args = stream.launch_builder(kernel.func());
-            let offset = start as u64;
-            args.arg(&r).arg(&k).arg(&v).arg(&*queue).arg(&offset);
-            // SAFETY: the kernel reads the entries the first kernel queued (indices below n).
-            unsafe { args.launch(shape) }?;
-        }
-        self.finish_call(&call)
-    }
-
-    /// Looks keys up: the value of each, or `None`. Synchronizes. Lookups cannot fail
-    /// (no writer runs beside them, so they never wait or retry) and report nothing; in
-    /// particular nothing an earlier call or a user kernel recorded.
-    ///
-    /// ```no_run
-    /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
-    /// map.insert_many(&[5], &[50])?;
-    /// assert_eq!(map.get_many(&[5, 6])?, vec![Some(50), None]);
-    /// # Ok::<(), gpuds_hive::Error>(())
-    /// ```
-    pub fn get_many<I: Input<u32> + ?Sized>(&self, keys: &I) -> Result<Vec<Option<u32>>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let k = self.stage_keys(keys, false)?;
-        let stream = self.gpu.stream();
-        let mut values = stream.alloc_zeros::<u32>(keys.len())?;
-        let mut found = stream.alloc_zeros::<u8>(keys.len())?;
-        self.launch_find(&k.view(), Some(&mut values), Some(&mut found), 0)?;
-        let values = stream.clone_dtoh(&values)?;
-        let found = stream.clone_dtoh(&found)?;
-        Ok(values
-            .into_iter()
-            .zip(found)
-            .map(|(v, f)| (f != 0).then_some(v))
-            .collect())
-    }
-
-    /// Looks keys up into `values` (`absent` for missing keys). Device keys are not
-    /// checked for the reserved key, which is simply never found; host keys are. Does
-    /// not synchronize for device keys: the work is enqueued on [`Gpu::stream`]. As for
-    /// [`get_many`](Self::get_many), the lookups cannot fail, so there is no status to
-    /// read later.
-    ///
-    /// ```no_run
-    /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
-    /// let keys = gpu.stream().clone_htod(&[1u32, 2])?;
-    /// let mut values = gpu.stream().alloc_zeros::<u32>(2)?;
-    /// map.get_many_into(&keys.as_view(), &mut values, u32::MAX)?;
-    /// assert_eq!(gpu.stream().clone_dtoh(&values)?, vec![u32::MAX; 2]);
-    /// # Ok::<(), gpuds_hive::Error>(())
-    /// ```
-    pub fn get_many_into<I: Input<u32> + ?Sized>(
-        &self,
-        keys: &I,
-        values: &mut CudaSlice<u32>,
-        absent: u32,
-    ) -> Result<()> {
-        if values.len() < keys.len() {
-            return Err(gpuds_core::Error::InvalidArgument(format!(
-                "{} keys but room for {} values",
-                keys.len(),
-                values.len()
-            ))
-            .into());
-        }
-        if keys.is_empty() {
-            return Ok(());
-        }
-        let k = self.stage_keys(keys, false)?;
-        self.launch_find(&k.view(), Some(values), None, absent)
-    }
-
-    /// Whether each key is present. Synchronizes.
-    ///
-    /// ```no_run
-    /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
-    /// map.insert_many(&[5], &[50])?;
-    /// assert_eq!(map.contains_many(&[5, 6])?, vec![true, false]);
-    /// # Ok::<(), gpuds_hive::Error>(())
-    /// ```
-    pub fn contains_many<I: Input<u32> + ?Sized>(&self, keys: &I) -> Result<Vec<bool>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        let k = self.stage_keys(keys, false)?;
-        let stream = self.gpu.stream();
-        let mut found = stream.alloc_zeros::<u8>(keys.len())?;
-        self.launch_find(&k.view(), None, Some(&mut found), 0)?;
-        let found = stream.clone_dtoh(&found)?;
-        Ok(found.into_iter().map(|f| f != 0).collect())
-    }
-
-    fn launch_find(
-        &self,
-        keys: &CudaView<'_, u32>,
-        values: Option<&mut CudaSlice<u32>>,
-        found: Option<&mut CudaSlice<u8>>,
-        absent: u32,
-    ) -> Result<()> {
-        let stream = self.gpu.stream();
-        let mut r = self.device_ref();
-        if self.stash_tail == 0 {
-            // No writer runs with this kernel: an empty stash stays empty.
-            r.stash_capacity = 0;
-        }
-        let n = keys.len() as u64;
-        let null = 0u64;
-        let kernel = &self.kernels.find;
-        let shape = self.shape(kernel, keys.len())?;
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(keys).arg(&n);
-        match values {
-            Some(v) => args.arg(v),
-            None => args.arg(&null),
-        };
-        match found {
-            Some(f) => args.arg(f),
-            None => args.arg(&null),
-        };
-        args.arg(&absent);
-        // SAFETY: the kernel reads n keys and writes n entries of each non-null output.
-        unsafe { args.launch(shape) }?;
-        Ok(())
-    }
-
-    /// Removes keys (host or device); returns how many were present. A reserved key fails
-    /// the batch before anything is removed. A removal that passes the retry cap under
-    /// contention fails alone and is named in [`gpuds_core::Error::NotApplied`].
-    /// Synchronizes.
-    ///
-    /// ```no_run
-    /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
-    /// map.insert_many(&[5, 6], &[50, 60])?;
-    /// assert_eq!(map.remove_many(&[5, 9])?, 1);
-    /// # Ok::<(), gpuds_hive::Error>(())
-    /// ```
-    pub fn remove_many<I: Input<u32> + ?Sized>(&mut self, keys: &I) -> Result<usize> {
-        if keys.is_empty() {
-            return Ok(0);
-        }
-        let k = self.stage_keys(keys, true)?;
-        self.remove_staged(&k.view())
-    }
-
-    fn remove_staged(&mut self, keys: &CudaView<'_, u32>) -> Result<usize> {
-        update_len(keys.len())?;
-        let before = self.len;
-        let call = CallStatus::new(&self.gpu, keys.len())?;
-        let r = self.call_ref(&call);
-        let n = keys.len() as u64;
-        let null = 0u64;
-        let kernel = &self.kernels.erase;
-        let shape = self.shape(kernel, keys.len())?;
-        let mut args = self.gpu.stream().launch_builder(kernel.func());
-        args.arg(&r).arg(keys).arg(&n).arg(&null);
-        // SAFETY: the kernel reads n keys and works inside the ref's arrays.
-        unsafe { args.launch(shape) }?;
-        self.finish_call(&call)
-            .map(|()| before.saturating_sub(self.len))
-    }
-
-    /// Runs a mixed batch in one kernel (inserts, removes and gets interleaved, as the
-    /// paper's imbalanced workload does) and returns what each operation observed: the
-    /// key's value just before it (`None`: absent). Synchronizes.
-    ///
-    /// Operations on different keys are independent; operations on one key take effect
-    /// in some serial order. Operations that fail (an insert with the stash full, any
-    /// operation past the retry cap) are named in [`gpuds_core::Error::NotApplied`] (in
-    /// [`Error::Core`]); the rest of the batch is applied.
-    ///
-    /// ```no_run
-    /// use gpuds_hive::{HiveMap, Operation};
-    /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = HiveMap::new(&gpu, 1 << 16)?;
-    /// let seen = map.apply(&[Operation::Insert(1, 10), Operation::Get(2), Operation::Remove(3)])?;
-    /// assert_eq!(seen, vec![None, None, None]);
-    /// # Ok::<(), gpuds_hive::Error>(())
-    /// ```
-    pub fn apply(&mut self, ops: &[Operation<u32, u32>]) -> Result<Vec<Option<u32>>> {
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        update_len(ops.len())?;
-        let keys: Vec<u32> = ops
-            .iter()
-            .map(|op| match *op {
-                Operation::Insert(k, _) | Operation::Remove(k) | Operation::Get(k) => k,
-            })
-            .collect();
-        let k = self.stage_keys(&keys, true)?;
-        let kinds: Vec<u8> = ops
-            .iter()
-            .map(|op| match op {
-                Operation::Insert(..) => 0,
-                Operation::Remove(_) => 1,
-                Operation::Get(_) => 2,
-            })
-            .collect();
-        let values: Vec<u32> = ops
-            .iter()
-            .map(|op| match *op {
-                Operation::Insert(_, v) => v,
-                _ => 0,
-            })
-            .collect();
-        let inserts = kinds.iter().filter(|&&k| k == 0).count();
-        self.grow_for(inserts)?;
-        let stream = self.gpu.stream();
-        let kinds = stream.clone_htod(&kinds)?;
-        let values = stream.clone_htod(&values)?;
-        let mut out = stream.alloc_zeros::<u64>(ops.len())?;
-        let call = CallStatus::new(&self.gpu, ops.len())?;
-        self.launch_apply(
-            &call,
-            &kinds.as_view(),
-            &k.view(),
-            &values.as_view(),
-            &mut out,
-        )?;
-        let out = stream.clone_dtoh(&out)?;
-        self.finish_call(&call)?;
-        Ok(out
-            .into_iter()
-            .map(|w| (w & (1 << 32) != 0).then_some(w as u32))
-            .collect())
-    }
-
-    /// [`apply`](Self::apply) on a batch already in device memory, for callers that
-    /// generate operations on the GPU: `kinds[i]` is 0 (insert `keys[i]` with
-    /// `values[i]`), 1 (remove) or 2 (get), and `out[i]` receives what the operation
-    /// observed: `(1 << 32) | value` when the key was present just before it, 0 when it
-    /// was absent, `1 << 33` when it failed (the call then returns
-    /// [`gpuds_core::Error::NotApplied`] naming those operations). Reserved keys are
-    /// rejected first (a pass over the keys); kinds other than 0 and 1 are gets.
-    /// Synchronizes.
-    ///
-    /// ```no_run
-    /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
-    /// let s = gpu.stream();
-    /// let (kinds, keys, values) = (s.clone_htod(&[0u8, 2])?, s.clone_htod(&[4u32, 4])?, s.clone_htod(&[40u32, 0])?);
-    /// let mut out = s.alloc_zeros::<u64>(2)?;
-    /// map.apply_device(&kinds.as_view(), &keys.as_view(), &values.as_view(), &mut out)?;
-    /// # Ok::<(), gpuds_hive::Error>(())
-    /// ```
-    pub fn apply_device(
-        &mut self,
-        kinds: &CudaView<'_, u8>,
-        keys: &CudaView<'_, u32>,
-        values: &CudaView<'_, u32>,
-        out: &mut CudaSlice<u64>,
-    ) -> Result<()> {
-        let n = keys.len();
-        if kinds.len() != n || values.len() != n || out.len() < n {
-            return Err(gpuds_core::Error::InvalidArgument(format!(
-                "{} kinds, {n} keys, {} values and room for {} results",
-                kinds.len(),
-                values.len(),
-                out.len()
-            ))
-            .into());
-        }
-        if n == 0 {
-            return Ok(());
-        }
-        update_len(n)?;
-        self.check_device_keys(keys)?;
-        // Every operation might be an insert of a new key.
-        self.grow_for(n)?;
-        let call = CallStatus::new(&self.gpu, n)?;
-        self.launch_apply(&call, kinds, keys, values, out)?;
-        self.finish_call(&call)
-    }
-
-    fn launch_apply(
-        &self,
-        call: &CallStatus,
-        kinds: &CudaView<'_, u8>,
-        keys: &CudaView<'_, u32>,
-        values: &CudaView<'_, u32>,
-        out: &mut CudaSlice<u64>,
-    ) -> Result<()> {
-        let r = self.call_ref(call);
-        let n = keys.len() as u64;
-        let kernel = &self.kernels.apply;
-        let shape = self.shape(kernel, keys.len())?;
-        let mut args = self.gpu.stream().launch_builder(kernel.func());
-        args.arg(&r)
-            .arg(kinds)
-            .arg(keys)
-            .arg(values)
-            .arg(&n)
-            .arg(out);
-        // SAFETY: the kernel reads n operations and writes n results.
-        unsafe { args.launch(shape) }?;
-        Ok(())
-    }
-
-    /// Removes every pair (the size stays). Synchronizes.
-    pub fn clear(&mut self) -> Result<()> {
-        let buckets = self.buckets() as u32;
-        self.init_buckets(0, buckets)?;
-        gpuds_core::primitives::fill(&self.gpu, &mut self.stash, EMPTY)?;
-        self.gpu.stream().memset_zeros(&mut self.ctrl)?;
-        self.gpu.synchronize()?;
-        self.len = 0;
-        self.stash_tail = 0;
-        Ok(())
-    }
-
-    /// Every pair, in no particular order. Synchronizes.
-    pub fn to_vec(&self) -> Result<Vec<(u32, u32)>> {
-        Ok(self.image()?.pairs())
-    }
-
-    /// Size, load, stash occupancy and the insert-step counts. Synchronizes.
-    pub fn stats(&self) -> Result<HiveStats> {
-        let stream = self.gpu.stream();
-        let ctrl = stream.clone_dtoh(&self.ctrl)?;
-        let counters = Counters::of(&ctrl);
-        let stash = stream.clone_dtoh(&self.stash)?;
-        let stash_used = stash.iter().filter(|&&w| w != EMPTY).count();
-        let s = self.config.slots_per_bucket as usize;
-        let allocated = self.slots.len() / s;
-        Ok(HiveStats {
-            len: self.len,
-            capacity: self.capacity(),
-            buckets: self.buckets(),
-            allocated_buckets: allocated,
-            load_factor: self.load_factor(),
-            level_mask: self.level_mask,
-            split: self.split,
-            stash_used,
-            stash_capacity: stash.len(),
-            stash_occupancy: stash_used as f64 / stash.len() as f64,
-            insert_steps: counters.steps,
-            evictions: counters.moves,
-            expansions: self.expansions,
-            contractions: self.contractions,
-            memory_bytes: allocated * (s * 8 + 8)
-                + stash.len() * 8
-                + self.queue.as_ref().map_or(0, |q| q.len() * 4),
-        })
-    }
-
-    /// Zeroes the insert-step and eviction counters of [`stats`](Self::stats).
-    /// Synchronizes.
-    pub fn reset_counters(&mut self) -> Result<()> {
-        let stream = self.gpu.stream();
-        let mut ctrl = stream.clone_dtoh(&self.ctrl)?;
-        Counters::reset_history(&mut ctrl);
-        stream.memcpy_htod(&ctrl, &mut self.ctrl)?;
-        self.gpu.synchronize()?;
-        Ok(())
-    }
-
-    /// Copies the table to the host and checks its invariants: every free bit matches
-    /// an empty slot, no bucket is locked, every key sits in one of its two buckets
-    /// (under the current level mask and split pointer) or in the stash below its tail,
-    /// a key outside its first bucket has that bucket's SPILL (second bucket) or STASHED
-    /// (stash) flag set, no key is stored twice, and the count matches the length.
-    /// Synchronizes.
-    pub fn validate(&self) -> Result<()> {
-        let image = self.image()?;
-        image.check().map_err(Error::Invalid)?;
-        if image.len as usize != self.len {
-            return Err(Error::Invalid(format!(
-                "the device counts {} pairs, the host {}",
-                image.len, self.len
-            )));
-        }
-        Ok(())
-    }
-
-    fn image(&self) -> Result<Image> {
-        let stream = self.gpu.stream();
-        let s = self.config.slots_per_bucket as usize;
-        let buckets = self.buckets();
-        let ctrl = stream.clone_dtoh(&self.ctrl)?;
-        Ok(Image {
-            slots_per_bucket: self.config.slots_per_bucket,
-            hash: self.config.hash,
-            level_mask: self.level_mask,
-            split: self.split,
-            slots: stream.clone_dtoh(&self.slots.slice(..buckets * s))?,
-            meta: stream.clone_dtoh(&self.meta.slice(..2 * buckets))?,
-            stash: stream.clone_dtoh(&self.stash)?,
-            stash_tail: ctrl[CTRL_STASH_TAIL],
-            len: Counters::of(&ctrl).len,
-        })
-    }
-
     /// After an update call: its own status (the operations it could not apply, see
     /// [`finish_update`](Self::finish_update)). Synchronizes.
     fn finish_call(&mut self, call: &CallStatus) -> Result<()> {
@@ -891,18 +391,18 @@ fn check_lengths(keys: usize, values: usize) -> Result<()> {
     Ok(())
 }
 
-fn stage(gpu: &Gpu, data: &[u32]) -> Result<CudaSlice<u32>> {
+fn stage<T: DeviceType>(gpu: &Gpu, data: &[T]) -> Result<CudaSlice<T>> {
     Ok(gpu.stream().clone_htod(data)?)
 }
 
 /// A batch on the device: copied from the host for this call, or borrowed.
-enum Staged<'a> {
-    Host(CudaSlice<u32>),
-    Device(CudaView<'a, u32>),
+enum Staged<'a, T> {
+    Host(CudaSlice<T>),
+    Device(CudaView<'a, T>),
 }
 
-impl Staged<'_> {
-    fn view(&self) -> CudaView<'_, u32> {
+impl<T: DeviceType> Staged<'_, T> {
+    fn view(&self) -> CudaView<'_, T> {
         match self {
             Staged::Host(s) => s.as_view(),
             Staged::Device(v) => v.slice(..),

@@ -23,10 +23,11 @@ pub(super) const STASH_TAIL_LIMIT: u64 = 1024;
 /// contention): each round runs only those, so contention fades at once.
 const REINSERT_ROUNDS: usize = 8;
 use super::config::{expanded, MAX_BUCKETS};
-use super::{HiveMap, META, SLOTS, STASH};
+use super::types::words_per_slot;
+use super::{HiveKey, HiveMap, HiveValue, META, SLOTS, STASH};
 use crate::error::{Error, Result};
 
-impl HiveMap {
+impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// Adds `buckets` buckets, splitting K at a time, then reinserts the stash. Works
     /// with or without [`auto_resize`](super::HiveConfig::auto_resize). Synchronizes.
     ///
@@ -39,7 +40,7 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// map.insert_many(&[1, 2, 3], &[1, 2, 3])?;
     /// let before = map.buckets();
     /// map.expand(100)?;
@@ -64,7 +65,7 @@ impl HiveMap {
     ///
     /// ```no_run
     /// let gpu = gpuds_core::Gpu::new(0)?;
-    /// let mut map = gpuds_hive::HiveMap::new(&gpu, 1 << 16)?;
+    /// let mut map = gpuds_hive::HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
     /// map.expand(64)?;
     /// assert_eq!(map.contract(64)?, 64);
     /// # Ok::<(), gpuds_hive::Error>(())
@@ -177,7 +178,7 @@ impl HiveMap {
     /// are tried; when those do not fit either, the error is
     /// [`OutOfMemory`](gpuds_core::Error::OutOfMemory) and the arrays are as they were.
     fn reserve_buckets(&mut self, buckets: usize) -> Result<()> {
-        let s = self.config.slots_per_bucket as usize;
+        let s = self.config.slots_per_bucket as usize * words_per_slot::<K>();
         let have = self.slots.len() / s;
         if buckets <= have {
             return Ok(());
@@ -214,7 +215,7 @@ impl HiveMap {
         cudarc::driver::CudaSlice<u64>,
         cudarc::driver::CudaSlice<u32>,
     )> {
-        let s = self.config.slots_per_bucket as usize;
+        let s = self.config.slots_per_bucket as usize * words_per_slot::<K>();
         // SAFETY: the caller copies the used prefix; the split kernel writes every
         // partner bucket (slots and metadata) before any kernel reads it.
         let slots = unsafe { self.gpu.alloc_uninit::<u64>(buckets * s, SLOTS) }?;
@@ -272,7 +273,7 @@ impl HiveMap {
             }
         }
         if self.stash_tail > STASH_TAIL_LIMIT
-            || (self.stash_tail > 0 && self.stash_tail as usize * 2 >= self.stash.len())
+            || (self.stash_tail > 0 && self.stash_tail as usize * 2 >= self.stash_entries())
         {
             self.drain_stash()?;
         }
@@ -292,10 +293,11 @@ impl HiveMap {
     /// copy of every stashed pair, and the larger stash when its share of `slots` passes
     /// its size. Allocated first, so that a drain that runs out of memory changes nothing.
     fn stash_buffers(&self, slots: usize) -> Result<StashBuffers> {
-        let wanted = self.config.stash_capacity(slots);
+        let w = words_per_slot::<K>();
+        let wanted = self.config.stash_capacity(slots) * w;
         // SAFETY (both): the drain writes every word it reads (a copy of the stashed
         // pairs; the new stash is filled with empty words).
-        let words = unsafe { self.gpu.alloc_uninit::<u64>(self.stash.len().max(1), STASH) }?;
+        let words = unsafe { self.gpu.alloc_uninit::<u64>(self.stash.len().max(w), STASH) }?;
         let larger = if wanted > self.stash.len() {
             Some(unsafe { self.gpu.alloc_uninit::<u64>(wanted, STASH) }?)
         } else {
@@ -308,14 +310,19 @@ impl HiveMap {
     fn drain_stash_with(&mut self, spare: StashBuffers) -> Result<()> {
         let stream = self.gpu.stream().clone();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
-        let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash.len());
+        let w = words_per_slot::<K>();
+        // Entries in use (each `w` words).
+        let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash_entries());
         if used == 0 && spare.larger.is_none() {
             self.stash_tail = 0;
             return Ok(());
         }
         let mut words = spare.words;
         if used > 0 {
-            stream.memcpy_dtod(&self.stash.slice(..used), &mut words.slice_mut(..used))?;
+            stream.memcpy_dtod(
+                &self.stash.slice(..used * w),
+                &mut words.slice_mut(..used * w),
+            )?;
         }
         if let Some(larger) = spare.larger {
             self.stash = larger;
@@ -363,9 +370,12 @@ impl HiveMap {
                 )));
             }
             let host = stream.clone_dtoh(&words)?;
-            let again: Vec<u64> = failed.iter().map(|&i| host[i]).collect();
+            let again: Vec<u64> = failed
+                .iter()
+                .flat_map(|&i| host[i * w..(i + 1) * w].iter().copied())
+                .collect();
             words = stream.clone_htod(&again)?;
-            left = again.len();
+            left = again.len() / w;
         }
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         self.len = Counters::of(&ctrl).len as usize;

@@ -6,7 +6,7 @@
 /// ```no_run
 /// use gpuds_hive::HiveMap;
 /// let gpu = gpuds_core::Gpu::new(0)?;
-/// let mut map = HiveMap::new(&gpu, 1 << 16)?;
+/// let mut map = HiveMap::<u32, u32>::new(&gpu, 1 << 16)?;
 /// map.insert_many(&[1, 2, 3], &[10, 20, 30])?;
 /// let stats = map.stats()?;
 /// assert_eq!(stats.len, 3);
@@ -29,7 +29,7 @@ pub struct HiveStats {
     pub level_mask: u32,
     /// The split pointer.
     pub split: u32,
-    /// Stash words holding a pair.
+    /// Stash entries holding a pair.
     pub stash_used: usize,
     /// Stash capacity in pairs.
     pub stash_capacity: usize,

@@ -1,6 +1,7 @@
 // gpuds/hive/hashers.cuh: the hash-function pairs of HiveMap (Hive paper, §III-C, §V-B).
 //
-// Every pair maps a 32-bit key to two 32-bit hashes; the table turns each into a bucket
+// Every pair maps a 32-bit key to two 32-bit hashes (a 64-bit key is folded to 32 bits
+// first, see fold64); the table turns each into a bucket
 // with the linear-hashing address (low bits under the index mask, one more bit below the
 // split pointer), so the low bits must be well mixed. Each pair has a Rust twin in
 // gpuds_hive::HashPair with identical results (checked by a GPU test).
@@ -95,6 +96,15 @@ __device__ __forceinline__ hash_pair hashes(unsigned k) {
 #error "HIVE_HASH must be 0 (bit mixers), 1 (murmur), 2 (city) or 3 (crc32c)"
 #endif
 }
+
+// A 64-bit key folded to 32 bits: the low word xor the murmur finalizer of the high
+// word. The finalizer is a bijection, so keys that differ only in their high words fold
+// apart; it maps 0 to 0, so a key below 2^32 gets the buckets of the same u32 key.
+__host__ __device__ __forceinline__ unsigned fold64(unsigned long long k) {
+  return static_cast<unsigned>(k) ^ hash::murmur3_32(static_cast<unsigned>(k >> 32));
+}
+
+__device__ __forceinline__ hash_pair hashes(unsigned long long k) { return hashes(fold64(k)); }
 
 }  // namespace hive
 }  // namespace gpuds

@@ -1,10 +1,13 @@
 // gpuds/hive/hive_ref.cuh: the device API of HiveMap (Hive paper, §III-§IV).
 //
-// `hive_ref` is trivially copyable and non-owning; gpuds_hive::HiveMap hands out its
-// #[repr(C)] twin (HiveRef). Compile user kernels with the table's defines (HIVE_SLOTS,
-// HIVE_HASH: HiveMap::defines()). Every member operation is cooperative over a tile of
-// HIVE_SLOTS lanes: all lanes of the tile call it with the same arguments, and the
-// result is the same on every lane.
+// `hive_ref<K, V>` (K, V: unsigned/unsigned, unsigned long long/unsigned or unsigned
+// long long/unsigned long long) is trivially copyable and non-owning; gpuds_hive::HiveMap
+// hands out its #[repr(C)] twin (HiveRef, one layout for all three). Compile user kernels
+// with the table's defines (HIVE_SLOTS, HIVE_HASH: HiveMap::defines()). Every member
+// operation is cooperative over a tile of HIVE_SLOTS lanes: all lanes of the tile call it
+// with the same arguments, and the result is the same on every lane. What a slot holds
+// and how it changes is the slot policy's (detail/hive_slot.cuh): one packed word for u32
+// pairs, a 16-byte slot changed in two steps on its key word for u64 keys.
 //
 // Addressing is linear hashing (§IV-C): a hash h names bucket h & mask, or
 // h & (2 * mask + 1) when that is below the split pointer. The metadata (mask, split,
@@ -32,240 +35,71 @@
 // - Evictions hold the locks of both buckets of every key they move (each victim's
 //   first bucket is one of them); lookups that cannot conclude a miss while b1 is
 //   locked, or whose b1 changed while they looked, look again.
-// - Replacing and deleting are compare-and-swaps on the slot word, lock-free.
+// - Replacing and deleting are compare-and-swaps on the slot word (packed), or on the
+//   key word through BUSY_KEY (wide; see hive_slot.cuh, and `confirm` for the hits of
+//   concurrent lookups).
 // - The bulk kernels first run insert_alone / find_alone on every lane (one operation
 //   per lane, the same protocol; see there) and leave the rest to the tile code.
 #pragma once
-#include <gpuds/core/status.cuh>
-#include <gpuds/hive/detail/hive_bucket.cuh>
-#include <gpuds/hive/detail/stash.cuh>
-#include <gpuds/hive/hashers.cuh>
+#include <gpuds/hive/detail/hive_locate.cuh>
 
 namespace gpuds {
 namespace hive {
 
-// Control block words (unsigned long long each). The counters that every tile adds to
-// are striped over CTRL_STRIPES lines of 128 bytes (the host sums them), so that no
-// single word takes an atomic from every tile.
-constexpr unsigned CTRL_STASH_TAIL = 0;     // stash reservations so far (word 1 is unused)
-constexpr unsigned CTRL_STRIPE_BASE = 16;   // first word of stripe 0
-constexpr unsigned CTRL_STRIPE_WORDS = 16;  // one 128-byte line per stripe
-constexpr unsigned CTRL_STRIPES = 32;
-constexpr unsigned STRIPE_LEN = 0;    // pairs stored (table and stash), two's complement deltas
-constexpr unsigned STRIPE_STEPS = 1;  // inserts finished in step 1..4 (four words)
-constexpr unsigned STRIPE_MOVES = 5;  // keys displaced by evictions
-constexpr unsigned CTRL_WORDS = CTRL_STRIPE_BASE + CTRL_STRIPES * CTRL_STRIPE_WORDS;
-
-// How an insert finished.
-constexpr unsigned STEP_FAILED = 0;
-constexpr unsigned STEP_REPLACE = 1;
-constexpr unsigned STEP_CLAIM = 2;
-constexpr unsigned STEP_EVICT = 3;
-constexpr unsigned STEP_STASH = 4;
-// A lane's fast path (insert_alone) left the operation to its tile (see there).
-constexpr unsigned STEP_LEFTOVER = 0xffu;
-// Attempts of a lane's fast path (a lost swap, a locked or pending first bucket) before
-// it leaves the operation to its tile.
-constexpr unsigned ALONE_TRIES = 4;
-
-constexpr unsigned RETRY_CAP = 1u << 14;
-constexpr unsigned MAX_EVICTION_BOUND = 16;
-constexpr unsigned VICTIM_TRIES = 4;
-
-// Per-tile counts, flushed once per kernel by rank 0.
-struct tally {
-  int len = 0;
-  unsigned steps[4] = {0, 0, 0, 0};
-  unsigned moves = 0;
+// What the out-of-line insert paths return: the step, the keys displaced and, for a
+// replace, the old value. For packed tables one word: the step (bits 0..7), keys
+// displaced (bits 8..31) and the old value (bits 32..63); for wide ones a struct.
+template <bool WIDE, typename V>
+struct outcome_of {
+  using type = unsigned long long;
+  __device__ __forceinline__ static type make(unsigned step, unsigned moves = 0, V old = 0) {
+    return step | (static_cast<unsigned long long>(moves) << 8) | (static_cast<unsigned long long>(old) << 32);
+  }
+  __device__ __forceinline__ static unsigned step(type o) { return static_cast<unsigned>(o) & 0xffu; }
+  __device__ __forceinline__ static unsigned moves(type o) { return static_cast<unsigned>(o >> 8) & 0xffffffu; }
+  __device__ __forceinline__ static V old(type o) { return static_cast<V>(o >> 32); }
+};
+template <typename V>
+struct outcome_of<true, V> {
+  struct type {
+    unsigned step;
+    unsigned moves;
+    V old;
+  };
+  __device__ __forceinline__ static type make(unsigned step, unsigned moves = 0, V old = 0) {
+    return type{step, moves, old};
+  }
+  __device__ __forceinline__ static unsigned step(type o) { return o.step; }
+  __device__ __forceinline__ static unsigned moves(type o) { return o.moves; }
+  __device__ __forceinline__ static V old(type o) { return o.old; }
 };
 
-// Sum of `x` over the calling lane's tile, on every lane.
-__device__ __forceinline__ unsigned tile_sum(unsigned x) {
-#pragma unroll
-  for (unsigned o = SLOTS / 2; o > 0; o >>= 1) x += __shfl_xor_sync(tile::mask(), x, o, SLOTS);
-  return x;
-}
-
-// Adds the per-lane counts of the fast paths (`lane`, different on every lane) to the
-// tile's counts `t` (the same on every lane).
-__device__ __forceinline__ void merge_lanes(const tally& lane, tally& t) {
-  t.len += static_cast<int>(tile_sum(static_cast<unsigned>(lane.len)));
-#pragma unroll
-  for (int i = 0; i < 4; ++i) t.steps[i] += tile_sum(lane.steps[i]);
-  t.moves += tile_sum(lane.moves);
-}
-
-// What the out-of-line insert paths return in one word: the step (bits 0..7), keys
-// displaced (bits 8..31) and, for a replace, the old value (bits 32..63).
-__device__ __forceinline__ unsigned long long outcome(unsigned step, unsigned moves = 0, unsigned old = 0) {
-  return step | (static_cast<unsigned long long>(moves) << 8) | (static_cast<unsigned long long>(old) << 32);
-}
-
-struct hive_ref {
-  unsigned long long* slots;  // buckets * SLOTS packed words
-  unsigned long long* meta;   // one metadata word per bucket
-  unsigned long long* stash;  // stash_capacity words
-  unsigned long long* ctrl;   // CTRL_WORDS counters
-  unsigned* status;           // the status word of the call (or of the table, for user kernels)
-  unsigned* failed;           // failure bits: bit i for operation i < failed_capacity
-  unsigned level_mask;        // 2^level - 1
-  unsigned split;             // buckets below this are split
-  unsigned buckets;           // level_mask + 1 + split
-  unsigned stash_capacity;
-  unsigned failed_capacity;   // operations with a failure bit
-  unsigned eviction_bound;
-
-  __device__ __forceinline__ unsigned bucket_of(unsigned h) const {
-    const unsigned b = h & level_mask;
-    return b < split ? h & ((level_mask << 1) | 1u) : b;
-  }
-  __device__ __forceinline__ unsigned long long* bucket(unsigned b) const {
-    return slots + static_cast<unsigned long long>(b) * SLOTS;
-  }
-  __device__ __forceinline__ bucket_meta meta_of(unsigned b) const { return bucket_meta{meta + b}; }
-  __device__ __forceinline__ stash_ref stash_of() const {
-    return stash_ref{stash, ctrl + CTRL_STASH_TAIL, stash_capacity};
-  }
-  __device__ __forceinline__ unsigned first_of(unsigned k) const { return bucket_of(hashes(k).h1); }
-  // The other candidate bucket of a key stored in bucket b (b itself when both agree).
-  __device__ __forceinline__ unsigned alternate(unsigned k, unsigned b) const {
-    const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1);
-    return b1 == b ? bucket_of(h.h2) : b1;
-  }
-
-  // The metadata word of k's first bucket, loaded by the calling lane alone: a batch
-  // kernel has each lane load the word of its own operation, so that a tile's chunk of
-  // operations issues those loads at once. ACQUIRE where writers may run.
-  template <bool ACQUIRE>
-  __device__ __forceinline__ unsigned long long first_meta(unsigned k) const {
-    if (k == EMPTY_KEY) return 0;
-    const unsigned long long* p = meta + first_of(k);
-    return ACQUIRE ? mem::ld_acquire(p) : *p;
-  }
-
-  // Looks for k beyond its first bucket, where that bucket's word `m` says to look.
-  template <bool COHERENT>
-  __device__ __forceinline__ bool locate_beyond(unsigned k, unsigned b1, unsigned b2, unsigned long long m,
-                                                match& mt) const {
-    if ((m & META_SPILL) != 0 && b2 != b1 && wcme<COHERENT>(bucket(b2), k, mt)) return true;
-    return (m & META_STASHED) != 0 && stash_of().template find<COHERENT>(k, mt);
-  }
-
-  // Lookup without writers in flight (§IV-B); `m` is the word of k's first bucket.
-  __device__ __forceinline__ bool find_quiet(unsigned k, unsigned long long m, unsigned& value) const {
-    if (k == EMPTY_KEY) return false;  // the empty word's key: never stored
-    const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1);
-    match mt;
-    if (!wcme<false>(bucket(b1), k, mt)) {
-      if ((m & (META_SPILL | META_STASHED)) == 0) return false;
-      if (!locate_beyond<false>(k, b1, bucket_of(h.h2), m, mt)) return false;
-    }
-    value = value_of(mt.word);
-    return true;
-  }
-
-  // Looks for k with writers in flight and hands each place it is found at to `found`,
-  // which returns whether the operation is done there (true is returned) or must look
-  // again. A miss (false) is concluded only from an unlocked first bucket whose word did
-  // not change while the lookup looked; `m` is that word as the caller read it (with
-  // acquire semantics) before. Every look after the first backs off and reads the word
-  // again; after RETRY_CAP looks the status says RETRY_LIMIT, `*gave_up` (when not null)
-  // is set and false is returned: the operation was not done.
-  template <typename Found>
-  __device__ __forceinline__ bool locate_concurrent(unsigned k, unsigned long long m, Found&& found,
-                                                    bool* gave_up = nullptr) const {
-    if (k == EMPTY_KEY) return false;
-    const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
-    const bucket_meta meta1 = meta_of(b1);
-    for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      if (attempt > 0) {
-        backoff(attempt - 1);
-        m = meta1.observe();
-      }
-      match mt;
-      if (wcme<true>(bucket(b1), k, mt) || locate_beyond<true>(k, b1, b2, m, mt)) {
-        if (found(mt)) return true;
-        continue;
-      }
-      if ((m & META_LOCK) == 0 && meta1.unchanged(m)) return false;
-    }
-    status::report(status, status::RETRY_LIMIT);
-    if (gave_up != nullptr) *gave_up = true;
-    return false;
-  }
-
-  // Lookup with writers in flight (see locate_concurrent, also for `gave_up`).
-  __device__ bool find_concurrent(unsigned k, unsigned long long m, unsigned& value,
-                                  bool* gave_up = nullptr) const {
-    return locate_concurrent(
-        k, m,
-        [&](const match& mt) {
-          value = value_of(mt.word);
-          return true;
-        },
-        gave_up);
-  }
-
-  // Lookup (§IV-B). CONCURRENT: writers may run in the same kernel (mixed batches).
-  // Returns whether k is present and its value in `value`.
-  template <bool CONCURRENT>
-  __device__ bool find(unsigned k, unsigned& value) const {
-    if (k == EMPTY_KEY) return false;
-    if (CONCURRENT) return find_concurrent(k, meta_of(first_of(k)).observe(), value);
-    return find_quiet(k, meta[first_of(k)], value);
-  }
-
-  // Lookup by one lane alone, with no writer in flight (the bulk lookup kernel: every
-  // lane of a warp has its own bucket read in flight). Reads k's first bucket b1, and
-  // only after a miss there b1's metadata word: a key found in b1 costs one 128-byte
-  // line. Reads b2 alone where b1 has SPILL; sets `stash` where b1 has STASHED and k was
-  // not found, so that the tile scans the stash for it (stash_of().find).
-  __device__ __forceinline__ bool find_alone(unsigned k, unsigned& value, bool& stash) const {
-    const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1);
-    alone_scan s = scan_alone<false, true>(bucket(b1), k);
-    if (s.hit == SLOTS) {
-      const unsigned long long m = meta[b1];
-      const unsigned b2 = bucket_of(h.h2);
-      if ((m & META_SPILL) != 0 && b2 != b1) s = scan_alone<false, true>(bucket(b2), k);
-      if (s.hit == SLOTS) {
-        stash = (m & META_STASHED) != 0;
-        return false;
-      }
-    }
-    value = value_of(s.word);
-    return true;
-  }
-
-  // Delete (§IV-B): the lookup, then one compare-and-swap to the empty word by rank 0,
-  // which then frees the slot's bit. `m` and `gave_up` as for locate_concurrent. Returns
-  // whether k was present (and its value).
-  __device__ bool erase_with(unsigned k, unsigned long long m, unsigned& value, tally& t,
-                             bool* gave_up = nullptr) const {
-    return locate_concurrent(k, m, [&](const match& mt) {
-      unsigned done = 0;
-      if (tile::rank() == 0 && mem::cas_relaxed(mt.at, mt.word, EMPTY) == mt.word) {
-        done = 1;
-        const bool in_table = mt.at >= slots && mt.at < slots + static_cast<unsigned long long>(buckets) * SLOTS;
-        if (in_table) {
-          const unsigned long long index = static_cast<unsigned long long>(mt.at - slots);
-          mem::fetch_add_relaxed(meta + index / SLOTS, (1ull << (index % SLOTS)) + META_VERSION);
-        }
-      }
-      if (!tile::shfl(done, 0)) return false;
-      value = value_of(mt.word);
-      t.len -= 1;
-      return true;
-    }, gave_up);
-  }
-
-  __device__ bool erase(unsigned k, unsigned& value, tally& t) const {
-    if (k == EMPTY_KEY) return false;
-    return erase_with(k, meta_of(first_of(k)).observe(), value, t);
-  }
+// The device ref of a HiveMap<K, V>: K, V are unsigned/unsigned (packed 8-byte slots),
+// unsigned long long/unsigned or unsigned long long/unsigned long long (16-byte slots;
+// detail/hive_slot.cuh). The fields and the lookups are hive_locate's; this adds the
+// inserts (§IV-A) and has no field of its own, so its layout is hive_locate's.
+template <typename K, typename V>
+struct hive_ref : hive_locate<K, V> {
+  using base = hive_locate<K, V>;
+  using key_type = K;
+  using value_type = V;
+  using S = typename base::S;
+  using word = typename base::word;
+  using match = typename base::match;
+  using seen_at = typename base::seen_at;
+  using result = outcome_of<S::WIDE, V>;
+  using outcome = typename result::type;
+  using base::alternate;
+  using base::bucket;
+  using base::bucket_of;
+  using base::eviction_bound;
+  using base::first_of;
+  using base::meta;
+  using base::meta_of;
+  using base::reserved;
+  using base::settle;
+  using base::stash_of;
+  using base::status;
 
   // Insert or replace (§IV-A), in four steps. `m` is the word of k's first bucket b1 as
   // the caller read it (acquire) before. Returns the step it finished in (STEP_REPLACE
@@ -276,12 +110,12 @@ struct hive_ref {
   // matching word (replace) or of b1's metadata word (claim, see the top of this file)
   // and one store. Everything else is out of line (insert_locked, evict), so that the
   // fast path keeps few registers.
-  __device__ unsigned insert_with(unsigned k, unsigned v, unsigned long long m, unsigned& old, tally& t) const {
-    if (k == EMPTY_KEY) {
+  __device__ unsigned insert_with(K k, V v, unsigned long long m, V& old, tally& t) const {
+    if (reserved(k)) {
       status::report(status, status::RESERVED_KEY);
       return STEP_FAILED;
     }
-    const unsigned long long word = pack(k, v);
+    const word wd = S::pack(k, v);
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
     const bucket_meta meta1 = meta_of(b1);
@@ -291,14 +125,15 @@ struct hive_ref {
         m = meta1.observe();
       }
       match mt;
-      const unsigned long long w = lane_word<true>(bucket(b1));
+      const word w = lane_word<S, true>(bucket(b1));
       // Step 1: replace, lock-free (b2 only where b1 says something spilled).
-      if (elect(bucket(b1), w, tile::ballot(key_of(w) == k), mt) ||
-          ((m & META_SPILL) != 0 && b2 != b1 && wcme<true>(bucket(b2), k, mt))) {
+      if (elect<S>(bucket(b1), w, tile::ballot(S::key_of(w) == k), mt) ||
+          ((m & META_SPILL) != 0 && b2 != b1 && wcme<S, true>(bucket(b2), k, mt))) {
         unsigned done = 0;
-        if (tile::rank() == 0) done = mem::cas_relaxed(mt.at, mt.word, word) == mt.word;
+        if (tile::rank() == 0) done = S::replace(mt.at, mt.word, wd);
         if (tile::shfl(done, 0)) {
-          old = value_of(mt.word);
+          settle(mt.word);
+          old = S::value_of(mt.word);
           t.steps[0] += 1;
           return STEP_REPLACE;
         }
@@ -308,10 +143,10 @@ struct hive_ref {
       const unsigned free_bits = free_of(m);
       if ((m & (META_SPILL | META_STASHED)) == 0 && free_bits != 0) {
         // Step 2 in b1, lock-free: k is absent if b1 is as read.
-        if (pending(m, w) != 0) continue;
+        if (pending<S>(m, w) != 0) continue;
         const unsigned slot = __ffs(free_bits) - 1;
         if (meta1.claim_from(m, slot)) {
-          if (tile::rank() == 0) mem::st_relaxed(bucket(b1) + slot, word);
+          if (tile::rank() == 0) S::publish(bucket(b1) + slot, wd);
           t.steps[1] += 1;
           t.len += 1;
           return STEP_CLAIM;
@@ -319,14 +154,14 @@ struct hive_ref {
         continue;
       }
       if (!meta1.lock_from(m)) continue;
-      const unsigned long long r = insert_locked(k, word, b1, b2);
+      const outcome r = insert_locked(k, wd, b1, b2);
       meta1.unlock();
-      const unsigned step = static_cast<unsigned>(r) & 0xffu;
-      t.moves += static_cast<unsigned>(r >> 8) & 0xffffffu;
+      const unsigned step = result::step(r);
+      t.moves += result::moves(r);
       if (step == STEP_FAILED) return STEP_FAILED;
       t.steps[step - 1] += 1;
       if (step == STEP_REPLACE) {
-        old = static_cast<unsigned>(r >> 32);
+        old = result::old(r);
       } else {
         t.len += 1;
       }
@@ -336,8 +171,8 @@ struct hive_ref {
     return STEP_FAILED;
   }
 
-  __device__ unsigned insert(unsigned k, unsigned v, unsigned& old, tally& t) const {
-    if (k == EMPTY_KEY) return insert_with(k, v, 0, old, t);
+  __device__ unsigned insert(K k, V v, V& old, tally& t) const {
+    if (reserved(k)) return insert_with(k, v, 0, old, t);
     return insert_with(k, v, meta_of(first_of(k)).observe(), old, t);
   }
 
@@ -367,17 +202,17 @@ struct hive_ref {
   //   (harmless: it only makes lookups of b1's keys read b2 too), and the tile finishes
   //   the insert with insert_with from a fresh word.
   // Counts into the lane's own tally `t` (merge_lanes adds them to the tile's).
-  __device__ __forceinline__ unsigned insert_alone(unsigned k, unsigned v, unsigned& old, tally& t) const {
-    const unsigned long long word = pack(k, v);
+  __device__ __forceinline__ unsigned insert_alone(K k, V v, V& old, tally& t) const {
+    const word wd = S::pack(k, v);
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1);
     unsigned long long* const m1 = meta + b1;
     unsigned long long m = mem::ld_acquire(m1);
     for (unsigned attempt = 0; attempt < ALONE_TRIES; ++attempt) {
-      const alone_scan s = scan_alone<true, false>(bucket(b1), k);
+      alone_scan<S> s = scan_alone<S, true, false>(bucket(b1), k);
       if (s.hit != SLOTS) {
-        if (mem::cas_relaxed(bucket(b1) + s.hit, s.word, word) == s.word) {
-          old = value_of(s.word);
+        if (S::replace(bucket(b1) + s.hit, s.word, wd)) {
+          old = S::value_of(s.word);
           t.steps[0] += 1;
           return STEP_REPLACE;
         }
@@ -386,7 +221,7 @@ struct hive_ref {
       }
       const unsigned free_bits = free_of(m);
       if ((m & META_STASHED) != 0) return STEP_LEFTOVER;
-      if ((m & META_LOCK) != 0 || (s.empty & ~free_bits & ALL_FREE) != 0) {
+      if ((m & META_LOCK) != 0 || (((s.empty & ~free_bits) | s.busy) & ALL_FREE) != 0) {
         backoff(attempt);
         m = mem::ld_acquire(m1);
         continue;
@@ -400,7 +235,7 @@ struct hive_ref {
           m = seen;
           continue;
         }
-        mem::st_relaxed(bucket(b1) + slot, word);
+        S::publish(bucket(b1) + slot, wd);
         t.steps[1] += 1;
         t.len += 1;
         return STEP_CLAIM;
@@ -413,7 +248,7 @@ struct hive_ref {
         m = seen;
         continue;
       }
-      const unsigned step = insert_alone_locked(word, k, b1, b2, m, free_bits, old);
+      const unsigned step = insert_alone_locked(wd, k, b1, b2, m, free_bits, old);
       unlock_after_atomics(m1);
       if (step == STEP_REPLACE) {
         t.steps[0] += 1;
@@ -428,21 +263,22 @@ struct hive_ref {
   }
 
   // insert_alone with b1 locked by the lane from `m` (the caller unlocks).
-  __device__ __noinline__ unsigned insert_alone_locked(unsigned long long word, unsigned k, unsigned b1,
-                                                       unsigned b2, unsigned long long m, unsigned free_bits,
-                                                       unsigned& old) const {
+  __device__ __noinline__ unsigned insert_alone_locked(word wd, K k, unsigned b1, unsigned b2,
+                                                       unsigned long long m, unsigned free_bits, V& old) const {
     if ((m & META_SPILL) != 0 && b2 != b1) {
-      const alone_scan s = scan_alone<true, false>(bucket(b2), k);
+      alone_scan<S> s = scan_alone<S, true, false>(bucket(b2), k);
       if (s.hit != SLOTS) {
-        if (mem::cas_relaxed(bucket(b2) + s.hit, s.word, word) != s.word) return STEP_LEFTOVER;
-        old = value_of(s.word);
+        if (!S::replace(bucket(b2) + s.hit, s.word, wd)) return STEP_LEFTOVER;
+        old = S::value_of(s.word);
         return STEP_REPLACE;
       }
+      // A BUSY_KEY slot of b2 may be k in the middle of a replace.
+      if (s.busy != 0) return STEP_LEFTOVER;
     }
     if (free_bits != 0) {
       const unsigned slot = claim_alone(meta + b1, free_bits);
       if (slot < SLOTS) {
-        put_alone(bucket(b1) + slot, word);
+        put_alone<S>(bucket(b1) + slot, wd);
         return STEP_CLAIM;
       }
       if (b2 == b1) return STEP_LEFTOVER;
@@ -457,21 +293,27 @@ struct hive_ref {
     // word), so this claim is validated the same way, after b2's pending slots.
     unsigned long long* const m2 = meta + b2;
     const unsigned long long seen = mem::ld_acquire(m2);
-    const alone_scan s = scan_alone<true, false>(bucket(b2), k);
+    alone_scan<S> s = scan_alone<S, true, false>(bucket(b2), k);
     if (s.hit != SLOTS) {
-      if (mem::cas_relaxed(bucket(b2) + s.hit, s.word, word) != s.word) return STEP_LEFTOVER;
-      old = value_of(s.word);
+      if (!S::replace(bucket(b2) + s.hit, s.word, wd)) return STEP_LEFTOVER;
+      old = S::value_of(s.word);
       return STEP_REPLACE;
     }
     const unsigned free2 = free_of(seen);
-    if ((s.empty & ~free2 & ALL_FREE) != 0) return STEP_LEFTOVER;
+    if ((((s.empty & ~free2) | s.busy) & ALL_FREE) != 0) return STEP_LEFTOVER;
     if (free2 != 0) {
       const unsigned slot = __ffs(free2) - 1;
       if (mem::cas_acquire(m2, seen, (seen & ~(1ull << slot)) + META_VERSION) != seen) return STEP_LEFTOVER;
-      put_alone(bucket(b2) + slot, word);
+      put_alone<S>(bucket(b2) + slot, wd);
       return STEP_CLAIM;
     }
-    return evict_alone(word, b1);
+    // The per-lane direct move holds a whole bucket in registers: packed buckets only
+    // (a wide bucket is twice the registers); wide tables leave it to the tile's evict.
+    if constexpr (S::WIDE) {
+      return STEP_LEFTOVER;
+    } else {
+      return evict_alone(wd, b1);
+    }
   }
 
   // Step 3 by one lane, the direct move only (evict's first round): b1 is locked by the
@@ -485,7 +327,7 @@ struct hive_ref {
   // bucket has b1 as first bucket (SPILL set), and the new key lands in its first
   // bucket. Returns STEP_EVICT, or STEP_LEFTOVER with nothing changed (then the tile's
   // evict with random walks and the stash takes over).
-  __device__ __noinline__ unsigned evict_alone(unsigned long long word, unsigned b1) const {
+  __device__ __noinline__ unsigned evict_alone(unsigned long long wd, unsigned b1) const {
     unsigned long long w[SLOTS];
     unsigned alt[SLOTS];
     unsigned long long am[SLOTS];
@@ -495,7 +337,7 @@ struct hive_ref {
       alt[i] = w[i] == EMPTY ? b1 : alternate(key_of(w[i]), b1);
       am[i] = alt[i] == b1 ? 0ull : mem::ld_relaxed(meta + alt[i]);
     }
-    const unsigned start = key_of(word) % SLOTS;
+    const unsigned start = key_of(wd) % SLOTS;
     for (unsigned c = 0; c < SLOTS; ++c) {
       const unsigned i = (start + c) % SLOTS;
       const unsigned target = alt[i];
@@ -506,9 +348,9 @@ struct hive_ref {
       const unsigned slot = claim_alone(tm, free_of(mt));
       bool swapped = false;
       if (slot < SLOTS) {
-        swapped = mem::cas_relaxed(bucket(b1) + i, w[i], word) == w[i];
+        swapped = mem::cas_relaxed(bucket(b1) + i, w[i], wd) == w[i];
         if (swapped) {
-          put_alone(bucket(target) + slot, w[i]);
+          put_alone<S>(bucket(target) + slot, w[i]);
         } else {
           mem::fetch_add_relaxed(tm, (1ull << slot) + META_VERSION);
         }
@@ -521,25 +363,35 @@ struct hive_ref {
 
   // The slow path of an insert, with b1 locked by the caller (who unlocks it): waits for
   // b1's pending slots, looks for k everywhere b1's flags point to (replace), then
-  // claims in b1, in b2 (b1's SPILL set first), or evicts. Returns an outcome().
-  __device__ __noinline__ unsigned long long insert_locked(unsigned k, unsigned long long word, unsigned b1,
-                                                           unsigned b2) const {
+  // claims in b1, in b2 (b1's SPILL set first), or evicts. Returns an outcome. For wide
+  // slots a BUSY_KEY slot in b2 or the stash may be k in the middle of a replace, so the
+  // insert looks again rather than conclude that k is absent.
+  __device__ __noinline__ outcome insert_locked(K k, word wd, unsigned b1, unsigned b2) const {
     const bucket_meta meta1 = meta_of(b1);
     for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
       const unsigned long long m = meta1.observe();
-      const unsigned long long w = lane_word<true>(bucket(b1));
-      if (pending(m, w) != 0) {
+      const word w = lane_word<S, true>(bucket(b1));
+      if (pending<S>(m, w) != 0) {
         backoff(attempt);
         continue;
       }
       match mt;
-      if (elect(bucket(b1), w, tile::ballot(key_of(w) == k), mt) || locate_beyond<true>(k, b1, b2, m, mt)) {
+      seen_at seen;
+      if (elect<S>(bucket(b1), w, tile::ballot(S::key_of(w) == k), mt) ||
+          this->template locate_beyond<true>(k, b1, b2, m, mt, S::WIDE ? &seen : nullptr)) {
         unsigned done = 0;
-        if (tile::rank() == 0) done = mem::cas_relaxed(mt.at, mt.word, word) == mt.word;
-        if (tile::shfl(done, 0)) return outcome(STEP_REPLACE, 0, value_of(mt.word));
+        if (tile::rank() == 0) done = S::replace(mt.at, mt.word, wd);
+        if (tile::shfl(done, 0)) {
+          settle(mt.word);
+          return result::make(STEP_REPLACE, 0, S::value_of(mt.word));
+        }
         continue;
       }
-      if (claim_commit(bucket(b1), meta1, word)) return outcome(STEP_CLAIM);
+      if (S::WIDE && seen.busy) {
+        backoff(attempt);
+        continue;
+      }
+      if (claim_commit<S>(bucket(b1), meta1, wd)) return result::make(STEP_CLAIM);
       if (b2 != b1) {
         if ((m & META_SPILL) == 0) meta1.mark(META_SPILL);
         // The bulk insert claims in b2 without b1's lock once b1 is full (validated by
@@ -547,45 +399,51 @@ struct hive_ref {
         // is validated the same way.
         const bucket_meta meta2 = meta_of(b2);
         const unsigned long long m2 = meta2.observe();
-        const unsigned long long w2 = lane_word<true>(bucket(b2));
-        if (pending(m2, w2) != 0) {
+        const word w2 = lane_word<S, true>(bucket(b2));
+        if (pending<S>(m2, w2) != 0) {
           backoff(attempt);
           continue;
         }
-        if (elect(bucket(b2), w2, tile::ballot(key_of(w2) == k), mt)) {
+        if (elect<S>(bucket(b2), w2, tile::ballot(S::key_of(w2) == k), mt)) {
           unsigned done = 0;
-          if (tile::rank() == 0) done = mem::cas_relaxed(mt.at, mt.word, word) == mt.word;
-          if (tile::shfl(done, 0)) return outcome(STEP_REPLACE, 0, value_of(mt.word));
+          if (tile::rank() == 0) done = S::replace(mt.at, mt.word, wd);
+          if (tile::shfl(done, 0)) {
+            settle(mt.word);
+            return result::make(STEP_REPLACE, 0, S::value_of(mt.word));
+          }
           continue;
         }
         const unsigned free2 = free_of(m2);
         if (free2 != 0) {
           const unsigned slot = __ffs(free2) - 1;
           if (!meta2.claim_from(m2, slot)) continue;
-          if (tile::rank() == 0) mem::st_relaxed(bucket(b2) + slot, word);
-          return outcome(STEP_CLAIM);
+          if (tile::rank() == 0) S::publish(bucket(b2) + slot, wd);
+          return result::make(STEP_CLAIM);
         }
       }
-      return evict(b1, word);
+      return evict(b1, wd);
     }
     status::report(status, status::RETRY_LIMIT);
-    return outcome(STEP_FAILED);
+    return result::make(STEP_FAILED);
   }
 
   // Places `hand` in bucket b with a WABC claim, flagging its first bucket first when b
   // is not it. The caller holds the locks of the hand's first bucket.
-  __device__ __forceinline__ bool place(unsigned b, unsigned long long hand) const {
+  __device__ __forceinline__ bool place(unsigned b, word hand) const {
     const unsigned slot = claim(meta_of(b));
     if (slot == SLOTS) return false;
-    const unsigned f = first_of(key_of(hand));
+    const unsigned f = first_of(S::key_of(hand));
     if (f != b) meta_of(f).mark(META_SPILL);
-    if (tile::rank() == 0) mem::st_relaxed(bucket(b) + slot, hand);
+    if (tile::rank() == 0) S::publish(bucket(b) + slot, hand);
     return true;
   }
 
   // Step 3, bounded cuckoo eviction under bucket locks, and step 4, the stash. Called
   // with b1 locked (and left locked: the caller releases it) and both buckets of the new
-  // key full as seen; releases every other lock it takes. Returns an outcome().
+  // key full as seen; releases every other lock it takes. Returns an outcome. A wide
+  // slot that is BUSY_KEY is no victim (its writer owns it); a wide victim is swapped out
+  // with the value its slot holds at the swap (S::replace reads it), so a value replaced
+  // after the bucket was read moves with its key.
   //
   // Each round first retries the claim in the current bucket. Then every lane looks at
   // its slot's key and the free mask of that key's other bucket, so the tile sees all
@@ -597,13 +455,13 @@ struct hive_ref {
   // rounds can always park the key in hand (both of whose buckets are locked). With the
   // stash full, nothing is displaced and the insert fails. Whenever a key lands outside
   // its first bucket, that bucket (locked by this chain) gets its flag first.
-  __device__ __noinline__ unsigned long long evict(unsigned b1, unsigned long long word) const {
-    const stash_ref st = stash_of();
-    unsigned reserved = st.capacity;
+  __device__ __noinline__ outcome evict(unsigned b1, word wd) const {
+    const stash_ref<S> st = stash_of();
+    unsigned spare = st.capacity;  // the stash slot reserved for the hand
     unsigned held[MAX_EVICTION_BOUND + 1];
     unsigned nheld = 1;
     held[0] = b1;
-    unsigned long long hand = word;
+    word hand = wd;
     unsigned cur = b1;
     unsigned moves = 0;
     bool placed = false;
@@ -613,19 +471,20 @@ struct hive_ref {
         placed = true;
         break;
       }
-      const unsigned long long w = mem::ld_relaxed(bucket(cur) + tile::rank());
+      const word w = lane_word<S, true>(bucket(cur));
+      const bool keyed = !S::is_empty(w) && !S::is_busy(w);
       unsigned alt = cur;
       unsigned alt_free = 0;
-      if (w != EMPTY) {
-        alt = alternate(key_of(w), cur);
+      if (keyed) {
+        alt = alternate(S::key_of(w), cur);
         if (alt != cur) alt_free = free_of(mem::ld_relaxed(meta_of(alt).word));
       }
-      unsigned candidates = tile::ballot(w != EMPTY && alt != cur);
+      unsigned candidates = tile::ballot(keyed && alt != cur);
       unsigned roomy = tile::ballot(alt_free != 0);
       bool moved = false;
       bool stuck = false;
       // Start at a slot that changes with the round and the key, so walks wander.
-      const unsigned start = (round * 7u + key_of(hand)) % SLOTS;
+      const unsigned start = (round * 7u + static_cast<unsigned>(S::key_of(hand))) % SLOTS;
       for (unsigned tries = 0; tries < VICTIM_TRIES && candidates != 0 && !moved && !placed; ++tries) {
         const bool direct = roomy != 0;
         const unsigned pool = direct ? roomy : candidates;
@@ -634,13 +493,13 @@ struct hive_ref {
         const unsigned slot = ((__ffs(rotated) - 1) + start) % SLOTS;
         candidates &= ~(1u << slot);
         roomy &= ~(1u << slot);
-        const unsigned long long victim = tile::shfl(w, slot);
+        word victim = S::template shfl<tile>(w, slot);
         const unsigned target = tile::shfl(alt, slot);
         bool mine = false;
         for (unsigned i = 0; i < nheld; ++i) mine |= held[i] == target;
         if (!mine && !meta_of(target).try_lock()) continue;
-        const unsigned fv = first_of(key_of(victim));
-        const unsigned fh = first_of(key_of(hand));
+        const unsigned fv = first_of(S::key_of(victim));
+        const unsigned fh = first_of(S::key_of(hand));
         if (direct) {
           const unsigned tslot = claim(meta_of(target));
           unsigned swapped = 0;
@@ -648,8 +507,8 @@ struct hive_ref {
             if (fv != target) meta_of(fv).mark(META_SPILL);
             if (fh != cur) meta_of(fh).mark(META_SPILL);
             if (tile::rank() == 0) {
-              swapped = mem::cas_relaxed(bucket(cur) + slot, victim, hand) == victim;
-              if (swapped) mem::st_relaxed(bucket(target) + tslot, victim);
+              swapped = S::replace(bucket(cur) + slot, victim, hand);
+              if (swapped) S::publish(bucket(target) + tslot, victim);
             }
             swapped = tile::shfl(swapped, 0);
             if (!swapped) meta_of(target).free_slot(tslot);
@@ -662,19 +521,20 @@ struct hive_ref {
           continue;
         }
         // A random-walk step: the victim comes into the hand.
-        if (reserved >= st.capacity) reserved = st.reserve();
-        if (reserved >= st.capacity) {
+        if (spare >= st.capacity) spare = st.reserve();
+        if (spare >= st.capacity) {
           if (!mine) meta_of(target).unlock();
           stuck = true;
           break;
         }
         if (fh != cur) meta_of(fh).mark(META_SPILL);
         unsigned swapped = 0;
-        if (tile::rank() == 0) swapped = mem::cas_relaxed(bucket(cur) + slot, victim, hand) == victim;
+        if (tile::rank() == 0) swapped = S::replace(bucket(cur) + slot, victim, hand);
         if (!tile::shfl(swapped, 0)) {
           if (!mine) meta_of(target).unlock();
           continue;
         }
+        settle(victim);
         if (!mine) held[nheld++] = target;
         moves += 1;
         hand = victim;
@@ -685,14 +545,14 @@ struct hive_ref {
     }
     unsigned step = STEP_EVICT;
     if (placed) {
-      if (reserved < st.capacity) st.unreserve(reserved);
+      if (spare < st.capacity) st.unreserve(spare);
     } else {
       // Nothing displaced yet means the new key itself is in hand and may still need a
       // slot; a displaced victim always has one reserved.
-      if (reserved >= st.capacity) reserved = st.reserve();
-      if (reserved < st.capacity) {
-        meta_of(first_of(key_of(hand))).mark(META_STASHED);
-        st.publish(reserved, hand);
+      if (spare >= st.capacity) spare = st.reserve();
+      if (spare < st.capacity) {
+        meta_of(first_of(S::key_of(hand))).mark(META_STASHED);
+        st.publish(spare, hand);
         step = STEP_STASH;
       } else {
         status::report(status, status::STASH_FULL);
@@ -700,29 +560,9 @@ struct hive_ref {
       }
     }
     for (unsigned i = nheld; i-- > 1;) meta_of(held[i]).unlock();
-    return outcome(step, moves);
+    return result::make(step, moves);
   }
 
-  // Records that operation `index` of the batch was not applied: its failure bit, when
-  // below failed_capacity (a host batch gives every operation one, so the host names
-  // exactly the operations not applied).
-  __device__ void record_failure(unsigned long long index) const {
-    if (tile::rank() == 0 && index < failed_capacity) status::mark_not_applied(failed, index);
-  }
-
-  // Adds a tile's counts to its stripe of the control block (rank 0, once per kernel).
-  __device__ void flush(const tally& t) const {
-    if (tile::rank() != 0) return;
-    const unsigned long long tile_id = (static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x) / SLOTS;
-    unsigned long long* stripe = ctrl + CTRL_STRIPE_BASE + (tile_id % CTRL_STRIPES) * CTRL_STRIPE_WORDS;
-    if (t.len != 0) {
-      mem::fetch_add_relaxed(stripe + STRIPE_LEN, static_cast<unsigned long long>(static_cast<long long>(t.len)));
-    }
-    for (int i = 0; i < 4; ++i) {
-      if (t.steps[i] != 0) mem::fetch_add_relaxed(stripe + STRIPE_STEPS + i, static_cast<unsigned long long>(t.steps[i]));
-    }
-    if (t.moves != 0) mem::fetch_add_relaxed(stripe + STRIPE_MOVES, static_cast<unsigned long long>(t.moves));
-  }
 };
 
 }  // namespace hive

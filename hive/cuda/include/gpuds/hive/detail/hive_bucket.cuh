@@ -1,9 +1,9 @@
 // gpuds/hive/detail/hive_bucket.cuh: one bucket of HiveMap and the warp-cooperative
 // protocols on it (Hive paper, §III-A, §III-E, §III-F).
 //
-// A bucket is HIVE_SLOTS packed 64-bit words (key in the high half, value in the low
-// half; all ones is the empty word, so key 0xffffffff is reserved), read by a tile of
-// HIVE_SLOTS lanes, one slot per lane: 16 slots are one 128-byte line, 32 slots two.
+// A bucket is HIVE_SLOTS slots (detail/hive_slot.cuh: one packed 64-bit word for u32
+// pairs, 16 bytes for u64 keys), read by a tile of HIVE_SLOTS lanes, one slot per lane:
+// 16 packed slots are one 128-byte line, 32 slots two; 16 wide slots two lines.
 // Beside the slots each bucket has one 64-bit metadata word:
 //
 //   bits 0..31   free mask (bit s set = slot s free)
@@ -16,17 +16,19 @@
 //
 // Invariants: a slot's word is written only by the owner of its free bit just after
 // claiming it, or by a compare-and-swap from a word that was read there (replace,
-// eviction, delete). A free bit is set again only after the slot was emptied. A key that
+// eviction, delete; for wide slots a swap of the key word, see hive_slot.cuh). A free bit is set again only after the slot was emptied. A key that
 // lives outside its first bucket has SPILL (second bucket) or STASHED (stash) set in its
 // first bucket, set before the key was placed there; the flags are only cleared when the
 // host rebuilds them (the stash drain clears STASHED).
 //
 // A slot whose free bit is clear but whose word is still empty is "pending": a claim
-// whose word is not stored yet, or a delete whose bit is not set yet. Inserts that must
-// know every key of a bucket wait for pending slots to settle.
+// whose word is not stored yet, or a delete whose bit is not set yet; so is a wide slot
+// whose key word is BUSY_KEY (a writer between its two steps). Inserts that must know
+// every key of a bucket wait for pending slots to settle.
 #pragma once
 #include <gpuds/core/memory.cuh>
 #include <gpuds/core/warp.cuh>
+#include <gpuds/hive/detail/hive_slot.cuh>
 
 #ifndef HIVE_SLOTS
 #define HIVE_SLOTS 16
@@ -42,8 +44,10 @@ constexpr unsigned SLOTS = HIVE_SLOTS;
 static_assert(SLOTS == 8 || SLOTS == 16 || SLOTS == 32, "HIVE_SLOTS must be 8, 16 or 32");
 using tile = warp::tile<SLOTS>;
 
-constexpr unsigned long long EMPTY = ~0ull;
-constexpr unsigned EMPTY_KEY = 0xffffffffu;
+// The packed slot's empty word and reserved key (the per-lane insert kernels, which
+// serve packed tables only, use them directly).
+constexpr unsigned long long EMPTY = packed_slot::EMPTY_WORD;
+constexpr unsigned EMPTY_KEY = packed_slot::EMPTY_KEY;
 constexpr unsigned ALL_FREE = SLOTS == 32 ? 0xffffffffu : ((1u << SLOTS) - 1u);
 
 constexpr unsigned long long META_LOCK = 1ull << 32;
@@ -51,51 +55,49 @@ constexpr unsigned long long META_SPILL = 1ull << 33;
 constexpr unsigned long long META_STASHED = 1ull << 34;
 constexpr unsigned long long META_VERSION = 1ull << 35;
 
-__host__ __device__ __forceinline__ unsigned long long pack(unsigned k, unsigned v) {
-  return (static_cast<unsigned long long>(k) << 32) | v;
-}
-__host__ __device__ __forceinline__ unsigned key_of(unsigned long long w) {
-  return static_cast<unsigned>(w >> 32);
-}
-__host__ __device__ __forceinline__ unsigned value_of(unsigned long long w) {
-  return static_cast<unsigned>(w);
-}
+__host__ __device__ __forceinline__ unsigned long long pack(unsigned k, unsigned v) { return packed_slot::pack(k, v); }
+__host__ __device__ __forceinline__ unsigned key_of(unsigned long long w) { return packed_slot::key_of(w); }
+__host__ __device__ __forceinline__ unsigned value_of(unsigned long long w) { return packed_slot::value_of(w); }
 __host__ __device__ __forceinline__ unsigned free_of(unsigned long long meta) {
   return static_cast<unsigned>(meta) & ALL_FREE;
 }
 
 // A match in a bucket or the stash: the slot's address and the word seen there.
-struct match {
-  unsigned long long* at;
-  unsigned long long word;
+template <typename S>
+struct slot_match {
+  typename S::word* at;
+  typename S::word word;
   unsigned slot;
 };
 
 // The elected match of a ballot over the tile's words `w` (false when `hits` is 0).
-__device__ __forceinline__ bool elect(unsigned long long* base, unsigned long long w, unsigned hits, match& m) {
+template <typename S>
+__device__ __forceinline__ bool elect(typename S::word* base, typename S::word w, unsigned hits, slot_match<S>& m) {
   if (hits == 0) return false;
   const unsigned slot = __ffs(hits) - 1;
   m.slot = slot;
   m.at = base + slot;
-  m.word = tile::shfl(w, slot);
+  m.word = S::template shfl<tile>(w, slot);
   return true;
 }
 
 // Each lane's word of a bucket; COHERENT loads go to L2 (other SMs may be writing),
 // otherwise plain loads suffice (no writer in flight).
-template <bool COHERENT>
-__device__ __forceinline__ unsigned long long lane_word(const unsigned long long* bucket) {
-  const unsigned long long* p = bucket + tile::rank();
-  return COHERENT ? mem::ld_relaxed(p) : *p;
+template <typename S, bool COHERENT>
+__device__ __forceinline__ typename S::word lane_word(const typename S::word* bucket) {
+  return S::template load<COHERENT>(bucket + tile::rank());
 }
 
 // WCME (§III-F): every lane loads its own slot (one coalesced access), the lanes whose
 // key matches form a ballot, and the first of them is elected. Returns whether k is in
-// the bucket; `m` gets the elected slot.
-template <bool COHERENT>
-__device__ __forceinline__ bool wcme(unsigned long long* bucket, unsigned k, match& m) {
-  const unsigned long long w = lane_word<COHERENT>(bucket);
-  return elect(bucket, w, tile::ballot(key_of(w) == k), m);
+// the bucket; `m` gets the elected slot. `busy` (when not null) is set where some slot
+// of the bucket was BUSY_KEY (wide slots: a key in the middle of a change, maybe k).
+template <typename S, bool COHERENT>
+__device__ __forceinline__ bool wcme(typename S::word* bucket, typename S::key_type k, slot_match<S>& m,
+                                     bool* busy = nullptr) {
+  const typename S::word w = lane_word<S, COHERENT>(bucket);
+  if (S::WIDE && busy != nullptr && tile::any(S::is_busy(w))) *busy = true;
+  return elect<S>(bucket, w, tile::ballot(S::key_of(w) == k), m);
 }
 
 // One lane reading a whole bucket alone (the thread-per-operation fast paths of the
@@ -112,7 +114,8 @@ __device__ __forceinline__ ulonglong2 load_slot_pair(const unsigned long long* p
   return *reinterpret_cast<const ulonglong2*>(p);
 }
 
-// One lane loads a whole bucket's words into w (load_slot_pair, all issued together).
+// One lane loads a whole packed bucket's words into w (load_slot_pair, all issued
+// together).
 template <bool COHERENT>
 __device__ __forceinline__ void load_bucket(const unsigned long long* bucket, unsigned long long (&w)[SLOTS]) {
 #pragma unroll
@@ -124,43 +127,67 @@ __device__ __forceinline__ void load_bucket(const unsigned long long* bucket, un
 }
 
 // What one lane saw in a bucket: the slot holding its key (SLOTS if none) and the word
-// there, and the slots that held the empty word.
+// there, the slots that held the empty word, and (wide slots) those that were BUSY_KEY.
+template <typename S>
 struct alone_scan {
   unsigned hit;
-  unsigned long long word;
+  typename S::word word;
   unsigned empty;
+  unsigned busy;
 };
 
-// Reads a bucket alone and looks for k, 128 bytes (16 slots) at a time. STOP: return
-// after the first 128 bytes that hold k (lookups: a hit in the first line of a bucket
-// costs that line alone); otherwise the whole bucket is read (inserts need its empty
-// slots). The loads of a line are issued together.
-template <bool COHERENT, bool STOP>
-__device__ __forceinline__ alone_scan scan_alone(const unsigned long long* bucket, unsigned k) {
-  constexpr unsigned LINE = SLOTS < 16 ? SLOTS : 16;
-  constexpr unsigned LINES = SLOTS / LINE;
-  constexpr unsigned PER = LINE;
-  alone_scan s{SLOTS, EMPTY, 0u};
+// Reads a bucket alone and looks for k, 128 bytes at a time (16 packed or 8 wide slots).
+// STOP: return after the first 128 bytes that hold k (lookups: a hit in the first line
+// of a bucket costs that line alone); otherwise the whole bucket is read (inserts need
+// its empty slots). The loads of a line are issued together.
+template <typename S, bool COHERENT, bool STOP>
+__device__ __forceinline__ alone_scan<S> scan_alone(const typename S::word* bucket, typename S::key_type k) {
+  alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
+  if constexpr (S::WIDE) {
+    constexpr unsigned LINE = SLOTS < 8 ? SLOTS : 8;
+    constexpr unsigned LINES = SLOTS / LINE;
 #pragma unroll
-  for (unsigned line = 0; line < LINES; ++line) {
-    ulonglong2 v[PER / 2];
+    for (unsigned line = 0; line < LINES; ++line) {
+      typename S::word v[LINE];
 #pragma unroll
-    for (unsigned i = 0; i < PER / 2; ++i) v[i] = load_slot_pair<COHERENT>(bucket + line * PER + 2 * i);
+      for (unsigned i = 0; i < LINE; ++i) v[i] = S::template load<COHERENT>(bucket + line * LINE + i);
 #pragma unroll
-    for (unsigned i = 0; i < PER / 2; ++i) {
-      const unsigned slot = line * PER + 2 * i;
-      if (v[i].x == EMPTY) s.empty |= 1u << slot;
-      if (v[i].y == EMPTY) s.empty |= 1u << (slot + 1);
-      if (v[i].x != EMPTY && key_of(v[i].x) == k) {
-        s.hit = slot;
-        s.word = v[i].x;
+      for (unsigned i = 0; i < LINE; ++i) {
+        const unsigned slot = line * LINE + i;
+        if (S::is_empty(v[i])) s.empty |= 1u << slot;
+        if (S::is_busy(v[i])) s.busy |= 1u << slot;
+        if (v[i].key == k) {
+          s.hit = slot;
+          s.word = v[i];
+        }
       }
-      if (v[i].y != EMPTY && key_of(v[i].y) == k) {
-        s.hit = slot + 1;
-        s.word = v[i].y;
-      }
+      if (STOP && s.hit != SLOTS) break;
     }
-    if (STOP && s.hit != SLOTS) break;
+  } else {
+    constexpr unsigned LINE = SLOTS < 16 ? SLOTS : 16;
+    constexpr unsigned LINES = SLOTS / LINE;
+    constexpr unsigned PER = LINE;
+#pragma unroll
+    for (unsigned line = 0; line < LINES; ++line) {
+      ulonglong2 v[PER / 2];
+#pragma unroll
+      for (unsigned i = 0; i < PER / 2; ++i) v[i] = load_slot_pair<COHERENT>(bucket + line * PER + 2 * i);
+#pragma unroll
+      for (unsigned i = 0; i < PER / 2; ++i) {
+        const unsigned slot = line * PER + 2 * i;
+        if (v[i].x == EMPTY) s.empty |= 1u << slot;
+        if (v[i].y == EMPTY) s.empty |= 1u << (slot + 1);
+        if (v[i].x != EMPTY && key_of(v[i].x) == k) {
+          s.hit = slot;
+          s.word = v[i].x;
+        }
+        if (v[i].y != EMPTY && key_of(v[i].y) == k) {
+          s.hit = slot + 1;
+          s.word = v[i].y;
+        }
+      }
+      if (STOP && s.hit != SLOTS) break;
+    }
   }
   return s;
 }
@@ -180,11 +207,12 @@ __device__ __forceinline__ unsigned claim_alone(unsigned long long* meta, unsign
   return SLOTS;
 }
 
-// Slots that are claimed but not yet written (or emptied but not yet freed), given the
-// lane's word and a metadata word read before it.
-__device__ __forceinline__ unsigned pending(unsigned long long meta, unsigned long long w) {
+// Slots that are claimed but not yet written (or emptied but not yet freed), and wide
+// slots owned by a writer, given the lane's word and a metadata word read before it.
+template <typename S>
+__device__ __forceinline__ unsigned pending(unsigned long long meta, typename S::word w) {
   const bool claimed = ((free_of(meta) >> tile::rank()) & 1u) == 0;
-  return tile::ballot(claimed && w == EMPTY);
+  return tile::ballot((claimed && S::is_empty(w)) || S::is_busy(w));
 }
 
 __device__ __forceinline__ void backoff(unsigned attempt) {
@@ -220,8 +248,9 @@ __device__ __forceinline__ void unlock_after_atomics(unsigned long long* word) {
 // Writes a lane's pair into the slot it claimed (empty until then) with an acquire
 // compare-and-swap instead of a store: the lane waits for it, so its later atomics (the
 // unlock, see unlock_after_atomics) are issued after the pair was written at L2.
-__device__ __forceinline__ void put_alone(unsigned long long* slot, unsigned long long word) {
-  mem::cas_acquire(slot, EMPTY, word);
+template <typename S>
+__device__ __forceinline__ void put_alone(typename S::word* slot, typename S::word word) {
+  S::put(slot, word);
 }
 
 // A bucket's metadata word. Every member is called by the whole tile; rank 0 does the
@@ -317,11 +346,11 @@ __device__ __forceinline__ unsigned claim(bucket_meta meta) {
 }
 
 // WABC claim, then rank 0 publishes the word at once. Returns whether it was placed.
-__device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta,
-                                             unsigned long long word) {
+template <typename S>
+__device__ __forceinline__ bool claim_commit(typename S::word* bucket, bucket_meta meta, typename S::word word) {
   const unsigned slot = claim(meta);
   if (slot == SLOTS) return false;
-  if (tile::rank() == 0) mem::st_relaxed(bucket + slot, word);
+  if (tile::rank() == 0) S::publish(bucket + slot, word);
   return true;
 }
 

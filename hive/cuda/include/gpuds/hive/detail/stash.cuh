@@ -1,6 +1,6 @@
 // gpuds/hive/detail/stash.cuh: HiveMap's overflow stash (Hive paper, §IV-A, step 4).
 //
-// A ring of `capacity` packed words in global memory. Producers reserve a slot with one
+// A ring of `capacity` slot words (hive_slot.cuh) in global memory. Producers reserve a slot with one
 // fetch-add on the tail and publish the word there; a reservation past the capacity
 // means the stash is full (the operation reports it; nothing spins). Lookups scan the
 // occupied prefix with the whole tile, deletes empty a slot with a compare-and-swap.
@@ -14,8 +14,10 @@
 namespace gpuds {
 namespace hive {
 
+template <typename S>
 struct stash_ref {
-  unsigned long long* words;
+  using word = typename S::word;
+  word* words;
   unsigned long long* tail;
   unsigned capacity;
 
@@ -37,25 +39,27 @@ struct stash_ref {
   // (reservations that were never given back stay as empty words until the next drain)
   // costs fewer dependent round trips: one tile scanning a stash of some thousand words
   // one line at a time made the whole lookup kernel wait for it.
+  // `busy` (when not null) is set where a scanned slot was BUSY_KEY (wide slots).
   template <bool COHERENT, unsigned SCAN = 1>
-  __device__ __forceinline__ bool find(unsigned k, match& m) const {
+  __device__ __forceinline__ bool find(typename S::key_type k, slot_match<S>& m, bool* busy = nullptr) const {
     const unsigned n = used();
     for (unsigned base = 0; base < n; base += SCAN * SLOTS) {
-      unsigned long long w[SCAN];
+      word w[SCAN];
 #pragma unroll
       for (unsigned j = 0; j < SCAN; ++j) {
         const unsigned i = base + j * SLOTS + tile::rank();
-        w[j] = EMPTY;
-        if (i < n) w[j] = COHERENT ? mem::ld_relaxed(words + i) : words[i];
+        w[j] = S::EMPTY_WORD;
+        if (i < n) w[j] = S::template load<COHERENT>(words + i);
       }
 #pragma unroll
       for (unsigned j = 0; j < SCAN; ++j) {
-        const unsigned hits = tile::ballot(key_of(w[j]) == k);
+        if (S::WIDE && busy != nullptr && tile::any(S::is_busy(w[j]))) *busy = true;
+        const unsigned hits = tile::ballot(S::key_of(w[j]) == k);
         if (hits != 0) {
           const unsigned lane = __ffs(hits) - 1;
           m.slot = base + j * SLOTS + lane;
           m.at = words + m.slot;
-          m.word = tile::shfl(w[j], lane);
+          m.word = S::template shfl<tile>(w[j], lane);
           return true;
         }
       }
@@ -82,8 +86,8 @@ struct stash_ref {
     }
   }
 
-  __device__ __forceinline__ void publish(unsigned index, unsigned long long word) const {
-    if (tile::rank() == 0) mem::st_release(words + index, word);
+  __device__ __forceinline__ void publish(unsigned index, word w) const {
+    if (tile::rank() == 0) S::publish_release(words + index, w);
   }
 };
 

@@ -1,0 +1,175 @@
+// gpuds/hive/detail/hive_slot.cuh: what one slot of a HiveMap bucket holds, and the
+// atomic steps that change it, for each key and value type (slot_of<K, V>).
+//
+// packed_slot (u32 keys, u32 values; Hive paper, §III-A): the pair is one 64-bit word,
+// key in the high half; the all-ones word is empty, so key 0xffffffff is reserved. Every
+// change of a slot is one 64-bit compare-and-swap or store of the whole word, so a
+// reader always sees a whole pair.
+//
+// wide_slot<V> (u64 keys, u32 or u64 values): a 16-byte slot {key word, value word},
+// 16-byte aligned (a u32 value sits zero-extended in its word, so both value types have
+// the same layout; 12-byte pairs would leave the key word unaligned for its atomics).
+// GPUs of compute capability 7.0 to 8.9 have no 16-byte compare-and-swap, so the key
+// word is the commit point of a two-step protocol. Two keys are reserved: EMPTY_KEY
+// (all ones: the slot is empty) and BUSY_KEY (all ones but the lowest bit: a writer owns
+// the slot). The value word is written only by a lane that owns the slot alone:
+//   - the claimer of a free slot (its free bit cleared by that lane, the key still
+//     EMPTY_KEY: "pending"), which stores the value and then the key with release
+//     semantics (publish, put);
+//   - the lane that turned the key word from the key it read into BUSY_KEY with an
+//     acquire compare-and-swap (replace, and the eviction's in-place swap): it reads the
+//     current value (so an old value returned, or a victim carried on, is exact even if
+//     it changed after the bucket was read), stores the new value and releases the key
+//     word with the new key.
+// A delete swaps the key word from the key to EMPTY_KEY and only then reads the value
+// (the slot is pending until its free bit is set again, so no one writes the value).
+// So a key word holding k always comes with a value word of k that was written before
+// k was stored (release/acquire), and no reader ever needs both words in one access.
+// Inserts of new keys stay lock-free (their claim is one compare-and-swap of the
+// metadata word, then the claimer's own stores); a replace or an eviction's swap holds
+// the slot for one load and two stores of one lane (nothing is waited for inside), a
+// per-slot lock that operations on that key wait out as they wait out a pending slot.
+// What readers must handle (hive_ref.cuh does): a BUSY_KEY slot may be any key in the
+// middle of a change, so an operation that would conclude "absent" from a bucket holding
+// one reads again, as it does for a pending slot; and a lookup that reads the two words
+// one after the other validates its hit (the key word again, and the bucket's metadata
+// word unchanged: a slot is reused only after a delete frees it and a claim takes it,
+// and both change that word), since the slot could have been emptied and refilled in
+// between.
+#pragma once
+#include <gpuds/core/memory.cuh>
+#include <gpuds/core/warp.cuh>
+
+namespace gpuds {
+namespace hive {
+
+struct packed_slot {
+  using key_type = unsigned;
+  using value_type = unsigned;
+  using word = unsigned long long;
+  static constexpr bool WIDE = false;
+  static constexpr word EMPTY_WORD = ~0ull;
+  static constexpr key_type EMPTY_KEY = 0xffffffffu;
+  // No second reserved key: a packed slot is never owned by a writer between two steps.
+  static constexpr key_type BUSY_KEY = EMPTY_KEY;
+
+  __host__ __device__ __forceinline__ static word pack(key_type k, value_type v) {
+    return (static_cast<unsigned long long>(k) << 32) | v;
+  }
+  __host__ __device__ __forceinline__ static key_type key_of(word w) { return static_cast<unsigned>(w >> 32); }
+  __host__ __device__ __forceinline__ static value_type value_of(word w) { return static_cast<unsigned>(w); }
+  __host__ __device__ __forceinline__ static bool is_empty(word w) { return w == EMPTY_WORD; }
+  // No slot is ever owned by a writer between two steps.
+  __host__ __device__ __forceinline__ static bool is_busy(word) { return false; }
+  __host__ __device__ __forceinline__ static bool same(word a, word b) { return a == b; }
+
+  template <bool COHERENT>
+  __device__ __forceinline__ static word load(const word* p) {
+    return COHERENT ? mem::ld_relaxed(p) : *p;
+  }
+  template <typename Tile>
+  __device__ __forceinline__ static word shfl(word w, unsigned lane) {
+    return Tile::shfl(w, lane);
+  }
+  // Publishes a pair in a slot the caller claimed (its free bit).
+  __device__ __forceinline__ static void publish(word* p, word w) { mem::st_relaxed(p, w); }
+  // The same with release semantics (the stash, whose slots have no free bit).
+  __device__ __forceinline__ static void publish_release(word* p, word w) { mem::st_release(p, w); }
+  // Publishes into a claimed slot with an acquire swap the lane waits for, so that its
+  // later atomics are issued after the pair was written at L2 (unlock_after_atomics).
+  __device__ __forceinline__ static void put(word* p, word w) { mem::cas_acquire(p, EMPTY_WORD, w); }
+  // Replaces the pair `seen` read at p by `w`; false when p no longer holds `seen`.
+  // On success `seen` is the pair replaced.
+  __device__ __forceinline__ static bool replace(word* p, word& seen, word w) {
+    return mem::cas_relaxed(p, seen, w) == seen;
+  }
+  // Empties p if it still holds `seen` (which is then the pair removed).
+  __device__ __forceinline__ static bool erase(word* p, word& seen) {
+    return mem::cas_relaxed(p, seen, EMPTY_WORD) == seen;
+  }
+};
+
+// A 16-byte slot of a wide_slot table (also a stash entry, and a drained stash pair).
+struct alignas(16) wide_word {
+  unsigned long long key;
+  unsigned long long value;
+};
+
+template <typename V>
+struct wide_slot {
+  using key_type = unsigned long long;
+  using value_type = V;
+  using word = wide_word;
+  static constexpr bool WIDE = true;
+  static constexpr key_type EMPTY_KEY = ~0ull;
+  static constexpr key_type BUSY_KEY = ~0ull - 1ull;
+  static constexpr word EMPTY_WORD = {~0ull, ~0ull};
+
+  __host__ __device__ __forceinline__ static word pack(key_type k, value_type v) {
+    return word{k, static_cast<unsigned long long>(v)};
+  }
+  __host__ __device__ __forceinline__ static key_type key_of(word w) { return w.key; }
+  __host__ __device__ __forceinline__ static value_type value_of(word w) { return static_cast<value_type>(w.value); }
+  __host__ __device__ __forceinline__ static bool is_empty(word w) { return w.key == EMPTY_KEY; }
+  __host__ __device__ __forceinline__ static bool is_busy(word w) { return w.key == BUSY_KEY; }
+  __host__ __device__ __forceinline__ static bool same(word a, word b) { return a.key == b.key && a.value == b.value; }
+
+  // One 16-byte load; with COHERENT each 8-byte half is a relaxed load at gpu scope (the
+  // two halves are not one atomic access: see the top of this file).
+  template <bool COHERENT>
+  __device__ __forceinline__ static word load(const word* p) {
+    if (COHERENT) {
+      word w;
+      asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(w.key), "=l"(w.value) : "l"(p) : "memory");
+      return w;
+    }
+    return *p;
+  }
+  template <typename Tile>
+  __device__ __forceinline__ static word shfl(word w, unsigned lane) {
+    return word{Tile::shfl(w.key, lane), Tile::shfl(w.value, lane)};
+  }
+  __device__ __forceinline__ static void publish(word* p, word w) {
+    mem::st_relaxed(&p->value, w.value);
+    mem::st_release(&p->key, w.key);
+  }
+  __device__ __forceinline__ static void publish_release(word* p, word w) { publish(p, w); }
+  __device__ __forceinline__ static void put(word* p, word w) {
+    mem::st_relaxed(&p->value, w.value);
+    mem::cas_acq_rel(&p->key, EMPTY_KEY, w.key);
+  }
+  __device__ __forceinline__ static bool replace(word* p, word& seen, word w) {
+    if (mem::cas_acquire(&p->key, seen.key, BUSY_KEY) != seen.key) return false;
+    seen.value = mem::ld_relaxed(&p->value);
+    mem::st_relaxed(&p->value, w.value);
+    mem::st_release(&p->key, w.key);
+    return true;
+  }
+  // The value is read after the key word was emptied, and the fence orders that read
+  // before the caller's release of the slot's free bit (after which a claimer may write
+  // the value word).
+  __device__ __forceinline__ static bool erase(word* p, word& seen) {
+    if (mem::cas_acquire(&p->key, seen.key, EMPTY_KEY) != seen.key) return false;
+    seen.value = mem::ld_relaxed(&p->value);
+    mem::fence_acq_rel();
+    return true;
+  }
+};
+
+template <typename K, typename V>
+struct slot_of;
+template <>
+struct slot_of<unsigned, unsigned> {
+  using type = packed_slot;
+};
+template <>
+struct slot_of<unsigned long long, unsigned> {
+  using type = wide_slot<unsigned>;
+};
+template <>
+struct slot_of<unsigned long long, unsigned long long> {
+  using type = wide_slot<unsigned long long>;
+};
+
+}  // namespace hive
+}  // namespace gpuds
