@@ -303,7 +303,7 @@ fn insert_past_the_cap<K: SlabKey, V: TestValue>(
                const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
                auto allocator = map.make_allocator();
                VALUE_T old;
-               map.replace(allocator, i < n, i < n ? keys[i] : KEY_T(0), VALUE_T(i), old);
+               map.replace(allocator, i < n, i < n ? keys[i] : static_cast<KEY_T>(0), static_cast<VALUE_T>(i), old);
            }"#,
     )
     .define("KEY_T", K::CUDA_TYPE)

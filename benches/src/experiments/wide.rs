@@ -23,7 +23,7 @@ use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeKey, TreeValue};
 use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::keys::{DeviceKey, DeviceValue};
 use gpuds_core::{Error, Result};
-use gpuds_hive::{HashPair, HiveConfig, HiveMap, LinearConfig, LinearProbeMap};
+use gpuds_hive::{HashPair, HiveConfig, HiveKey, HiveMap, HiveValue, LinearConfig, LinearProbeMap};
 use gpuds_slabhash::{SlabHashMap, SlabKey, SlabValue};
 
 use super::linear::Inputs;
@@ -91,8 +91,14 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
                         (Word::U32, Word::U32) => {
                             rows::<u32, u32, HiveMap, HiveMap>(bench, n, load)
                         }
-                        _ => Err(Error::InvalidArgument(
-                            "HiveMap takes u32 words only".into(),
+                        (Word::U64, Word::U32) => {
+                            rows::<u64, u32, HiveMap<u64, u32>, HiveMap>(bench, n, load)
+                        }
+                        (Word::U64, Word::U64) => {
+                            rows::<u64, u64, HiveMap<u64, u64>, HiveMap>(bench, n, load)
+                        }
+                        (Word::U32, Word::U64) => Err(Error::InvalidArgument(
+                            "HiveMap takes u64 values with u64 keys only".into(),
                         )),
                     },
                     Structure::BTree => {
@@ -211,7 +217,7 @@ impl<K: SlabKey, V: SlabValue> Subject<K, V> for SlabHashMap<K, V> {
     }
 }
 
-impl Subject<u32, u32> for HiveMap {
+impl<K: HiveKey, V: HiveValue<K>> Subject<K, V> for HiveMap<K, V> {
     const NAME: &'static str = "HiveMap";
     const EXPERIMENT: &'static str = "hive";
     fn build(bench: &Bench, n: usize, load: f64) -> Result<Self> {
@@ -227,18 +233,19 @@ impl Subject<u32, u32> for HiveMap {
     fn clear(&mut self) -> Result<()> {
         HiveMap::clear(self).map_err(hive_error)
     }
-    fn insert(&mut self, keys: &CudaSlice<u32>, values: &CudaSlice<u32>) -> Result<()> {
+    fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
         self.insert_many(keys, values).map_err(hive_error)
     }
     fn find(
         &mut self,
-        keys: &CudaSlice<u32>,
-        out: &mut CudaSlice<u32>,
+        keys: &CudaSlice<K>,
+        out: &mut CudaSlice<V>,
         _found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        self.get_many_into(keys, out, u32::MAX).map_err(hive_error)
+        self.get_many_into(keys, out, V::from_u64(u64::MAX))
+            .map_err(hive_error)
     }
-    fn get(&mut self, keys: &[u32]) -> Result<Vec<Option<u32>>> {
+    fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
         self.get_many(keys).map_err(hive_error)
     }
     fn validate(&mut self) -> Result<()> {
