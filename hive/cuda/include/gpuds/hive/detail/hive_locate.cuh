@@ -38,6 +38,10 @@ constexpr unsigned ALONE_TRIES = 4;
 constexpr unsigned RETRY_CAP = 1u << 14;
 constexpr unsigned MAX_EVICTION_BOUND = 16;
 constexpr unsigned VICTIM_TRIES = 4;
+// Times an eviction reads its current bucket again when every victim it tried was
+// locked by or changed under a concurrent insert (hive_ref::evict), before the key in
+// hand goes to the stash.
+constexpr unsigned EVICT_WAITS = 32;
 
 // Per-tile counts, flushed once per kernel by rank 0.
 struct tally {
