@@ -101,6 +101,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             "gpuds/hive/detail/fill_insert.cuh",
             include_str!("../cuda/include/gpuds/hive/detail/fill_insert.cuh"),
         ),
+        (
+            "gpuds/hive/detail/wide_fill.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/wide_fill.cuh"),
+        ),
     ]);
     headers
 }

@@ -522,7 +522,9 @@ fn keys_differing_only_in_high_words_are_distinct<K: Key, V: Value<K>>() {
                 .unwrap();
         let keys = high_word_keys::<K>(0x5eed, 20_000);
         let values: Vec<V> = (0..keys.len() as u64).map(|i| val(i + 1)).collect();
-        map.insert_many(&keys, &values).unwrap();
+        if let Err(e) = map.insert_many(&keys, &values) {
+            panic!("{slots} slots: {e}; {:?}", map.stats().unwrap());
+        }
         map.validate().unwrap();
         assert_eq!(map.len(), keys.len(), "{slots} slots");
         let got = map.get_many(&keys).unwrap();

@@ -12,8 +12,10 @@
 // other with the operands broadcast through the tile code (detail/batch_loop.cuh). Lane r
 // writes result r (coalesced).
 //
-// Tables of wide slots (u64 keys) insert through insert_alone and the tile code at
-// every bucket size: the per-lane fill and state-machine kernels hold packed words.
+// Tables of wide slots (u64 keys) with buckets of 8 or 16 slots insert in two kernels
+// too: per-lane fills of key words (detail/wide_fill.cuh), then the tile code (with
+// insert_alone) for what the fills left; the state machine of the packed second kernel
+// holds packed words.
 //
 // Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3), KEY_T and VALUE_T (unsigned int and
 // unsigned int, or unsigned long long and unsigned int or unsigned long long), and
@@ -21,6 +23,7 @@
 #include <gpuds/core/kernel_name.cuh>
 #include <gpuds/hive/detail/batch_loop.cuh>
 #include <gpuds/hive/detail/fill_insert.cuh>
+#include <gpuds/hive/detail/wide_fill.cuh>
 #include <gpuds/hive/hive_ref.cuh>
 
 using namespace gpuds;
@@ -32,7 +35,7 @@ using ref_t = hive_ref<K, V>;
 using S = ref_t::S;
 using word = ref_t::word;
 // Whether bulk inserts run the two per-lane kernels (fill, then the queued ones).
-constexpr bool PER_LANE_INSERT = !S::WIDE && SLOTS <= 16;
+constexpr bool PER_LANE_INSERT = SLOTS <= 16;
 
 // Every kernel runs in blocks of 256 threads (HiveMap's BLOCK). The update kernels carry
 // the out-of-line slow paths (insert_locked, evict), whose registers would otherwise set
@@ -44,7 +47,7 @@ constexpr bool PER_LANE_INSERT = !S::WIDE && SLOTS <= 16;
 // registers (it uses 116). Measured: two blocks insert faster than three (80 registers,
 // with spills) or four.
 #define HIVE_INSERT_BOUNDS __launch_bounds__(256, 2)
-// The first insert kernel (per-lane fills, packed buckets of up to 16 slots) needs
+// The first insert kernel (per-lane fills, buckets of up to 16 slots) needs
 // fewer: three blocks per SM. Otherwise it runs the tile code, bounded like the second.
 #define HIVE_FILL_BOUNDS __launch_bounds__(256, PER_LANE_INSERT ? 3 : 2)
 
@@ -55,12 +58,14 @@ __device__ __forceinline__ void fill_lanes(const Ref& t, const typename Ref::key
                                            const typename Ref::value_type* values, unsigned long long n,
                                            unsigned* queue, tally& lane) {
   if constexpr (!Ref::S::WIDE && SLOTS <= 16) fill::insert_lanes(t, keys, values, n, queue, lane);
+  if constexpr (Ref::S::WIDE && SLOTS <= 16) wide_fill::insert_lanes(t, keys, values, n, queue, lane);
 }
 template <typename Ref>
 __device__ __forceinline__ void queued_lanes(const Ref& t, const typename Ref::key_type* keys,
                                              const typename Ref::value_type* values, unsigned* queue,
                                              unsigned long long offset, tally& lane, tally& counts) {
   if constexpr (!Ref::S::WIDE && SLOTS <= 16) bulk::insert_lanes(t, keys, values, queue, offset, lane, counts);
+  if constexpr (Ref::S::WIDE && SLOTS <= 16) wide_fill::queued(t, keys, values, queue, offset, lane, counts);
 }
 
 // Sets buckets [from, to) to empty, unlocked, all slots free.
@@ -82,8 +87,9 @@ extern "C" __global__ void GPUDS_KERNEL(hive_first_reserved)(const K* keys, unsi
   }
 }
 
-// Inserts or replaces (keys[i], values[i]). With packed buckets of up to 16 slots, the
-// first of two kernels: the per-lane fills of fill::insert_lanes, which append the index
+// Inserts or replaces (keys[i], values[i]). With buckets of up to 16 slots, the first of
+// two kernels: the per-lane fills of fill::insert_lanes (packed slots) or
+// wide_fill::insert_lanes (wide slots), which append the index
 // of every insert they leave to `queue` (bulk::QUEUE_HEAD; counters zeroed by the host,
 // room for n); hive_insert_queued runs those after it. Otherwise lane r takes operation r
 // of its tile's chunk alone first (insert_alone: its own bucket read, one atomic, one
@@ -109,8 +115,9 @@ extern "C" __global__ void HIVE_FILL_BOUNDS GPUDS_KERNEL(hive_insert)(ref_t t, c
 }
 
 // The second kernel of a bulk insert (buckets of up to 16 slots): the inserts queued by
-// hive_insert, through the state machine of bulk::insert_lanes (locks, direct moves, and
-// the tile code for what it parks), with no fill of the first kernel running beside it.
+// hive_insert, through the state machine of bulk::insert_lanes (packed slots: locks,
+// direct moves, and the tile code for what it parks) or the tile code (wide slots:
+// wide_fill::queued), with no fill of the first kernel running beside it.
 // (Tables without per-lane inserts never launch it.)
 extern "C" __global__ void HIVE_INSERT_BOUNDS GPUDS_KERNEL(hive_insert_queued)(ref_t t, const K* keys, const V* values,
                                                                                unsigned* queue, unsigned long long offset) {

@@ -119,7 +119,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
         update_len(keys.len())?;
         self.grow_for(keys.len())?;
         let call = CallStatus::new(&self.gpu, keys.len())?;
-        if K::WIDE || self.config.slots_per_bucket > 16 {
+        if self.config.slots_per_bucket > 16 {
             let r = self.call_ref(&call);
             let n = keys.len() as u64;
             let null = 0u64;
@@ -128,14 +128,14 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
             let mut args = self.gpu.stream().launch_builder(kernel.func());
             args.arg(&r).arg(keys).arg(values).arg(&n).arg(&null);
             // SAFETY: the kernel reads n keys and values and works inside the ref's arrays
-            // (with 32-slot buckets, or 16-byte slots, it queues nothing).
+            // (with 32-slot buckets it queues nothing).
             unsafe { args.launch(shape) }?;
             return self.finish_call(&call);
         }
-        // Packed buckets of up to 16 slots insert in two kernels per part of at most QUEUED
+        // Buckets of up to 16 slots insert in two kernels per part of at most QUEUED
         // operations: the first fills empty slots lane by lane and queues what it leaves
         // (full buckets, the stash, contention), the second runs the queued inserts with
-        // no fill beside them (see kernels/hive.cu).
+        // no fill beside them (see kernels/hive.cu; packed and wide slots alike).
         let stream = self.gpu.stream().clone();
         // Two counters (entries, and the chunks of them the second kernel's warps took),
         // then the entries.

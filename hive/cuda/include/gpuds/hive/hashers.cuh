@@ -106,5 +106,11 @@ __host__ __device__ __forceinline__ unsigned fold64(unsigned long long k) {
 
 __device__ __forceinline__ hash_pair hashes(unsigned long long k) { return hashes(fold64(k)); }
 
+// 32 bits that vary with every bit of the key, for choices that must differ between keys
+// (where an eviction starts looking for a victim): the key itself, or its fold (64-bit
+// keys may share their low word).
+__host__ __device__ __forceinline__ unsigned key_bits(unsigned k) { return k; }
+__host__ __device__ __forceinline__ unsigned key_bits(unsigned long long k) { return fold64(k); }
+
 }  // namespace hive
 }  // namespace gpuds

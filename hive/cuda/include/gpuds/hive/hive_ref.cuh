@@ -454,7 +454,12 @@ struct hive_ref : hive_locate<K, V> {
   // hand; such a step first reserves a stash slot, so that a chain that runs out of
   // rounds can always park the key in hand (both of whose buckets are locked). With the
   // stash full, nothing is displaced and the insert fails. Whenever a key lands outside
-  // its first bucket, that bucket (locked by this chain) gets its flag first.
+  // its first bucket, that bucket (locked by this chain) gets its flag first. A round in
+  // which every victim tried was locked by another insert (or changed, or its target
+  // filled up meanwhile), or in which some slot was pending, is read again after a
+  // pause (at most EVICT_WAITS times per eviction) instead of ending the chain: a batch
+  // that fills the table runs thousands of evictions at once, and parking each that
+  // lost a race filled the stash.
   __device__ __noinline__ outcome evict(unsigned b1, word wd) const {
     const stash_ref<S> st = stash_of();
     unsigned spare = st.capacity;  // the stash slot reserved for the hand
@@ -466,13 +471,17 @@ struct hive_ref : hive_locate<K, V> {
     unsigned moves = 0;
     bool placed = false;
     const unsigned bound = eviction_bound < MAX_EVICTION_BOUND ? eviction_bound : MAX_EVICTION_BOUND;
-    for (unsigned round = 0; round < bound && !placed; ++round) {
-      if (round > 0 && place(cur, hand)) {
+    unsigned waits = 0;  // rounds read again after losing every try to concurrent inserts
+    for (unsigned round = 0; round < bound && !placed;) {
+      if ((round > 0 || waits > 0) && place(cur, hand)) {
         placed = true;
         break;
       }
       const word w = lane_word<S, true>(bucket(cur));
       const bool keyed = !S::is_empty(w) && !S::is_busy(w);
+      // A slot that is empty or owned by a writer may be free soon (a pending claim or
+      // delete, a replace between its two steps).
+      bool contended = tile::any(!keyed);
       unsigned alt = cur;
       unsigned alt_free = 0;
       if (keyed) {
@@ -483,8 +492,9 @@ struct hive_ref : hive_locate<K, V> {
       unsigned roomy = tile::ballot(alt_free != 0);
       bool moved = false;
       bool stuck = false;
-      // Start at a slot that changes with the round and the key, so walks wander.
-      const unsigned start = (round * 7u + static_cast<unsigned>(S::key_of(hand))) % SLOTS;
+      // Start at a slot that changes with the round and the key, so walks wander (the
+      // key's bits: a wide key folded, since keys may share their low word).
+      const unsigned start = (round * 7u + waits * 3u + key_bits(S::key_of(hand))) % SLOTS;
       for (unsigned tries = 0; tries < VICTIM_TRIES && candidates != 0 && !moved && !placed; ++tries) {
         const bool direct = roomy != 0;
         const unsigned pool = direct ? roomy : candidates;
@@ -497,7 +507,10 @@ struct hive_ref : hive_locate<K, V> {
         const unsigned target = tile::shfl(alt, slot);
         bool mine = false;
         for (unsigned i = 0; i < nheld; ++i) mine |= held[i] == target;
-        if (!mine && !meta_of(target).try_lock()) continue;
+        if (!mine && !meta_of(target).try_lock()) {
+          contended = true;
+          continue;
+        }
         const unsigned fv = first_of(S::key_of(victim));
         const unsigned fh = first_of(S::key_of(hand));
         if (direct) {
@@ -517,6 +530,8 @@ struct hive_ref : hive_locate<K, V> {
           if (swapped) {
             moves += 1;
             placed = true;
+          } else {
+            contended = true;  // the target filled up, or the victim changed
           }
           continue;
         }
@@ -532,6 +547,7 @@ struct hive_ref : hive_locate<K, V> {
         if (tile::rank() == 0) swapped = S::replace(bucket(cur) + slot, victim, hand);
         if (!tile::shfl(swapped, 0)) {
           if (!mine) meta_of(target).unlock();
+          contended = true;
           continue;
         }
         settle(victim);
@@ -541,7 +557,18 @@ struct hive_ref : hive_locate<K, V> {
         cur = target;
         moved = true;
       }
-      if (!moved || stuck) break;
+      if (stuck || placed) break;
+      if (!moved) {
+        // Every victim tried was locked by, or changed under, a concurrent insert: under
+        // a batch that fills the table that is the common case, not a full
+        // neighbourhood, so read the bucket again after a pause rather than park the key
+        // in the stash (only our own locks are held, and no lock is waited for).
+        if (!contended || waits >= EVICT_WAITS) break;
+        backoff(waits);
+        waits += 1;
+        continue;
+      }
+      round += 1;
     }
     unsigned step = STEP_EVICT;
     if (placed) {

@@ -192,6 +192,42 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const typename S::word* buck
   return s;
 }
 
+// A lookup's scan_alone<S, false, true> for wide slots (no writer in flight). The lane
+// loads key words only (8 bytes each, through L1), 8 slots (128 bytes) at a time, and on
+// a hit the value word of that slot (its sector was just fetched into L1): the keys of a
+// line take 16 registers, not 32, so a lookup kernel bounded to 32 registers keeps a
+// line's loads in flight without spilling. Where the first 8 slots do not hold k, the
+// loads of the rest of the bucket are issued together with the load of `*meta` (when
+// not null; into `m`, `have_m` set), so a miss in a bucket of 16 wide slots costs two
+// dependent round trips (first line; second line and word) instead of three, for one
+// more 32-byte sector on a hit in the second line. A hit in the first line loads no word.
+// Only `hit` and `word` of the result are set.
+template <typename S>
+__device__ __forceinline__ alone_scan<S> scan_lookup_wide(const typename S::word* bucket, typename S::key_type k,
+                                                          const unsigned long long* meta, unsigned long long& m,
+                                                          bool& have_m) {
+  static_assert(S::WIDE, "wide slots only");
+  constexpr unsigned LINE = SLOTS < 8 ? SLOTS : 8;
+  alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
+#pragma unroll
+  for (unsigned line = 0; line < SLOTS / LINE; ++line) {
+    if (line == 1 && meta != nullptr) {
+      m = *meta;
+      have_m = true;
+    }
+    typename S::key_type key[LINE];
+#pragma unroll
+    for (unsigned i = 0; i < LINE; ++i) key[i] = bucket[line * LINE + i].key;
+#pragma unroll
+    for (unsigned i = LINE; i-- > 0;) {
+      if (key[i] == k) s.hit = line * LINE + i;
+    }
+    if (s.hit != SLOTS) break;
+  }
+  if (s.hit != SLOTS) s.word = typename S::word{k, bucket[s.hit].value};
+  return s;
+}
+
 // WABC by one lane alone: clears the lowest bit of `free_bits` that is still free in
 // the metadata word with a fetch-and, trying fresher masks on a lost race (at most SLOTS
 // + 1 tries). Returns the slot, or SLOTS when the bucket is full. For a lane whose key is

@@ -38,6 +38,10 @@ constexpr unsigned ALONE_TRIES = 4;
 constexpr unsigned RETRY_CAP = 1u << 14;
 constexpr unsigned MAX_EVICTION_BOUND = 16;
 constexpr unsigned VICTIM_TRIES = 4;
+// Times an eviction reads its current bucket again when every victim it tried was
+// locked by or changed under a concurrent insert (hive_ref::evict), before the key in
+// hand goes to the stash.
+constexpr unsigned EVICT_WAITS = 32;
 
 // Per-tile counts, flushed once per kernel by rank 0.
 struct tally {
@@ -259,14 +263,28 @@ struct hive_locate {
   // line (16 packed or 8 wide slots). Reads b2 alone where b1 has SPILL; sets `stash`
   // where b1 has STASHED and k was not found, so that the tile scans the stash for it
   // (stash_of().find).
+  // Wide slots load b1's word with b1's second line (scan_lookup_wide).
   __device__ __forceinline__ bool find_alone(K k, V& value, bool& stash) const {
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1);
-    alone_scan<S> s = scan_alone<S, false, true>(bucket(b1), k);
+    unsigned long long m = 0;
+    bool have_m = false;
+    alone_scan<S> s;
+    if constexpr (S::WIDE) {
+      s = scan_lookup_wide<S>(bucket(b1), k, meta + b1, m, have_m);
+    } else {
+      s = scan_alone<S, false, true>(bucket(b1), k);
+    }
     if (s.hit == SLOTS) {
-      const unsigned long long m = meta[b1];
+      if (!have_m) m = meta[b1];
       const unsigned b2 = bucket_of(h.h2);
-      if ((m & META_SPILL) != 0 && b2 != b1) s = scan_alone<S, false, true>(bucket(b2), k);
+      if ((m & META_SPILL) != 0 && b2 != b1) {
+        if constexpr (S::WIDE) {
+          s = scan_lookup_wide<S>(bucket(b2), k, nullptr, m, have_m);
+        } else {
+          s = scan_alone<S, false, true>(bucket(b2), k);
+        }
+      }
       if (s.hit == SLOTS) {
         stash = (m & META_STASHED) != 0;
         return false;
