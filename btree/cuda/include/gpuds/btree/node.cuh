@@ -188,6 +188,7 @@ struct layout<unsigned, unsigned> : node_shape<unsigned long long> {
 // L1 for cached ones.
 struct coherent {
   static constexpr bool stable = false;
+  static constexpr bool owned = false;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_relaxed(p);
   }
@@ -198,6 +199,7 @@ struct coherent {
 };
 struct cached {
   static constexpr bool stable = true;
+  static constexpr bool owned = false;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_nc(p);
   }
@@ -205,6 +207,12 @@ struct cached {
   __device__ __forceinline__ static void prefetch(const void* p) {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
   }
+};
+// `coherent` for a node whose latch the tile holds: only a latch holder writes a node, and
+// the acquire that took the latch follows the last write's release, so even a two-line
+// node is read without the sequence check (one load instruction, as for one line).
+struct latched : coherent {
+  static constexpr bool owned = true;
 };
 
 // One node as a tile holds it: this lane's pairs plus the broadcast metadata and link.
@@ -248,7 +256,7 @@ struct node_view {
   // A coherent read of a two-line node, checked by its sequence number (see SEQ_ONE).
   template <class Mode>
   __device__ __forceinline__ static constexpr bool checked() {
-    return !Mode::stable && L::TWO_LINES;
+    return !Mode::stable && !Mode::owned && L::TWO_LINES;
   }
 
   template <class Mode>
@@ -301,7 +309,8 @@ struct node_view {
   }
 
   // False when a checked read found no consistent view (the view is then meaningless:
-  // the caller reports RETRY_LIMIT); always true for other reads.
+  // the caller reports RETRY_LIMIT); always true for other reads (`latched`, `cached`,
+  // one-line nodes), whose callers ignore it.
   template <class Mode>
   __device__ __forceinline__ bool load(const slot* words) {
     const raw r = fetch<Mode>(words);

@@ -148,10 +148,7 @@ __device__ insert_outcome insert(const tree_ref<K, V>& t, gpuds::alloc::warp_all
       leaf_known = false;
       continue;
     }
-    if (!n.template load<coherent>(w)) {  // the node may have changed before we latched it
-      unlatch<32>(w);
-      break;
-    }
+    n.template load<latched>(w);  // the node may have changed before we latched it
     if (n.beyond(k)) {
       unlatch<32>(w);
       cur = n.link;  // a sibling: the same level
@@ -182,11 +179,7 @@ __device__ insert_outcome insert(const tree_ref<K, V>& t, gpuds::alloc::warp_all
         continue;
       }
       view p;
-      if (!p.template load<coherent>(pw)) {
-        unlatch<32>(pw);
-        unlatch<32>(w);
-        break;
-      }
+      p.template load<latched>(pw);
       const K split_key = n.key_at(L::SPLIT_AT);
       if (p.beyond(split_key) || p.is_leaf() || p.child_for(split_key) != cur) {
         // The parent split meanwhile: the true parent is to its right.
@@ -253,10 +246,7 @@ __device__ remove_outcome remove(const tree_ref<K, V>& t, K k, V& value) {
   for (unsigned step = 0; step < t.max_steps; ++step) {
     auto* w = t.words(addr);
     if (!latch_spin<TILE>(w, t.max_steps)) break;
-    if (!n.template load<coherent>(w)) {
-      unlatch<TILE>(w);
-      break;
-    }
+    n.template load<latched>(w);
     if (!n.is_leaf()) {
       // Only the root changes level: it was a leaf when the descent read it and has been
       // split since (its pairs pushed down into two new leaves). Nothing here may be
