@@ -15,7 +15,10 @@
 //! | slots-1 | (high key, right sibling) | (high key, right sibling) |
 //!
 //! `meta` holds the number of meaningful pairs (bits 0-7) and the level (bits 8-15; leaves
-//! are level 0); the latch is the low 32 bits of the metadata slot's key part. Flags and
+//! are level 0) and, in 256-byte nodes, a sequence number (bits 16-31: odd while a writer
+//! stores the node's two lines, which one instruction does not write or read together;
+//! coherent readers check it, see `node.cuh`); the latch is the low 32 bits of the
+//! metadata slot's key part. Flags and
 //! latch stay out of the keys, so every key of the type is valid; the price is one pair
 //! of the node: 14 pairs per node where the original stores 15 (at u32).
 

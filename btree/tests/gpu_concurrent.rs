@@ -9,9 +9,10 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 
 use common::{key, val};
-use gpuds_btree::{TreeKey, TreeOp, TreeReply, TreeValue};
+use gpuds_btree::{BTreeConfig, GpuBTreeMap, TreeKey, TreeOp, TreeReply, TreeValue};
 use gpuds_testkit::check::check_map;
 use gpuds_testkit::model::InsertPolicy;
+use gpuds_testkit::workload::unique_keys;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
@@ -37,8 +38,56 @@ fn batch<K: TreeKey, V: TreeValue>(
 
 typed!(
     mixed_batches_are_explained_by_serial_orders,
-    mixed_batches_on_256_byte_nodes
+    mixed_batches_on_256_byte_nodes,
+    one_large_device_batch_on_both_node_sizes,
 );
+
+/// The benchmark's insertion: 2^22 fresh keys into an empty tree in ONE device batch (every
+/// warp splits nodes that others are reading), on 128- and 256-byte nodes, after which the
+/// status is clean, the tree valid and every key found with its value (a reader that
+/// followed a torn two-line node looped to RETRY_LIMIT here or read an illegal address).
+fn one_large_device_batch_on_both_node_sizes<K: TreeKey, V: TreeValue>() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let n = 1usize << 22;
+    let xs = unique_keys::<u32>(22, n, &[]);
+    let ks: Vec<K> = common::keys(&xs);
+    let vs: Vec<V> = common::vals_of(&ks);
+    let stream = gpu.stream().clone();
+    for wide_node_bytes in [128, 256] {
+        for tile in [8, 16] {
+            let mut t = GpuBTreeMap::<K, V>::with_config(
+                &gpu,
+                BTreeConfig {
+                    initial_nodes: n as u64 / 2,
+                    max_nodes: n as u64 * 2,
+                    query_tile: tile,
+                    wide_node_bytes,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            let (dk, dv) = (
+                stream.clone_htod(&ks).unwrap(),
+                stream.clone_htod(&vs).unwrap(),
+            );
+            t.insert_many_device(&dk, &dv).unwrap();
+            t.check()
+                .unwrap_or_else(|e| panic!("{wide_node_bytes}-byte nodes, tile {tile}: {e}"));
+            t.validate().unwrap();
+            assert_eq!(t.len().unwrap(), n);
+            let got = t.get_many(&ks[..1 << 18]).unwrap();
+            assert!(
+                ks.iter()
+                    .zip(&vs)
+                    .zip(&got)
+                    .all(|((_, v), g)| *g == Some(*v)),
+                "{wide_node_bytes}-byte nodes, tile {tile}: a key was not found with its value"
+            );
+        }
+    }
+}
 
 fn mixed_batches_are_explained_by_serial_orders<K: TreeKey, V: TreeValue>() {
     mixed_batches::<K, V>(128);

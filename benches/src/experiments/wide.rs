@@ -291,16 +291,21 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
     }
 }
 
-/// A GpuBTreeMap of 64-bit pairs in 256-byte nodes (14 pairs, a 16-lane tile), the
-/// layout measured against the default 128-byte node (6 pairs).
-struct Node256<K: TreeKey, V: TreeValue>(GpuBTreeMap<K, V>);
+/// A GpuBTreeMap of 64-bit pairs in 256-byte nodes (14 pairs) whose queries take tiles of
+/// `TILE` lanes (8: two slots per lane; 16: one), the layout measured against the default
+/// 128-byte node (6 pairs).
+struct Node256<K: TreeKey, V: TreeValue, const TILE: u32>(GpuBTreeMap<K, V>);
 
-impl<K: TreeKey, V: TreeValue> Subject<K, V> for Node256<K, V> {
-    const NAME: &'static str = "GpuBTreeMap (256-byte nodes)";
+impl<K: TreeKey, V: TreeValue, const TILE: u32> Subject<K, V> for Node256<K, V, TILE> {
+    const NAME: &'static str = if TILE == 8 {
+        "GpuBTreeMap (256-byte nodes, 8 lanes)"
+    } else {
+        "GpuBTreeMap (256-byte nodes, 16 lanes)"
+    };
     const EXPERIMENT: &'static str = "btree";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
         let config = BTreeConfig {
-            query_tile: 16,
+            query_tile: TILE,
             ..tree_config(n, 256)
         };
         GpuBTreeMap::with_config(&bench.gpu, config)
@@ -329,34 +334,54 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for Node256<K, V> {
     }
 }
 
-/// The node-layout comparison of a 64-bit tree: 256-byte nodes against the default
-/// 128-byte ones, the same operations, this run.
+/// The node-layout comparison of a 64-bit tree: 256-byte nodes read by 8 and by 16 lanes
+/// against the default 128-byte ones (8 lanes), the same operations, this run.
 fn node_rows<K: TreeKey, V: TreeValue>(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>> {
     let small = measure::<K, V, GpuBTreeMap<K, V>>(bench, n, load)?;
-    let large = measure::<K, V, Node256<K, V>>(bench, n, load)?;
+    let mut out = layout_rows::<K, V, 8>(
+        &measure::<K, V, Node256<K, V, 8>>(bench, n, load)?,
+        &small,
+        n,
+    );
+    out.extend(layout_rows::<K, V, 16>(
+        &measure::<K, V, Node256<K, V, 16>>(bench, n, load)?,
+        &small,
+        n,
+    ));
+    Ok(out)
+}
+
+/// The rows of 256-byte nodes read by `TILE` lanes against 128-byte ones.
+fn layout_rows<K: TreeKey, V: TreeValue, const TILE: u32>(
+    large: &Measured,
+    small: &Measured,
+    n: usize,
+) -> Vec<Row> {
     let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
-    Ok(ops(&large)
+    ops(large)
         .into_iter()
-        .zip(ops(&small))
+        .zip(ops(small))
         .map(|((op, timing, unit), (_, base, _))| {
             Row::new(
                 "btree",
-                &format!("{op}, {types}, 256-byte nodes"),
+                &format!("{op}, {types}, 256-byte nodes, {TILE} lanes"),
                 n as u64,
                 timing,
                 n as f64,
                 unit,
             )
-            .with_structure(Node256::<K, V>::NAME)
+            .with_structure(Node256::<K, V, TILE>::NAME)
             .with_operation(op)
             .with_types(K::SUFFIX, V::SUFFIX)
             .with_baseline(Some(Baseline {
-                label: "GpuBTreeMap, 128-byte nodes (the default), this run".into(),
+                label: "GpuBTreeMap, 128-byte nodes (the default), 8 lanes, this run".into(),
                 rate: base.giga_rate(n as f64),
             }))
-            .with_note("node layout: 14 pairs read by 16 lanes against 6 pairs read by 8")
+            .with_note(format!(
+                "node layout: 14 pairs read by {TILE} lanes against 6 pairs read by 8"
+            ))
         })
-        .collect())
+        .collect()
 }
 
 impl<K: DeviceKey, V: DeviceValue> Subject<K, V> for LinearProbeMap<K, V> {

@@ -57,17 +57,18 @@ __device__ __forceinline__ void store_pair(typename layout<K, V>::slot* words, u
   layout<K, V>::store_relaxed(words + pair, layout<K, V>::make(key, val));
 }
 
-// Writes a latched node's new contents and releases the latch, with ONE store instruction
-// of the tile (lanes of rank < SLOTS, one slot each: one 128-byte line, or two adjacent
-// lines of a 256-byte node). Lanes give their pair (key, val) for the pair slots; the
-// metadata slot becomes (latch free, meta) and the link slot (high, link). A reader loads
-// a node with one instruction too, so, as in the original, it sees the node before or
-// after the write, never a mix of the two, as long as the hardware serves each coalesced
-// access as one transaction; writing the node in several instructions would let a reader
-// see, e.g., a new count with old pairs. (A 256-byte node spans two lines: the tree then
-// relies on one instruction's two lines being written and read together; this is what
-// the 256-byte layout's benchmark and concurrent tests have to confirm.) The release
-// orders the tile's earlier writes (a fresh sibling) before the node's.
+// Writes a latched node's new contents and releases the latch. A one-line node is
+// written with ONE store instruction of the tile (lanes of rank < SLOTS, one slot each).
+// Lanes give their pair (key, val) for the pair slots; the metadata slot becomes (latch
+// free, meta) and the link slot (high, link). A reader loads a node with one instruction
+// too, so, as in the original, it sees the node before or after the write, never a mix of
+// the two, as long as the hardware serves each coalesced access of one line as one
+// transaction; writing the node in several instructions would let a reader see, e.g., a
+// new count with old pairs. A 256-byte node spans two lines, which one instruction does
+// NOT write or read together (H200: readers saw a new count with stale slots and followed
+// garbage child addresses); it is written under its sequence number instead (SEQ_ONE,
+// node.cuh), which coherent readers check. The release orders the tile's earlier writes
+// (a fresh sibling) before the node's. `meta`'s sequence bits are ignored.
 template <unsigned TILE, class K, class V>
 __device__ __forceinline__ void publish(typename layout<K, V>::slot* words, K key, V val, unsigned meta, K high,
                                         node_addr link) {
@@ -85,7 +86,31 @@ __device__ __forceinline__ void publish(typename layout<K, V>::slot* words, K ke
     b = static_cast<V>(link);
   }
   __syncwarp(tile::mask());
-  if (tile::rank() < L::SLOTS) L::store_release(words + pair, L::make(a, b));
+  if constexpr (!L::TWO_LINES) {
+    if (tile::rank() < L::SLOTS) L::store_release(words + pair, L::make(a, b));
+  } else {
+    // Two lines are two transactions (see SEQ_ONE in node.cuh): the sequence number goes
+    // odd, the other slots are written, then the metadata word with the next even number
+    // (a release: a reader that sees it sees the slots), and last the latch, freed by a
+    // release of its own so that the next holder reads the final number.
+    unsigned* mw = reinterpret_cast<unsigned*>(words) + L::META_WORD;
+    unsigned seq = 0;
+    if (tile::rank() == 0) {
+      seq = (mem::ld_relaxed(mw) & ~META_FIELDS) + SEQ_ONE;  // even under the latch: now odd
+      mem::st_relaxed(mw, (meta & META_FIELDS) | seq);
+      mem::fence_acq_rel();
+    }
+    seq = tile::shfl(seq, 0);
+    __syncwarp(tile::mask());
+    const bool writer = tile::rank() < L::SLOTS;
+    if (writer && pair != L::META_PAIR) L::store_release(words + pair, L::make(a, b));
+    if (writer) mem::fence_acq_rel();
+    __syncwarp(tile::mask());
+    if (writer && pair == L::META_PAIR) {
+      mem::st_release(mw, (meta & META_FIELDS) | (seq + SEQ_ONE));
+      mem::st_release(latch_word(words), LATCH_FREE);
+    }
+  }
 }
 
 // Makes a freshly written node (not yet linked anywhere) visible before the stores that

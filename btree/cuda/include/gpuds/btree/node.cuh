@@ -69,6 +69,21 @@ __device__ __forceinline__ constexpr K no_high_key() {
 __device__ __forceinline__ unsigned make_meta(unsigned count, unsigned level) {
   return (count & COUNT_MASK) | (level << LEVEL_SHIFT);
 }
+// Nodes of two lines (256 bytes) are read and written by one instruction of 16 lanes, but
+// the hardware serves the two lines as two transactions: a coherent reader may see one line
+// of a write and not the other (a new count in line 1 with the old slots of line 0, whose
+// pairs and child addresses may be anything). Their writers therefore bracket every write
+// of a reachable node with a sequence number, bits 16-31 of the metadata word (a seqlock):
+// odd while the node is being written, two more after each write. A coherent reader keeps
+// a view only when every lane read the same even number before and after its slot (see
+// node_view::fetch); count and level (bits 0-15) are unchanged. One-line nodes never
+// change the sequence bits (always 0).
+constexpr unsigned SEQ_ONE = 1u << 16;          // the writing flag; each write adds 2
+constexpr unsigned META_FIELDS = SEQ_ONE - 1u;  // count and level
+// Attempts of a coherent two-line read before it gives up (a writer holds the odd number
+// for the time of three stores, so a reader that fails this often reports RETRY_LIMIT).
+constexpr unsigned SEQ_TRIES = 1u << 12;
+
 __device__ __forceinline__ unsigned meta_count(unsigned meta) { return meta & COUNT_MASK; }
 __device__ __forceinline__ unsigned meta_level(unsigned meta) { return (meta >> LEVEL_SHIFT) & 0xffu; }
 
@@ -82,6 +97,11 @@ namespace wide_mem {
 __device__ __forceinline__ ulonglong2 ld_relaxed(const ulonglong2* p) {
   ulonglong2 v;
   asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ ulonglong2 ld_acquire(const ulonglong2* p) {
+  ulonglong2 v;
+  asm volatile("ld.acquire.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ ulonglong2 ld_nc(const ulonglong2* p) {
@@ -108,6 +128,9 @@ struct node_shape {
   static constexpr unsigned META_PAIR = SLOTS - 2;           // (latch, meta)
   static constexpr unsigned LINK_PAIR = SLOTS - 1;           // (high key, right sibling)
   static constexpr unsigned SPLIT_AT = NODE_PAIRS / 2;       // a split moves [SPLIT_AT, NODE_PAIRS) right
+  static constexpr bool TWO_LINES = NODE_BYTES > 128;        // written under a sequence number
+  // The 32-bit word of the metadata (the low half of the metadata slot's value part).
+  static constexpr unsigned META_WORD = (META_PAIR * SLOT_BYTES + SLOT_BYTES / 2) / 4;
 };
 
 // How pairs of K and V sit in a slot (see the header comment).
@@ -158,12 +181,14 @@ struct layout<unsigned, unsigned> : node_shape<unsigned long long> {
 // queries, while no kernel that modifies the tree is in flight. `stable`: no writer can
 // change the node between two loads, so every lane may also read the metadata and link
 // itself with a second load instead of waiting for shuffles; a coherent view must come
-// from ONE load instruction of the tile (see latch.cuh, `publish`).
+// from ONE load instruction of the tile (see latch.cuh, `publish`), and of a two-line node
+// from a read checked by its sequence number (node_view::fetch).
 // `prefetch` asks for a node that a later load of this mode will read (a hint: no value
 // is read, so it is never stale): into L2 for coherent loads, which L2 serves, and into
 // L1 for cached ones.
 struct coherent {
   static constexpr bool stable = false;
+  static constexpr bool owned = false;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_relaxed(p);
   }
@@ -174,6 +199,7 @@ struct coherent {
 };
 struct cached {
   static constexpr bool stable = true;
+  static constexpr bool owned = false;
   __device__ __forceinline__ static unsigned long long load(const unsigned long long* p) {
     return mem::ld_nc(p);
   }
@@ -181,6 +207,12 @@ struct cached {
   __device__ __forceinline__ static void prefetch(const void* p) {
     asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
   }
+};
+// `coherent` for a node whose latch the tile holds: only a latch holder writes a node, and
+// the acquire that took the latch follows the last write's release, so even a two-line
+// node is read without the sequence check (one load instruction, as for one line).
+struct latched : coherent {
+  static constexpr bool owned = true;
 };
 
 // One node as a tile holds it: this lane's pairs plus the broadcast metadata and link.
@@ -217,14 +249,44 @@ struct node_view {
   struct raw {
     slot w[PER_LANE];
     typename L::tail tail;  // the metadata and link slots when the mode is stable
+    unsigned meta;          // the metadata word of a checked read
+    bool ok;                // false: a checked read found no consistent view (SEQ_TRIES)
   };
+
+  // A coherent read of a two-line node, checked by its sequence number (see SEQ_ONE).
+  template <class Mode>
+  __device__ __forceinline__ static constexpr bool checked() {
+    return !Mode::stable && !Mode::owned && L::TWO_LINES;
+  }
 
   template <class Mode>
   __device__ __forceinline__ static raw fetch(const slot* words) {
     raw r;
+    r.ok = true;
+    if constexpr (checked<Mode>()) {
+      // Per lane: the sequence number (acquire), the slot (acquire: the second read of the
+      // number comes after it), the number again. A write that began before the slot was
+      // read shows as a changed or odd number; one that ended before the first read is
+      // seen whole (its last store, the number, is a release). Equal numbers on every lane
+      // put every lane's slot in the same write.
+      const unsigned* mw = reinterpret_cast<const unsigned*>(words) + L::META_WORD;
+      constexpr unsigned ALL = TILE == 32 ? ~0u : (1u << TILE) - 1u;
+      r.ok = false;
+      for (unsigned a = 0; a < SEQ_TRIES && !r.ok; ++a) {
+        const unsigned before = mem::ld_acquire(mw);
 #pragma unroll
-    for (unsigned s = 0; s < PER_LANE; ++s) r.w[s] = Mode::load(words + pair(s));
-    if (Mode::stable) r.tail = L::load_tail(words);
+        for (unsigned s = 0; s < PER_LANE; ++s) r.w[s] = wide_mem::ld_acquire(words + pair(s));
+        const unsigned after = mem::ld_relaxed(mw);
+        const bool same = before == after && (before & SEQ_ONE) == 0 && before == tile::shfl(before, 0);
+        r.meta = before;
+        r.ok = tile::ballot(same) == ALL;
+        if (!r.ok) __nanosleep(64);
+      }
+    } else {
+#pragma unroll
+      for (unsigned s = 0; s < PER_LANE; ++s) r.w[s] = Mode::load(words + pair(s));
+      if (Mode::stable) r.tail = L::load_tail(words);
+    }
     return r;
   }
 
@@ -240,15 +302,20 @@ struct node_view {
       high = L::tail_high(r.tail);
       link = L::tail_link(r.tail);
     } else {
-      meta = static_cast<unsigned>(val_at(L::META_PAIR));
+      meta = checked<Mode>() ? r.meta : static_cast<unsigned>(val_at(L::META_PAIR));
       high = key_at(L::LINK_PAIR);
       link = static_cast<node_addr>(val_at(L::LINK_PAIR));
     }
   }
 
+  // False when a checked read found no consistent view (the view is then meaningless:
+  // the caller reports RETRY_LIMIT); always true for other reads (`latched`, `cached`,
+  // one-line nodes), whose callers ignore it.
   template <class Mode>
-  __device__ __forceinline__ void load(const slot* words) {
-    unpack<Mode>(fetch<Mode>(words));
+  __device__ __forceinline__ bool load(const slot* words) {
+    const raw r = fetch<Mode>(words);
+    unpack<Mode>(r);
+    return r.ok;
   }
 
   // Key / value of pair i (the same i on every lane), broadcast.

@@ -34,7 +34,7 @@ __device__ __forceinline__ bool descend(const Tree& t, key_of<Tree> k, node_addr
   using V = value_of<Tree>;
   addr = t.root;
   for (unsigned step = 0; step < t.max_steps; ++step) {
-    n.template load<Mode>(t.words(addr));
+    if (!n.template load<Mode>(t.words(addr))) break;
     if (n.beyond(k)) {
       addr = n.link;
       continue;
@@ -98,7 +98,7 @@ __device__ bool successor(const Tree& t, key_of<Tree> k, key_of<Tree>& key, valu
     }
     if (n.link == null_node) return false;
     addr = n.link;
-    n.template load<Mode>(t.words(addr));
+    if (!n.template load<Mode>(t.words(addr))) break;
   }
   t.template report<TILE>(gpuds::status::RETRY_LIMIT);
   return false;
@@ -166,6 +166,7 @@ __device__ unsigned range(const Tree& t, key_of<Tree> lo, key_of<Tree> hi, key_o
     }
     found += __popc(m);
     if (!more) return found;
+    if (!next.ok) break;
     n.template unpack<Mode>(next);
   }
   t.template report<TILE>(gpuds::status::RETRY_LIMIT);

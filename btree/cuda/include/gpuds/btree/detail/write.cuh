@@ -11,8 +11,8 @@
 // never moves: a full root pushes its two halves into two new nodes and becomes their
 // parent. Deletion latches the leaf with a bounded spin (case 3) and never merges nodes.
 //
-// Every change of a reachable node is one store instruction of the whole line (see
-// `publish`). Write order of a split: the new right node, a fence, then the parent (new
+// Every change of a reachable node is one store instruction of the whole line, or a
+// write under the node's sequence number for two-line nodes (see `publish`). Write order of a split: the new right node, a fence, then the parent (new
 // pivot, latch released), then the left node (count halved, link to the right node, latch
 // released). A reader that still sees the old left node finds every pair there; one that
 // sees the new one follows the link.
@@ -131,7 +131,7 @@ __device__ insert_outcome insert(const tree_ref<K, V>& t, gpuds::alloc::warp_all
   for (unsigned step = 0; step < t.max_steps; ++step) {
     auto* w = t.words(cur);
     if (!leaf_known) {
-      n.template load<coherent>(w);
+      if (!n.template load<coherent>(w)) break;
       if (n.beyond(k)) {
         cur = n.link;
         continue;
@@ -148,7 +148,7 @@ __device__ insert_outcome insert(const tree_ref<K, V>& t, gpuds::alloc::warp_all
       leaf_known = false;
       continue;
     }
-    n.template load<coherent>(w);  // the node may have changed before we latched it
+    n.template load<latched>(w);  // the node may have changed before we latched it
     if (n.beyond(k)) {
       unlatch<32>(w);
       cur = n.link;  // a sibling: the same level
@@ -179,7 +179,7 @@ __device__ insert_outcome insert(const tree_ref<K, V>& t, gpuds::alloc::warp_all
         continue;
       }
       view p;
-      p.template load<coherent>(pw);
+      p.template load<latched>(pw);
       const K split_key = n.key_at(L::SPLIT_AT);
       if (p.beyond(split_key) || p.is_leaf() || p.child_for(split_key) != cur) {
         // The parent split meanwhile: the true parent is to its right.
@@ -246,7 +246,7 @@ __device__ remove_outcome remove(const tree_ref<K, V>& t, K k, V& value) {
   for (unsigned step = 0; step < t.max_steps; ++step) {
     auto* w = t.words(addr);
     if (!latch_spin<TILE>(w, t.max_steps)) break;
-    n.template load<coherent>(w);
+    n.template load<latched>(w);
     if (!n.is_leaf()) {
       // Only the root changes level: it was a leaf when the descent read it and has been
       // split since (its pairs pushed down into two new leaves). Nothing here may be
