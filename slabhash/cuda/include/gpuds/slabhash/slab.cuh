@@ -90,6 +90,24 @@ __device__ __forceinline__ void cas_pair_relaxed_if(bool mine, unsigned* slot,
       : "memory");
 }
 
+// Relaxed CAS of a 32- or 64-bit word, made only where `mine` holds, with `seen` as the
+// expected word before and what the CAS found after, in place (see cas_pair_relaxed_if:
+// nothing waits for the result until it is read).
+__device__ __forceinline__ void cas_relaxed_if(bool mine, unsigned* at, unsigned desired,
+                                               unsigned& seen) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+      "@p atom.relaxed.gpu.global.cas.b32 %0, [%2], %0, %3;\n\t}"
+      : "+r"(seen)
+      : "r"(static_cast<unsigned>(mine)), "l"(at), "r"(desired)
+      : "memory");
+}
+__device__ __forceinline__ void cas_relaxed_if(bool mine, unsigned long long* at,
+                                               unsigned long long desired,
+                                               unsigned long long& seen) {
+  cas_pair_relaxed_if(mine, reinterpret_cast<unsigned*>(at), desired, seen);
+}
+
 // The busy bit of slot `slot` of a wide layout (layout.cuh). take_slot sets it with an
 // acquire (what the last holder wrote before its release is visible after) and says
 // whether it was clear, so that the caller now holds the slot; release_slot clears it
@@ -104,6 +122,14 @@ __device__ __forceinline__ bool take_slot(unsigned* slab, unsigned slot) {
 }
 __device__ __forceinline__ void release_slot(unsigned* slab, unsigned slot) {
   asm volatile("red.release.gpu.global.and.b32 [%0], %1;" ::"l"(slab + AUX_LANE), "r"(~(1u << slot))
+               : "memory");
+}
+
+// Clears slot `slot`'s busy bit with a relaxed atomic: a release only after a
+// fence_acq_rel of the same thread that follows what the bit publishes (a release
+// pattern), so that a warp publishes all its claims of a pass behind one fence.
+__device__ __forceinline__ void clear_busy_relaxed(unsigned* slab, unsigned slot) {
+  asm volatile("red.relaxed.gpu.global.and.b32 [%0], %1;" ::"l"(slab + AUX_LANE), "r"(~(1u << slot))
                : "memory");
 }
 
