@@ -84,12 +84,18 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     if constexpr (layout::WIDE) {
+      // The busy word is shuffled beside the ballot and the value right after the first
+      // hit is known, both before the busy bit is tested: no shuffle waits for another
+      // (testing the bit first would put the busy shuffle and the value shuffles one after
+      // the other on every hit).
       walk(active, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             bool finished;
-             const int dest = first_settled(k, slab, word, finished);
-             if (dest < 0) return finished;
+             const unsigned busy_bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);
+             const unsigned hits = layout::match_key(word, k);
+             if (hits == 0) return !advance(slab, word);
+             const int dest = __ffs(hits) - 1;
              const V v = layout::value_at(word, dest);
+             if ((busy_bits >> layout::slot_of(dest)) & 1u) return false;  // being changed: re-read
              if (lane == static_cast<unsigned>(src)) {
                outcome = OP_PRESENT;
                value = v;
