@@ -158,9 +158,8 @@ struct map_ref : detail::table {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
-             if (lane == static_cast<unsigned>(src)) {
-               seen = exch_pair_relaxed(slab + dest, pack_pair(TOMBSTONE_KEY, EMPTY_VALUE));
-             }
+             exch_pair_relaxed_if(lane == static_cast<unsigned>(src), slab + dest,
+                                  pack_pair(TOMBSTONE_KEY, EMPTY_VALUE), seen);
              return true;
            });
       if (active && outcome != OP_FAILED &&

@@ -67,11 +67,20 @@ __device__ __forceinline__ unsigned long long pack_pair(unsigned key, unsigned v
   return pair;
 }
 
-// Relaxed 64-bit exchange of a slot: like the CASes, a deletion publishes nothing but
-// the slot itself.
-__device__ __forceinline__ unsigned long long exch_pair_relaxed(unsigned* slot,
-                                                              unsigned long long pair) {
-  return mem::exch_relaxed(reinterpret_cast<unsigned long long*>(slot), pair);
+// Relaxed 64-bit exchange of a slot, made only where `mine` holds, into `pair` (unchanged
+// elsewhere): like the CASes, a deletion publishes nothing but the slot itself. One
+// predicated instruction, so that the walk around it has no divergent branch (a branch
+// there makes the compiler guard every later shuffle and ballot of the loop with a
+// divergence check).
+__device__ __forceinline__ void exch_pair_relaxed_if(bool mine, unsigned* slot,
+                                                     unsigned long long desired,
+                                                     unsigned long long& pair) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+      "@p atom.relaxed.gpu.global.exch.b64 %0, [%2], %3;\n\t}"
+      : "+l"(pair)
+      : "r"(static_cast<unsigned>(mine)), "l"(slot), "l"(desired)
+      : "memory");
 }
 
 // Relaxed 64-bit CAS of a slot, made only where `mine` holds: `pair` holds the expected
