@@ -393,18 +393,18 @@ struct map_ref : detail::table {
                  // A claim: CAS the key from EMPTY (the slot's busy bit is set since its
                  // slab was fresh) and go on; the CAS is checked, the value stored and the
                  // bit cleared after the walk.
+                 // Selects, not a branch (as in the packed path).
                  outcome = mine ? (unique ? OP_ABSENT : OP_ADDED) : outcome;
-                 if (mine) {
-                   claimed = empty_key<K>;
-                   seen = reinterpret_cast<unsigned long long>(slab) | layout::slot_of(dest);
-                 }
+                 claimed = mine ? empty_key<K> : claimed;
+                 seen = mine ? reinterpret_cast<unsigned long long>(slab) | layout::slot_of(dest)
+                             : seen;
                  cas_relaxed_if(mine, layout::key_ptr(slab, dest), k, claimed);
                  return true;
                }
                if (layout::is_busy(word, dest)) {
                  // Being claimed or changed (perhaps by this warp, whose claims are only
                  // published after the walk): the request runs again in the next pass.
-                 if (mine) outcome = BUSY_SEEN;
+                 outcome = mine ? BUSY_SEEN : outcome;
                  return true;
                }
                return replace_wide(mine, value, slab, dest, outcome, old);
@@ -502,13 +502,9 @@ struct map_ref : detail::table {
     const bool won = claiming && claimed == empty_key<K>;
     unsigned* const slab = reinterpret_cast<unsigned*>(where & ~static_cast<unsigned long long>(SLAB_WORDS * 4 - 1));
     const unsigned slot = static_cast<unsigned>(where) & (SLAB_WORDS * 4 - 1);
-    if (__any_sync(warp::FULL_MASK, won)) {
-      if (won) {
-        mem::st_relaxed(layout::value_ptr(slab, layout::key_lane(slot)), value);
-        mem::fence_acq_rel();
-        clear_busy_relaxed(slab, slot);
-      }
-    }
+    st_relaxed_if(won, layout::value_ptr(slab, layout::key_lane(slot)), value);
+    fence_acq_rel_if(won);
+    clear_busy_relaxed_if(won, slab, slot);
     return claiming && !won;
   }
 };

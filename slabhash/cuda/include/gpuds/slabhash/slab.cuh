@@ -134,11 +134,34 @@ __device__ __forceinline__ void release_slot(unsigned* slab, unsigned slot) {
                : "memory");
 }
 
-// Clears slot `slot`'s busy bit with a relaxed atomic: a release only after a
-// fence_acq_rel of the same thread that follows what the bit publishes (a release
-// pattern), so that a warp publishes all its claims of a pass behind one fence.
-__device__ __forceinline__ void clear_busy_relaxed(unsigned* slab, unsigned slot) {
-  asm volatile("red.relaxed.gpu.global.and.b32 [%0], %1;" ::"l"(slab + AUX_LANE), "r"(~(1u << slot))
+// Publishing a wide claim, each step made only where `mine` holds, as predicated
+// instructions (a branch after the walk made the compiler guard the walk's shuffles with
+// divergence checks): the value's relaxed store; a fence (a release when it follows the
+// store and precedes the clear in the same thread); the relaxed clear of slot `slot`'s busy
+// bit. The value store, the fence and the clear of one thread form a release pattern, so
+// that a warp publishes all its claims of a pass behind one fence.
+__device__ __forceinline__ void st_relaxed_if(bool mine, unsigned* at, unsigned v) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p st.relaxed.gpu.global.b32 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
+               "l"(at), "r"(v)
+               : "memory");
+}
+__device__ __forceinline__ void st_relaxed_if(bool mine, unsigned long long* at,
+                                              unsigned long long v) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p st.relaxed.gpu.global.b64 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
+               "l"(at), "l"(v)
+               : "memory");
+}
+__device__ __forceinline__ void fence_acq_rel_if(bool mine) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p fence.acq_rel.gpu;\n\t}" ::"r"(static_cast<unsigned>(mine))
+               : "memory");
+}
+__device__ __forceinline__ void clear_busy_relaxed_if(bool mine, unsigned* slab, unsigned slot) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p red.relaxed.gpu.global.and.b32 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
+               "l"(slab + AUX_LANE), "r"(~(1u << slot))
                : "memory");
 }
 
