@@ -59,16 +59,9 @@ __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned lon
   if (active && outcome == OP_FAILED) status::mark_not_applied(failed, i);
 }
 
-// Threads per SM the insert kernel is built for: all 2048 (32 registers) for packed
-// entries; 1536 (40 registers) for wide ones, whose store loop keeps a claim's key, value,
-// slot and CAS result and would spill in the loop at 32.
-#ifndef INSERT_THREADS_PER_SM
-#define INSERT_THREADS_PER_SM (layout::WIDE ? 1536 : 2048)
-#endif
-
 // REPLACE or INSERT (maps: `unique` picks; sets: always unique). `outcomes` and `olds`
 // may be null.
-extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, INSERT_THREADS_PER_SM / ITEM_BLOCK) GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
                                                 unsigned long long n, unsigned unique,
                                                 unsigned* outcomes, V* olds,
     const unsigned long long* guard, unsigned* failed) {
