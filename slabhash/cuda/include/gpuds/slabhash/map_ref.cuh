@@ -128,8 +128,9 @@ struct map_ref : detail::table {
     if constexpr (layout::WIDE) {
       // The least recent instance not already taken: its lane takes the slot's busy bit,
       // reads the value and tombstones the key (keeping the bit); a slot that is busy, or
-      // taken first by another warp, is read again.
-      walk(active, key, outcome,
+      // taken first by another warp, is read again. One copy of the visit: inlined twice
+      // (work_queue::run<2>) it would spill at 32 registers.
+      walk<1>(active, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              bool finished;
              const int dest = first_settled(k, slab, word, finished);
