@@ -14,13 +14,21 @@
 // A request that passes either cap ends there: `give_up(src)` is called (by all lanes)
 // and the warp goes on with the next request. Nothing else ever loops.
 //
-// The loop is software-pipelined: when the warp takes up request `src` it already calls
+// The loop is software-pipelined: when the warp takes up request `src` it first calls
 // `prefetch(next)` for the request after it, so the first read of the next request is in
-// flight while the warp works on this one (two reads in flight per warp). A structure
-// whose first read depends on nothing but the request (a home bucket) gains most of a
-// memory latency per request from it. What `prefetch` returns (`Ahead`) is kept across
-// the visits; `open(ahead)` turns it into the cursor the visits move (keep `Ahead` small:
-// it is live during every visit).
+// flight while the warp waits for and works on this one (two reads in flight per warp). A
+// structure whose first read depends on nothing but the request (a home bucket) gains
+// most of a memory latency per request from it. What `prefetch` returns (`Ahead`) is kept
+// across the visits; `open(ahead)` turns it into the cursor the visits move (keep `Ahead`
+// small: it is live during every visit).
+//
+// The loop is unrolled by two, alternating two `Ahead` variables, and that is what makes
+// the two reads overlap: with one variable the compiler rotates "next" into "current"
+// with a register move at each request, and a move of a register whose load is still in
+// flight waits for the load, so the next read would only be issued once the current one
+// had arrived (one read in flight). Alternating, the next read goes into the variable the
+// previous request has finished with, and nothing waits for a read before the one after
+// it is issued. The cost is code: the visit is inlined twice (`run<1>` keeps one copy).
 //
 // The callbacks, all called by all 32 lanes with warp-uniform arguments:
 //   Ahead  prefetch(int src)                   start src's request (issue its first read)
@@ -61,38 +69,74 @@ struct caps {
   unsigned retries;
 };
 
+// Serves one request: src's, whose first read `ahead` holds (see the top of this file).
+template <class Request, class Ahead, class Open, class Visit, class Reload, class GiveUp>
+__device__ __forceinline__ void serve(int src, const Request& request, const Ahead& ahead,
+                                      caps limits, Open& open, Visit& visit, Reload& reload,
+                                      GiveUp& give_up) {
+  auto cursor = open(ahead);
+  const Request r = warp::broadcast(request, src);
+  for (unsigned depth = 1, retries = 0;;) {
+    const step s = visit(src, r, cursor, depth);
+    if (s == DONE) return;
+    if (s == MOVED) {
+      ++depth;
+    } else {
+      ++retries;
+    }
+    if (depth > limits.steps || retries > limits.retries) {
+      give_up(src);
+      return;
+    }
+    reload(cursor);
+  }
+}
+
+// The lowest lane of `pending` after dropping its lowest bit (which it updates), or -1.
+__device__ __forceinline__ int take_next(unsigned& pending) {
+  pending &= pending - 1u;
+  return pending != 0u ? __ffs(pending) - 1 : -1;
+}
+
 // Serves the requests of the lanes with `active` one at a time, lowest lane first (see
-// the top of this file). Every lane of the warp must call it, converged.
-template <class Request, class Prefetch, class Open, class Visit, class Reload, class GiveUp>
+// the top of this file). Every lane of the warp must call it, converged. `Unroll` 2 (the
+// default) overlaps the next request's first read with the current request; 1 keeps one
+// copy of the visit (less code, one read in flight), for callers whose visit is large.
+template <unsigned Unroll = 2, class Request, class Prefetch, class Open, class Visit,
+          class Reload, class GiveUp>
 __device__ __forceinline__ void run(bool active, const Request& request, caps limits,
                                     Prefetch&& prefetch, Open&& open, Visit&& visit,
                                     Reload&& reload, GiveUp&& give_up) {
+  static_assert(Unroll == 1 || Unroll == 2, "the work queue is unrolled by one or two");
   unsigned pending = __ballot_sync(warp::FULL_MASK, active);
   if (pending == 0u) return;
   int src = __ffs(pending) - 1;
-  auto ahead = prefetch(src);
-  for (;;) {
-    auto cursor = open(ahead);
-    pending &= pending - 1u;
-    const int next_src = pending != 0u ? __ffs(pending) - 1 : -1;
-    if (next_src >= 0) ahead = prefetch(next_src);
-    const Request r = warp::broadcast(request, src);
-    for (unsigned depth = 1, retries = 0;;) {
-      const step s = visit(src, r, cursor, depth);
-      if (s == DONE) break;
-      if (s == MOVED) {
-        ++depth;
-      } else {
-        ++retries;
-      }
-      if (depth > limits.steps || retries > limits.retries) {
-        give_up(src);
-        break;
-      }
-      reload(cursor);
+  auto even = prefetch(src);
+  if constexpr (Unroll == 1) {
+    for (;;) {
+      const int next = take_next(pending);
+      const auto current = even;
+      if (next >= 0) even = prefetch(next);
+      serve(src, request, current, limits, open, visit, reload, give_up);
+      if (next < 0) return;
+      src = next;
     }
-    if (next_src < 0) return;
-    src = next_src;
+  } else {
+    decltype(even) odd;
+    for (;;) {
+      // `even` holds src's first read; the next request's goes into `odd`.
+      int next = take_next(pending);
+      if (next >= 0) odd = prefetch(next);
+      serve(src, request, even, limits, open, visit, reload, give_up);
+      if (next < 0) return;
+      src = next;
+      // And the other way round.
+      next = take_next(pending);
+      if (next >= 0) even = prefetch(next);
+      serve(src, request, odd, limits, open, visit, reload, give_up);
+      if (next < 0) return;
+      src = next;
+    }
   }
 }
 

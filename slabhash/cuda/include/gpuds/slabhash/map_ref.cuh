@@ -11,17 +11,23 @@
 // Keys and values are 32 or 64 bits each (layout.cuh). The paper's u32/u32 pair is one
 // 64-bit word: one CAS claims, replaces or deletes it. A wider pair changes in two steps
 // under its slot's busy bit (layout.cuh): a claim CASes the key from EMPTY (the bit still
-// set from the fresh slab), stores the value, then clears the bit with a release; a
-// replacement or deletion takes the bit (an atomic OR that found it clear), then stores
-// the value (and clears the bit) or the tombstone (and keeps it: a tombstone is never
-// changed again before FLUSH). Why readers stay correct: a reader that finds its key in
-// a busy slot reads the slab again (bounded by the retry cap) instead of using the value,
-// so it never returns a value before the claim that wrote it finished nor one a holder
-// is changing; a slot seen not busy holds its key's value of that moment (each value is
-// one aligned atomic word). Only one holder at a time changes a slot's value, so a
-// replacement's old value and a deletion's removed value are exact, and a deletion and a
-// replacement of one key take effect in the order they took the bit. Holders never wait
-// for anything while they hold a slot, so readers re-read for at most a few accesses.
+// set from the fresh slab) without waiting for the CAS, like a packed claim; after the
+// walk the lanes whose CAS won store their values, the warp makes one fence and each
+// clears its bit with a relaxed atomic (value store, fence, clear: a release pattern per
+// lane, one fence per warp and pass instead of a release per claim); lost claims run
+// again. A replacement or deletion takes the bit (an atomic OR that found it clear),
+// then stores the value (and clears the bit) or the tombstone (and keeps it: a tombstone
+// is never changed again before FLUSH). Why readers stay correct: a reader that finds its
+// key in a busy slot reads the slab again (bounded by the retry cap) instead of using the
+// value, so it never returns a value before the claim that wrote it is published nor one
+// a holder is changing; a slot seen not busy holds its key's value of that moment (each
+// value is one aligned atomic word). Only one holder at a time changes a slot's value, so
+// a replacement's old value and a deletion's removed value are exact, and a deletion and
+// a replacement of one key take effect in the order they took the bit. A holder waits for
+// nothing but the end of its warp's walk (its claim) or its own accesses (a replacement
+// or deletion), so readers re-read for at most one walk of 32 requests; a store that
+// finds its key busy does not re-read but runs again in the next pass, so a warp never
+// waits for a claim of its own that it has not published yet.
 //
 // Operations (the paper's §III-B, plus the dissertation's §5.4 replace result):
 //   replace   REPLACE: unique keys; OP_ABSENT (added) or OP_PRESENT (old value out;
@@ -78,12 +84,18 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     if constexpr (layout::WIDE) {
+      // The busy word is shuffled beside the ballot and the value right after the first
+      // hit is known, both before the busy bit is tested: no shuffle waits for another
+      // (testing the bit first would put the busy shuffle and the value shuffles one after
+      // the other on every hit).
       walk(active, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             bool finished;
-             const int dest = first_settled(k, slab, word, finished);
-             if (dest < 0) return finished;
+             const unsigned busy_bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);
+             const unsigned hits = layout::match_key(word, k);
+             if (hits == 0) return !advance(slab, word);
+             const int dest = __ffs(hits) - 1;
              const V v = layout::value_at(word, dest);
+             if ((busy_bits >> layout::slot_of(dest)) & 1u) return false;  // being changed: re-read
              if (lane == static_cast<unsigned>(src)) {
                outcome = OP_PRESENT;
                value = v;
@@ -116,8 +128,9 @@ struct map_ref : detail::table {
     if constexpr (layout::WIDE) {
       // The least recent instance not already taken: its lane takes the slot's busy bit,
       // reads the value and tombstones the key (keeping the bit); a slot that is busy, or
-      // taken first by another warp, is read again.
-      walk(active, key, outcome,
+      // taken first by another warp, is read again. One copy of the visit: inlined twice
+      // (work_queue::run<2>) it would spill at 32 registers.
+      walk<1>(active, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              bool finished;
              const int dest = first_settled(k, slab, word, finished);
@@ -146,9 +159,8 @@ struct map_ref : detail::table {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
-             if (lane == static_cast<unsigned>(src)) {
-               seen = exch_pair_relaxed(slab + dest, pack_pair(TOMBSTONE_KEY, EMPTY_VALUE));
-             }
+             exch_pair_relaxed_if(lane == static_cast<unsigned>(src), slab + dest,
+                                  pack_pair(TOMBSTONE_KEY, EMPTY_VALUE), seen);
              return true;
            });
       if (active && outcome != OP_FAILED &&
@@ -310,6 +322,11 @@ struct map_ref : detail::table {
     return dest;
   }
 
+  // The store walk's work-queue unroll (core's work_queue::run): two reads in flight for
+  // the packed layouts; one copy of the larger wide visit, which would spill at 32
+  // registers if inlined twice.
+  static constexpr unsigned STORE_UNROLL = layout::WIDE ? 1 : 2;
+
   // An inserting request's outcome while it waits for a slab at the end of its list.
   static constexpr unsigned NEEDS_SLAB = 4;
 
@@ -338,9 +355,12 @@ struct map_ref : detail::table {
     // after the walk, where the allocator's registers are not live together with the
     // walk's, and the request runs again.
     unsigned long long seen = 0;
+    // Wide layouts: what a claim's CAS of the key found (EMPTY: the claim won), checked
+    // after the walk like a packed CAS; `seen` then holds the claimed slot (slab | slot).
+    K claimed = empty_key<K>;
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
-      walk(pending, key, outcome,
+      walk<STORE_UNROLL>(pending, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
              unsigned hits, empties;
              if constexpr (layout::WIDE) {
@@ -369,8 +389,26 @@ struct map_ref : detail::table {
              const int dest = __ffs(targets) - 1;
              const bool replace_here = (hits >> dest) & 1u;
              if constexpr (layout::WIDE) {
-               return store_wide(lane == static_cast<unsigned>(src), k, value, slab, word, dest,
-                                 replace_here, unique, outcome, old);
+               const bool mine = lane == static_cast<unsigned>(src);
+               if (!replace_here) {
+                 // A claim: CAS the key from EMPTY (the slot's busy bit is set since its
+                 // slab was fresh) and go on; the CAS is checked, the value stored and the
+                 // bit cleared after the walk.
+                 // Selects, not a branch (as in the packed path).
+                 outcome = mine ? (unique ? OP_ABSENT : OP_ADDED) : outcome;
+                 claimed = mine ? empty_key<K> : claimed;
+                 seen = mine ? reinterpret_cast<unsigned long long>(slab) | layout::slot_of(dest)
+                             : seen;
+                 cas_relaxed_if(mine, layout::key_ptr(slab, dest), k, claimed);
+                 return true;
+               }
+               if (layout::is_busy(word, dest)) {
+                 // Being claimed or changed (perhaps by this warp, whose claims are only
+                 // published after the walk): the request runs again in the next pass.
+                 outcome = mine ? BUSY_SEEN : outcome;
+                 return true;
+               }
+               return replace_wide(mine, value, slab, dest, outcome, old);
              } else {
              unsigned ev = EMPTY_VALUE;
              if (replace_here) ev = __shfl_sync(warp::FULL_MASK, word, dest + 1);
@@ -398,6 +436,11 @@ struct map_ref : detail::table {
         lost = seen != (replacing ? pack_pair(static_cast<unsigned>(key), static_cast<unsigned>(old))
                                   : pack_pair(EMPTY_KEY, EMPTY_VALUE));
       }
+      if constexpr (layout::WIDE) {
+        if (pending && outcome == BUSY_SEEN) lost = true;
+        lost |= publish_claims(pending && (outcome == OP_ABSENT || outcome == OP_ADDED),
+                               claimed, seen, value);
+      }
       for (unsigned ends = __ballot_sync(warp::FULL_MASK, pending && outcome == NEEDS_SLAB);
            ends != 0u; ends &= ends - 1u) {
         const int src = __ffs(ends) - 1;
@@ -422,35 +465,48 @@ struct map_ref : detail::table {
     return outcome;
   }
 
-  // One visit of a wide store at its target slot (key lane `dest`), by all lanes; the
-  // request's lane (`mine`) acts. A present key's slot is taken (its busy bit), its value
-  // replaced and the slot released; an empty slot is claimed by a CAS of the key from
-  // EMPTY, its value stored and the slot released (its busy bit set since the slab was
-  // fresh). True when the request is done; false (a busy slot, a lost CAS or a slot
-  // taken first) re-reads the slab.
-  __device__ bool store_wide(bool mine, K k, V value, unsigned* slab, unsigned word, int dest,
-                             bool replace_here, bool unique, unsigned& outcome, V& old) const {
-    const unsigned slot = layout::slot_of(static_cast<unsigned>(dest));
-    if (replace_here && layout::is_busy(word, dest)) return false;
+  // A wide request that saw its key in a busy slot (outcome while it waits for the next
+  // pass).
+  static constexpr unsigned BUSY_SEEN = 5;
+
+  // One visit of a wide REPLACE at the slot holding its key (key lane `dest`, seen not
+  // busy), by all lanes; the request's lane (`mine`) takes the slot (its busy bit),
+  // replaces the value and releases the slot. True when the request is done; false (the
+  // slot taken first by another warp) re-reads the slab.
+  __device__ bool replace_wide(bool mine, V value, unsigned* slab, int dest, unsigned& outcome,
+                               V& old) const {
     bool done = false;
     if (mine) {
-      V* const at = layout::value_ptr(slab, dest);
-      if (replace_here) {
-        done = take_slot(slab, slot);
-        if (done) {
-          old = mem::ld_relaxed(at);
-          outcome = OP_PRESENT;
-        }
-      } else {
-        done = mem::cas_relaxed(layout::key_ptr(slab, dest), empty_key<K>, k) == empty_key<K>;
-        if (done) outcome = unique ? OP_ABSENT : OP_ADDED;
-      }
+      const unsigned slot = layout::slot_of(static_cast<unsigned>(dest));
+      done = take_slot(slab, slot);
       if (done) {
+        V* const at = layout::value_ptr(slab, dest);
+        old = mem::ld_relaxed(at);
+        outcome = OP_PRESENT;
         mem::st_relaxed(at, value);
         release_slot(slab, slot);
       }
     }
     return __ballot_sync(warp::FULL_MASK, done) != 0u;
+  }
+
+  // After a wide walk, by all lanes: each lane whose request issued a claim (`claiming`)
+  // checks its CAS (`claimed`: what it found). A won claim stores its value in the slot
+  // (`where`: slab | slot) and clears the slot's busy bit, all the warp's won claims behind
+  // one fence (a release pattern per lane: its value store, the fence, the relaxed clear),
+  // so that a reader that sees the bit clear sees the value. Returns whether this lane's
+  // claim lost (its request runs again). `where` packs the slot into the slab address's
+  // low 7 bits: every slab is a 128-byte aligned line (the base slabs' array and the
+  // pool's 128-byte units start at allocation boundaries).
+  __device__ bool publish_claims(bool claiming, K claimed, unsigned long long where,
+                                 V value) const {
+    const bool won = claiming && claimed == empty_key<K>;
+    unsigned* const slab = reinterpret_cast<unsigned*>(where & ~static_cast<unsigned long long>(SLAB_WORDS * 4 - 1));
+    const unsigned slot = static_cast<unsigned>(where) & (SLAB_WORDS * 4 - 1);
+    st_relaxed_if(won, layout::value_ptr(slab, layout::key_lane(slot)), value);
+    fence_acq_rel_if(won);
+    clear_busy_relaxed_if(won, slab, slot);
+    return claiming && !won;
   }
 };
 

@@ -67,11 +67,20 @@ __device__ __forceinline__ unsigned long long pack_pair(unsigned key, unsigned v
   return pair;
 }
 
-// Relaxed 64-bit exchange of a slot: like the CASes, a deletion publishes nothing but
-// the slot itself.
-__device__ __forceinline__ unsigned long long exch_pair_relaxed(unsigned* slot,
-                                                              unsigned long long pair) {
-  return mem::exch_relaxed(reinterpret_cast<unsigned long long*>(slot), pair);
+// Relaxed 64-bit exchange of a slot, made only where `mine` holds, into `pair` (unchanged
+// elsewhere): like the CASes, a deletion publishes nothing but the slot itself. One
+// predicated instruction, so that the walk around it has no divergent branch (a branch
+// there makes the compiler guard every later shuffle and ballot of the loop with a
+// divergence check).
+__device__ __forceinline__ void exch_pair_relaxed_if(bool mine, unsigned* slot,
+                                                     unsigned long long desired,
+                                                     unsigned long long& pair) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+      "@p atom.relaxed.gpu.global.exch.b64 %0, [%2], %3;\n\t}"
+      : "+l"(pair)
+      : "r"(static_cast<unsigned>(mine)), "l"(slot), "l"(desired)
+      : "memory");
 }
 
 // Relaxed 64-bit CAS of a slot, made only where `mine` holds: `pair` holds the expected
@@ -90,6 +99,24 @@ __device__ __forceinline__ void cas_pair_relaxed_if(bool mine, unsigned* slot,
       : "memory");
 }
 
+// Relaxed CAS of a 32- or 64-bit word, made only where `mine` holds, with `seen` as the
+// expected word before and what the CAS found after, in place (see cas_pair_relaxed_if:
+// nothing waits for the result until it is read).
+__device__ __forceinline__ void cas_relaxed_if(bool mine, unsigned* at, unsigned desired,
+                                               unsigned& seen) {
+  asm volatile(
+      "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %1, 0;\n\t"
+      "@p atom.relaxed.gpu.global.cas.b32 %0, [%2], %0, %3;\n\t}"
+      : "+r"(seen)
+      : "r"(static_cast<unsigned>(mine)), "l"(at), "r"(desired)
+      : "memory");
+}
+__device__ __forceinline__ void cas_relaxed_if(bool mine, unsigned long long* at,
+                                               unsigned long long desired,
+                                               unsigned long long& seen) {
+  cas_pair_relaxed_if(mine, reinterpret_cast<unsigned*>(at), desired, seen);
+}
+
 // The busy bit of slot `slot` of a wide layout (layout.cuh). take_slot sets it with an
 // acquire (what the last holder wrote before its release is visible after) and says
 // whether it was clear, so that the caller now holds the slot; release_slot clears it
@@ -104,6 +131,37 @@ __device__ __forceinline__ bool take_slot(unsigned* slab, unsigned slot) {
 }
 __device__ __forceinline__ void release_slot(unsigned* slab, unsigned slot) {
   asm volatile("red.release.gpu.global.and.b32 [%0], %1;" ::"l"(slab + AUX_LANE), "r"(~(1u << slot))
+               : "memory");
+}
+
+// Publishing a wide claim, each step made only where `mine` holds, as predicated
+// instructions (a branch after the walk made the compiler guard the walk's shuffles with
+// divergence checks): the value's relaxed store; a fence (a release when it follows the
+// store and precedes the clear in the same thread); the relaxed clear of slot `slot`'s busy
+// bit. The value store, the fence and the clear of one thread form a release pattern, so
+// that a warp publishes all its claims of a pass behind one fence.
+__device__ __forceinline__ void st_relaxed_if(bool mine, unsigned* at, unsigned v) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p st.relaxed.gpu.global.b32 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
+               "l"(at), "r"(v)
+               : "memory");
+}
+__device__ __forceinline__ void st_relaxed_if(bool mine, unsigned long long* at,
+                                              unsigned long long v) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p st.relaxed.gpu.global.b64 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
+               "l"(at), "l"(v)
+               : "memory");
+}
+__device__ __forceinline__ void fence_acq_rel_if(bool mine) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p fence.acq_rel.gpu;\n\t}" ::"r"(static_cast<unsigned>(mine))
+               : "memory");
+}
+__device__ __forceinline__ void clear_busy_relaxed_if(bool mine, unsigned* slab, unsigned slot) {
+  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
+               "@p red.relaxed.gpu.global.and.b32 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
+               "l"(slab + AUX_LANE), "r"(~(1u << slot))
                : "memory");
 }
 

@@ -149,7 +149,7 @@ struct table {
   // by the time its request runs; operations only ever change a slab through a CAS that
   // checks what they saw (a lost CAS re-reads or runs its request again), or, deleting a
   // unique key, through an exchange whose result says what it replaced.
-  template <class K, class Visit>
+  template <unsigned Unroll = 2, class K, class Visit>
   __device__ void walk(bool active, K key, unsigned& outcome, Visit&& visit) const {
     struct ahead {
       unsigned bucket;
@@ -160,7 +160,7 @@ struct table {
       unsigned word;
     };
     const unsigned home = active ? bucket_of(key) : 0u;
-    work_queue::run(
+    work_queue::run<Unroll>(
         active, key, work_queue::caps{step_cap, retry_cap()},
         [&](int src) {
           const unsigned bucket = __shfl_sync(warp::FULL_MASK, home, src);
