@@ -26,18 +26,18 @@ extern "C" __global__ void touch(unsigned* a, unsigned long long* b, unsigned* s
   pair p{warp::lane_id(), static_cast<unsigned>(warp::global_warp_id() + warp::warp_count())};
   p = warp::broadcast(p, 3);
   warp::work_share(p.k == 1, [&](int src) { x += src; return true; });
-  struct place { unsigned* at; unsigned word; };
-  work_queue::run(
-      x != 0, y, work_queue::caps{4u, 8u},
-      [&](int src) { return __shfl_sync(warp::FULL_MASK, x, src); },
-      [&](unsigned home) { return place{a + home % 2, mem::ld_relaxed(a + home % 2)}; },
-      [&](int src, const unsigned long long& r, place& c, unsigned depth) {
-        if (c.word == static_cast<unsigned>(r)) return work_queue::DONE;
-        if (depth < 3) { c.at = a + depth % 2; return work_queue::MOVED; }
-        return work_queue::AGAIN;
-      },
-      [&](place& c) { c.word = mem::ld_relaxed(c.at); },
-      [&](int src) { status::report(status, status::RETRY_LIMIT); });
+  work_queue::queue q(x != 0);
+  for (int src = q.empty() ? -1 : q.front(); src >= 0; src = q.pop()) {
+    const unsigned long long r = warp::broadcast(y, src);
+    unsigned* at = a + src % 2;
+    for (work_queue::budget b(4u, 8u);;) {
+      const unsigned word = mem::ld_relaxed(at);
+      if (word == static_cast<unsigned>(r)) break;
+      const work_queue::visit v = b.depth < 3 ? work_queue::MOVED : work_queue::AGAIN;
+      if (v == work_queue::MOVED) at = a + b.depth % 2;
+      if (!b.spend(v)) { status::report(status, status::RETRY_LIMIT); break; }
+    }
+  }
   x += warp::tile<8>::rank() + warp::tile<8>::index_in_warp() + warp::tile<8>::mask();
   x += warp::tile<4>::ballot(x & 1) + warp::tile<16>::shfl(x, 2) + warp::tile<32>::any(x);
   hash::universal h{3u, 5u, static_cast<unsigned>(hash::UNIVERSAL_PRIME)};

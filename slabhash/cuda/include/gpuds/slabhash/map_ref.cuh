@@ -128,9 +128,8 @@ struct map_ref : detail::table {
     if constexpr (layout::WIDE) {
       // The least recent instance not already taken: its lane takes the slot's busy bit,
       // reads the value and tombstones the key (keeping the bit); a slot that is busy, or
-      // taken first by another warp, is read again. One copy of the visit: inlined twice
-      // (work_queue::run<2>) it would spill at 32 registers.
-      walk<1>(active, key, outcome,
+      // taken first by another warp, is read again.
+      walk(active, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              bool finished;
              const int dest = first_settled(k, slab, word, finished);
@@ -322,11 +321,6 @@ struct map_ref : detail::table {
     return dest;
   }
 
-  // The store walk's work-queue unroll (core's work_queue::run): two reads in flight for
-  // the packed layouts; one copy of the larger wide visit, which would spill at 32
-  // registers if inlined twice.
-  static constexpr unsigned STORE_UNROLL = layout::WIDE ? 1 : 2;
-
   // An inserting request's outcome while it waits for a slab at the end of its list.
   static constexpr unsigned NEEDS_SLAB = 4;
 
@@ -360,7 +354,7 @@ struct map_ref : detail::table {
     K claimed = empty_key<K>;
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
-      walk<STORE_UNROLL>(pending, key, outcome,
+      walk(pending, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
              unsigned hits, empties;
              if constexpr (layout::WIDE) {

@@ -34,9 +34,7 @@ struct set_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    // One copy of the visit (work_queue::run<1>): it appends slabs in place, and inlined
-    // twice the allocator's code would spill at 32 registers.
-    walk<1>(
+    walk(
         active, key, outcome,
         [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
           const unsigned hits = layout::match_key(word, k);

@@ -149,34 +149,41 @@ struct table {
   // by the time its request runs; operations only ever change a slab through a CAS that
   // checks what they saw (a lost CAS re-reads or runs its request again), or, deleting a
   // unique key, through an exchange whose result says what it replaced.
-  template <unsigned Unroll = 2, class K, class Visit>
+  template <class K, class Visit>
   __device__ void walk(bool active, K key, unsigned& outcome, Visit&& visit) const {
-    struct ahead {
-      unsigned bucket;
-      unsigned word;
-    };
-    struct cursor {
-      unsigned* slab;
-      unsigned word;
-    };
+    const unsigned lane = warp::lane_id();
     const unsigned home = active ? bucket_of(key) : 0u;
-    work_queue::run<Unroll>(
-        active, key, work_queue::caps{step_cap, retry_cap()},
-        [&](int src) {
-          const unsigned bucket = __shfl_sync(warp::FULL_MASK, home, src);
-          return ahead{bucket, read_slab(base_slab(bucket))};
-        },
-        [&](const ahead& a) { return cursor{base_slab(a.bucket), a.word}; },
-        [&](int src, K k, cursor& c, unsigned depth) {
-          const unsigned* const at = c.slab;
-          if (visit(src, k, c.slab, c.word, depth)) return work_queue::DONE;
-          return c.slab != at ? work_queue::MOVED : work_queue::AGAIN;
-        },
-        [&](cursor& c) { c.word = read_slab(c.slab); },
-        [&](int src) {
+    work_queue::queue q(active);
+    if (q.empty()) return;
+    int src = q.front();
+    unsigned* slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
+    unsigned word = read_slab(slab);
+    for (;;) {
+      const int next_src = q.pop();
+      // The next request's bucket, not its slab address, is kept across the visit (one
+      // register instead of two).
+      unsigned next_bucket = 0u;
+      unsigned next_word = 0u;
+      if (next_src >= 0) {
+        next_bucket = __shfl_sync(warp::FULL_MASK, home, next_src);
+        next_word = read_slab(base_slab(next_bucket));
+      }
+      const K k = warp::broadcast(key, src);
+      for (work_queue::budget b(step_cap, retry_cap());;) {
+        const unsigned* const at = slab;
+        if (visit(src, k, slab, word, b.depth)) break;
+        if (!b.spend(slab != at ? work_queue::MOVED : work_queue::AGAIN)) {
           report(status::RETRY_LIMIT);
-          if (warp::lane_id() == static_cast<unsigned>(src)) outcome = OP_FAILED;
-        });
+          if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
+          break;
+        }
+        word = read_slab(slab);
+      }
+      if (next_src < 0) return;
+      src = next_src;
+      slab = base_slab(next_bucket);
+      word = next_word;
+    }
   }
 
   // Follows the next address of the slab whose words the lanes hold; false at the tail.
