@@ -5,8 +5,8 @@
 //! | keys, values | slot | node | slots | pairs |
 //! | --- | --- | --- | --- | --- |
 //! | u32, u32 | 8 bytes: key word, value word | 128 bytes | 16 | 14 |
-//! | any u64 (default) | 16 bytes: key zero-extended to 8 bytes, then the value | 128 bytes | 8 | 6 |
-//! | any u64 (`wide_node_bytes` 256) | 16 bytes | 256 bytes | 16 | 14 |
+//! | any u64 (`wide_node_bytes` 128) | 16 bytes: key zero-extended to 8 bytes, then the value | 128 bytes | 8 | 6 |
+//! | any u64 (default, `wide_node_bytes` 256) | 16 bytes | 256 bytes | 16 | 14 |
 //!
 //! | slots | leaf | internal node |
 //! | --- | --- | --- |

@@ -267,7 +267,8 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
     const NAME: &'static str = "GpuBTreeMap";
     const EXPERIMENT: &'static str = "btree";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
-        GpuBTreeMap::with_config(&bench.gpu, tree_config(n, 128)).map_err(tree_error)
+        let config = tree_config(n, BTreeConfig::default().wide_node_bytes);
+        GpuBTreeMap::with_config(&bench.gpu, config).map_err(tree_error)
     }
     fn clear(&mut self) -> Result<()> {
         GpuBTreeMap::clear(self).map_err(tree_error)
@@ -291,25 +292,27 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
     }
 }
 
-/// A GpuBTreeMap of 64-bit pairs in 256-byte nodes (14 pairs) whose queries take tiles of
-/// `TILE` lanes (8: two slots per lane; 16: one), the layout measured against the default
-/// 128-byte node (6 pairs).
-struct Node256<K: TreeKey, V: TreeValue, const TILE: u32>(GpuBTreeMap<K, V>);
+/// A GpuBTreeMap of 64-bit pairs in nodes of `BYTES` (128: 6 pairs; 256: 14) whose
+/// queries take tiles of `TILE` lanes, a layout measured against the default (256-byte
+/// nodes, 8 lanes).
+struct Layout<K: TreeKey, V: TreeValue, const BYTES: u32, const TILE: u32>(GpuBTreeMap<K, V>);
 
-impl<K: TreeKey, V: TreeValue, const TILE: u32> Subject<K, V> for Node256<K, V, TILE> {
-    const NAME: &'static str = if TILE == 8 {
-        "GpuBTreeMap (256-byte nodes, 8 lanes)"
-    } else {
-        "GpuBTreeMap (256-byte nodes, 16 lanes)"
+impl<K: TreeKey, V: TreeValue, const BYTES: u32, const TILE: u32> Subject<K, V>
+    for Layout<K, V, BYTES, TILE>
+{
+    const NAME: &'static str = match (BYTES, TILE) {
+        (128, 8) => "GpuBTreeMap (128-byte nodes, 8 lanes)",
+        (256, 8) => "GpuBTreeMap (256-byte nodes, 8 lanes)",
+        _ => "GpuBTreeMap (256-byte nodes, 16 lanes)",
     };
     const EXPERIMENT: &'static str = "btree";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
         let config = BTreeConfig {
             query_tile: TILE,
-            ..tree_config(n, 256)
+            ..tree_config(n, BYTES)
         };
         GpuBTreeMap::with_config(&bench.gpu, config)
-            .map(Node256)
+            .map(Layout)
             .map_err(tree_error)
     }
     fn clear(&mut self) -> Result<()> {
@@ -334,51 +337,53 @@ impl<K: TreeKey, V: TreeValue, const TILE: u32> Subject<K, V> for Node256<K, V, 
     }
 }
 
-/// The node-layout comparison of a 64-bit tree: 256-byte nodes read by 8 and by 16 lanes
-/// against the default 128-byte ones (8 lanes), the same operations, this run.
+/// The node-layout comparison of a 64-bit tree: 128-byte nodes read by 8 lanes and
+/// 256-byte nodes read by 16 against the default (256-byte nodes, 8 lanes), the same
+/// operations, this run.
 fn node_rows<K: TreeKey, V: TreeValue>(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>> {
-    let small = measure::<K, V, GpuBTreeMap<K, V>>(bench, n, load)?;
-    let mut out = layout_rows::<K, V, 8>(
-        &measure::<K, V, Node256<K, V, 8>>(bench, n, load)?,
-        &small,
+    let default = measure::<K, V, Layout<K, V, 256, 8>>(bench, n, load)?;
+    let mut out = layout_rows::<K, V, 128, 8>(
+        &measure::<K, V, Layout<K, V, 128, 8>>(bench, n, load)?,
+        &default,
         n,
     );
-    out.extend(layout_rows::<K, V, 16>(
-        &measure::<K, V, Node256<K, V, 16>>(bench, n, load)?,
-        &small,
+    out.extend(layout_rows::<K, V, 256, 16>(
+        &measure::<K, V, Layout<K, V, 256, 16>>(bench, n, load)?,
+        &default,
         n,
     ));
     Ok(out)
 }
 
-/// The rows of 256-byte nodes read by `TILE` lanes against 128-byte ones.
-fn layout_rows<K: TreeKey, V: TreeValue, const TILE: u32>(
-    large: &Measured,
-    small: &Measured,
+/// The rows of one layout against the default's.
+fn layout_rows<K: TreeKey, V: TreeValue, const BYTES: u32, const TILE: u32>(
+    measured: &Measured,
+    default: &Measured,
     n: usize,
 ) -> Vec<Row> {
     let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
-    ops(large)
+    let pairs = if BYTES == 128 { 6 } else { 14 };
+    ops(measured)
         .into_iter()
-        .zip(ops(small))
+        .zip(ops(default))
         .map(|((op, timing, unit), (_, base, _))| {
             Row::new(
                 "btree",
-                &format!("{op}, {types}, 256-byte nodes, {TILE} lanes"),
+                &format!("{op}, {types}, {BYTES}-byte nodes, {TILE} lanes"),
                 n as u64,
                 timing,
                 n as f64,
                 unit,
             )
-            .with_structure(Node256::<K, V, TILE>::NAME)
+            .with_structure(Layout::<K, V, BYTES, TILE>::NAME)
             .with_operation(op)
             .with_types(K::SUFFIX, V::SUFFIX)
             .with_baseline(Some(Baseline {
-                label: "GpuBTreeMap, 128-byte nodes (the default), 8 lanes, this run".into(),
+                label: "GpuBTreeMap, 256-byte nodes (the default), 8 lanes, this run".into(),
                 rate: base.giga_rate(n as f64),
             }))
             .with_note(format!(
-                "node layout: 14 pairs read by {TILE} lanes against 6 pairs read by 8"
+                "node layout: {pairs} pairs read by {TILE} lanes against 14 pairs read by 8"
             ))
         })
         .collect()

@@ -44,7 +44,7 @@
 #include <gpuds/core/warp.cuh>
 
 #ifndef GPUDS_BTREE_WIDE_NODE_BYTES
-#define GPUDS_BTREE_WIDE_NODE_BYTES 128
+#define GPUDS_BTREE_WIDE_NODE_BYTES 256
 #endif
 
 namespace gpuds {
