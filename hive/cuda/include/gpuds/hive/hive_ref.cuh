@@ -453,8 +453,10 @@ struct hive_ref : hive_locate<K, V> {
   // victim has room does the chain take a random-walk step, displacing a victim into the
   // hand; such a step first claims a stash entry (stash.cuh), so that a chain that runs
   // out of rounds can always park the key in hand (both of whose buckets are locked); a
-  // chain that places its hand gives the claim back. With the stash full, nothing is
-  // displaced and the insert fails. Whenever a key lands outside
+  // chain that places its hand gives the claim back. With every entry claimed, nothing is
+  // displaced: the round is read again after a pause while some entries are only claimed
+  // (by chains in flight), and the insert fails when they are all taken or the pauses
+  // run out. Whenever a key lands outside
   // its first bucket, that bucket (locked by this chain) gets its flag first. A round in
   // which every victim tried was locked by another insert (or changed, or its target
   // filled up meanwhile), or in which some slot was pending, is read again after a
@@ -540,7 +542,11 @@ struct hive_ref : hive_locate<K, V> {
         if (!claimed) claimed = st.reserve();
         if (!claimed) {
           if (!mine) meta_of(target).unlock();
-          stuck = true;
+          // With entries left, the claims are those of chains in flight, which give them
+          // back or spend them soon: read the round again after a pause, as for a
+          // locked victim. Otherwise the stash is full.
+          contended = true;
+          stuck = st.used() >= st.capacity;
           break;
         }
         if (fh != cur) meta_of(fh).mark(META_SPILL);
@@ -576,7 +582,7 @@ struct hive_ref : hive_locate<K, V> {
       if (claimed) st.unreserve();
     } else {
       // Nothing displaced yet means the new key itself is in hand and may still need a
-      // slot; a displaced victim always has one reserved.
+      // slot; a displaced victim always has an entry claimed.
       if (!claimed) claimed = st.reserve();
       if (claimed) {
         meta_of(first_of(S::key_of(hand))).mark(META_STASHED);
