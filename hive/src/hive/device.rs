@@ -9,9 +9,11 @@ use crate::error::Result;
 
 const SOURCE: &str = include_str!("../../cuda/kernels/hive.cu");
 
-/// Control-block words, as in `gpuds/hive/hive_ref.cuh`: the stash tail (word 1 is
-/// unused), then the striped counters (one 128-byte line per stripe, summed here).
+/// Control-block words, as in `gpuds/hive/detail/hive_locate.cuh`: the stash's tail
+/// (entries taken) and claims (entries taken or promised; see `detail/stash.cuh`), then
+/// the striped counters (one 128-byte line per stripe, summed here).
 pub(crate) const CTRL_STASH_TAIL: usize = 0;
+pub(crate) const CTRL_STASH_CLAIMS: usize = 1;
 const CTRL_STRIPE_BASE: usize = 16;
 const CTRL_STRIPE_WORDS: usize = 16;
 const CTRL_STRIPES: usize = 32;

@@ -38,8 +38,11 @@ pub(crate) struct Image {
     pub meta: Vec<u32>,
     /// The stash's slots (its whole capacity).
     pub stash: Vec<u64>,
-    /// Stash reservations so far (may pass the capacity).
+    /// Stash entries taken since the last drain (the occupied prefix).
     pub stash_tail: u64,
+    /// Stash entries claimed (taken or promised): between kernels every claim has been
+    /// spent (an entry taken) or given back, so this equals the tail.
+    pub stash_claims: u64,
     /// The length the device counted.
     pub len: u64,
 }
@@ -157,7 +160,19 @@ impl Image {
             }
         }
         let entries = self.stash.len() / self.words();
-        let used = (self.stash_tail as usize).min(entries);
+        if self.stash_tail > entries as u64 {
+            return Err(format!(
+                "the stash tail {} is past its {entries} entries",
+                self.stash_tail
+            ));
+        }
+        if self.stash_claims != self.stash_tail {
+            return Err(format!(
+                "{} stash entries are claimed but {} taken: a claim was kept",
+                self.stash_claims, self.stash_tail
+            ));
+        }
+        let used = self.stash_tail as usize;
         for i in 0..entries {
             let Some((key, _)) = self.slot(&self.stash, i) else {
                 continue;
@@ -225,6 +240,7 @@ mod tests {
                     meta: (0..4).flat_map(|_| [0xff, 0]).collect(),
                     stash: vec![EMPTY; 64 * w],
                     stash_tail: 0,
+                    stash_claims: 0,
                     len: 0,
                 },
             }
@@ -321,6 +337,7 @@ mod tests {
             let mut unflagged = copy(&base);
             unflagged.stash(0, 99);
             unflagged.img.stash_tail = 1;
+            unflagged.img.stash_claims = 1;
             unflagged.img.len += 1;
             assert!(unflagged.img.check().unwrap_err().contains("STASHED"));
             let b99 = unflagged.buckets_of(99).0;
@@ -334,6 +351,7 @@ mod tests {
             let mut twice = copy(&base);
             twice.stash(0, 1);
             twice.img.stash_tail = 1;
+            twice.img.stash_claims = 1;
             twice.img.len += 1;
             assert!(twice.img.check().unwrap_err().contains("twice"));
 
@@ -341,6 +359,27 @@ mod tests {
             past_tail.stash(3, 99);
             past_tail.img.len += 1;
             assert!(past_tail.img.check().unwrap_err().contains("past the tail"));
+
+            // A claim neither spent nor given back (the leak that once filled stashes
+            // holding nothing), and a tail past the capacity.
+            let mut kept = copy(&base);
+            kept.stash(0, 99);
+            kept.img.stash_tail = 1;
+            kept.img.stash_claims = 2;
+            kept.img.len += 1;
+            let b99 = kept.buckets_of(99).0;
+            kept.img.meta[2 * b99 + 1] |= STASHED;
+            assert!(kept.img.check().unwrap_err().contains("claim was kept"));
+            kept.img.stash_claims = 1;
+            assert_eq!(kept.img.check(), Ok(()));
+            let mut beyond = copy(&base);
+            beyond.img.stash_tail = 65;
+            beyond.img.stash_claims = 65;
+            assert!(beyond
+                .img
+                .check()
+                .unwrap_err()
+                .contains("past its 64 entries"));
 
             let mut count = copy(&base);
             count.img.len = 9;

@@ -2,7 +2,7 @@
 
 use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 
-use super::device::{Counters, CTRL_STASH_TAIL};
+use super::device::{Counters, CTRL_STASH_CLAIMS, CTRL_STASH_TAIL};
 use super::image::Image;
 use super::types::{decode, words_per_slot};
 use super::{HiveKey, HiveMap, HiveStats, HiveValue};
@@ -194,7 +194,8 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// an empty slot, no bucket is locked, every key sits in one of its two buckets
     /// (under the current level mask and split pointer) or in the stash below its tail,
     /// a key outside its first bucket has that bucket's SPILL (second bucket) or STASHED
-    /// (stash) flag set, no key is stored twice, and the count matches the length.
+    /// (stash) flag set, no key is stored twice, the count matches the length, and no
+    /// stash entry is still claimed without having been taken.
     /// Synchronizes.
     pub fn validate(&self) -> Result<()> {
         let image = self.image()?;
@@ -224,6 +225,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
             meta: stream.clone_dtoh(&self.meta.slice(..2 * buckets))?,
             stash: stream.clone_dtoh(&self.stash)?,
             stash_tail: ctrl[CTRL_STASH_TAIL],
+            stash_claims: ctrl[CTRL_STASH_CLAIMS],
             len: Counters::of(&ctrl).len,
         })
     }

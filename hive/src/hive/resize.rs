@@ -13,9 +13,9 @@ use cudarc::driver::{CudaSlice, PushKernelArg};
 
 use gpuds_core::failures::CallStatus;
 
-use super::device::{Counters, CTRL_STASH_TAIL, EMPTY};
+use super::device::{Counters, CTRL_STASH_CLAIMS, CTRL_STASH_TAIL, EMPTY};
 
-/// A stash tail (words reserved since the last drain) past which an update batch ends
+/// A stash tail (entries taken since the last drain) past which an update batch ends
 /// with a drain: a lookup whose first bucket is flagged scans the whole tail, 64 words
 /// per round, so a few thousand words cost more than the drain of the pairs behind them.
 pub(super) const STASH_TAIL_LIMIT: u64 = 1024;
@@ -242,9 +242,9 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
 
     /// After an update batch: expand above the upper threshold (which drains the stash),
     /// contract below the lower one, and drain a stash that is half used (reinsertion
-    /// compacts it and makes room) or whose tail has passed [`STASH_TAIL_LIMIT`] words
-    /// (reservations that were never filled stay as empty words that every lookup of a
-    /// flagged bucket scans). A shorter stash is left as it is: only operations whose
+    /// compacts it and makes room) or whose tail has passed [`STASH_TAIL_LIMIT`] entries
+    /// (entries emptied by deletes stay as empty words that every lookup of a flagged
+    /// bucket scans). A shorter stash is left as it is: only operations whose
     /// first bucket has its STASHED flag look at it.
     pub(super) fn after_update(&mut self) -> Result<()> {
         if self.config.auto_resize {
@@ -328,9 +328,10 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
             self.stash = larger;
         }
         gpuds_core::primitives::fill(&self.gpu, &mut self.stash, EMPTY)?;
+        // The tail and the claims (none is held between kernels) start again at zero.
         stream.memcpy_htod(
-            &[0u64],
-            &mut self.ctrl.slice_mut(CTRL_STASH_TAIL..CTRL_STASH_TAIL + 1),
+            &[0u64, 0],
+            &mut self.ctrl.slice_mut(CTRL_STASH_TAIL..CTRL_STASH_CLAIMS + 1),
         )?;
         if used == 0 {
             self.stash_tail = 0;

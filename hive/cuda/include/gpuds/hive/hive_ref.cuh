@@ -451,9 +451,12 @@ struct hive_ref : hive_locate<K, V> {
   // there directly (a slot is claimed there with WABC first, and given back if the
   // victim changed meanwhile) and the key in hand takes its slot: done. Only when no
   // victim has room does the chain take a random-walk step, displacing a victim into the
-  // hand; such a step first reserves a stash slot, so that a chain that runs out of
-  // rounds can always park the key in hand (both of whose buckets are locked). With the
-  // stash full, nothing is displaced and the insert fails. Whenever a key lands outside
+  // hand; such a step first claims a stash entry (stash.cuh), so that a chain that runs
+  // out of rounds can always park the key in hand (both of whose buckets are locked); a
+  // chain that places its hand gives the claim back. With every entry claimed, nothing is
+  // displaced: the round is read again after a pause while some entries are only claimed
+  // (by chains in flight), and the insert fails when they are all taken or the pauses
+  // run out. Whenever a key lands outside
   // its first bucket, that bucket (locked by this chain) gets its flag first. A round in
   // which every victim tried was locked by another insert (or changed, or its target
   // filled up meanwhile), or in which some slot was pending, is read again after a
@@ -462,7 +465,7 @@ struct hive_ref : hive_locate<K, V> {
   // lost a race filled the stash.
   __device__ __noinline__ outcome evict(unsigned b1, word wd) const {
     const stash_ref<S> st = stash_of();
-    unsigned spare = st.capacity;  // the stash slot reserved for the hand
+    bool claimed = false;  // whether a stash entry is claimed for the hand
     unsigned held[MAX_EVICTION_BOUND + 1];
     unsigned nheld = 1;
     held[0] = b1;
@@ -536,10 +539,14 @@ struct hive_ref : hive_locate<K, V> {
           continue;
         }
         // A random-walk step: the victim comes into the hand.
-        if (spare >= st.capacity) spare = st.reserve();
-        if (spare >= st.capacity) {
+        if (!claimed) claimed = st.reserve();
+        if (!claimed) {
           if (!mine) meta_of(target).unlock();
-          stuck = true;
+          // With entries left, the claims are those of chains in flight, which give them
+          // back or spend them soon: read the round again after a pause, as for a
+          // locked victim. Otherwise the stash is full.
+          contended = true;
+          stuck = st.used() >= st.capacity;
           break;
         }
         if (fh != cur) meta_of(fh).mark(META_SPILL);
@@ -572,14 +579,14 @@ struct hive_ref : hive_locate<K, V> {
     }
     unsigned step = STEP_EVICT;
     if (placed) {
-      if (spare < st.capacity) st.unreserve(spare);
+      if (claimed) st.unreserve();
     } else {
       // Nothing displaced yet means the new key itself is in hand and may still need a
-      // slot; a displaced victim always has one reserved.
-      if (spare >= st.capacity) spare = st.reserve();
-      if (spare < st.capacity) {
+      // slot; a displaced victim always has an entry claimed.
+      if (!claimed) claimed = st.reserve();
+      if (claimed) {
         meta_of(first_of(S::key_of(hand))).mark(META_STASHED);
-        st.publish(spare, hand);
+        st.publish(hand);
         step = STEP_STASH;
       } else {
         status::report(status, status::STASH_FULL);

@@ -14,7 +14,8 @@ namespace hive {
 // Control block words (unsigned long long each). The counters that every tile adds to
 // are striped over CTRL_STRIPES lines of 128 bytes (the host sums them), so that no
 // single word takes an atomic from every tile.
-constexpr unsigned CTRL_STASH_TAIL = 0;     // stash reservations so far (word 1 is unused)
+constexpr unsigned CTRL_STASH_TAIL = 0;     // stash entries taken since the last drain
+constexpr unsigned CTRL_STASH_CLAIMS = 1;   // stash entries claimed (taken or promised)
 constexpr unsigned CTRL_STRIPE_BASE = 16;   // first word of stripe 0
 constexpr unsigned CTRL_STRIPE_WORDS = 16;  // one 128-byte line per stripe
 constexpr unsigned CTRL_STRIPES = 32;
@@ -99,7 +100,7 @@ struct hive_locate {
   }
   __device__ __forceinline__ bucket_meta meta_of(unsigned b) const { return bucket_meta{meta + b}; }
   __device__ __forceinline__ stash_ref<S> stash_of() const {
-    return stash_ref<S>{stash, ctrl + CTRL_STASH_TAIL, stash_capacity};
+    return stash_ref<S>{stash, ctrl + CTRL_STASH_TAIL, ctrl + CTRL_STASH_CLAIMS, stash_capacity};
   }
   __device__ __forceinline__ unsigned first_of(K k) const { return bucket_of(hashes(k).h1); }
   // The other candidate bucket of a key stored in bucket b (b itself when both agree).

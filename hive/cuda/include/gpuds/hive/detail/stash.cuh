@@ -1,13 +1,23 @@
 // gpuds/hive/detail/stash.cuh: HiveMap's overflow stash (Hive paper, §IV-A, step 4).
 //
-// A ring of `capacity` slot words (hive_slot.cuh) in global memory. Producers reserve a slot with one
-// fetch-add on the tail and publish the word there; a reservation past the capacity
-// means the stash is full (the operation reports it; nothing spins). Lookups scan the
-// occupied prefix with the whole tile, deletes empty a slot with a compare-and-swap.
-// Only operations whose first bucket has its STASHED flag look here at all, so the tail
-// is not a word that every lookup or insert reads.
+// A ring of `capacity` slot words (hive_slot.cuh) in global memory and two counters:
+// `claims`, the entries promised, and `tail`, the entries taken. An eviction that may
+// have to park a displaced key first claims an entry (reserve: a compare-and-swap that
+// never takes the count past the capacity; none left means the stash is full, and the
+// operation reports it; nothing spins), and either gives the claim back (unreserve: one
+// atomic decrement, whatever other claims came and went meanwhile) or parks the key
+// (publish: a fetch-add on the tail picks the entry, then the word is stored there).
+// Every entry taken spends a claim that is never given back, so tail <= claims <=
+// capacity: the entry a publish picks is always inside the ring, and the occupied
+// prefix has no holes but those of deletes. (A single counter that was both, with a
+// reservation given back only while it was still the last one, leaked every
+// reservation of concurrent evictions that did not end in the stash: a batch of a few
+// hundred random-walk evictions filled a stash that held nothing.)
+// Lookups scan the occupied prefix (the tail) with the whole tile, deletes empty a slot
+// with a compare-and-swap. Only operations whose first bucket has its STASHED flag look
+// here at all, so the tail is not a word that every lookup or insert reads.
 // Between batches the host drains the stash (after an expansion, or when half of it is
-// used), resets the tail to the head, and reinserts the drained words into the table.
+// used), resets both counters, and reinserts the drained words into the table.
 #pragma once
 #include <gpuds/hive/detail/hive_bucket.cuh>
 
@@ -18,7 +28,8 @@ template <typename S>
 struct stash_ref {
   using word = typename S::word;
   word* words;
-  unsigned long long* tail;
+  unsigned long long* tail;    // entries taken: the occupied prefix
+  unsigned long long* claims;  // entries promised (taken, or claimed to be taken)
   unsigned capacity;
 
   // Words in use, the same on every lane of the tile (rank 0 reads the tail). A stash
@@ -36,8 +47,8 @@ struct stash_ref {
 
   // WCME over the stash, SCAN * SLOTS words at a time: each lane loads SCAN words before
   // the tile ballots over them. The bulk lookup scans with SCAN 2, so that a long stash
-  // (reservations that were never given back stay as empty words until the next drain)
-  // costs fewer dependent round trips: one tile scanning a stash of some thousand words
+  // (entries emptied by deletes stay as empty words until the next drain) costs fewer
+  // dependent round trips: one tile scanning a stash of some thousand words
   // one line at a time made the whole lookup kernel wait for it.
   // `busy` (when not null) is set where a scanned slot was BUSY_KEY (wide slots).
   template <bool COHERENT, unsigned SCAN = 1>
@@ -67,27 +78,37 @@ struct stash_ref {
     return false;
   }
 
-  // Rank 0 reserves a slot; returns its index, or `capacity` when the stash is full.
-  __device__ __forceinline__ unsigned reserve() const {
-    unsigned index = 0;
+  // Claims an entry for a key that may have to be parked (rank 0; the same answer on
+  // every lane): false when `capacity` entries are claimed already (the stash is full).
+  // The count never passes the capacity, so a failed claim costs no one else an entry.
+  __device__ __forceinline__ bool reserve() const {
+    unsigned ok = 0;
     if (tile::rank() == 0) {
-      const unsigned long long t = mem::fetch_add_relaxed(tail, 1ull);
-      index = t < capacity ? static_cast<unsigned>(t) : capacity;
+      unsigned long long c = mem::ld_relaxed(claims);
+      while (c < capacity) {
+        const unsigned long long seen = mem::cas_relaxed(claims, c, c + 1ull);
+        if (seen == c) {
+          ok = 1;
+          break;
+        }
+        c = seen;
+      }
     }
-    return tile::shfl(index, 0);
+    return tile::shfl(ok, 0) != 0;
   }
 
-  // Gives an unused reservation back when it is still the last one; otherwise the slot
-  // stays empty until the next drain.
-  __device__ __forceinline__ void unreserve(unsigned index) const {
-    if (tile::rank() == 0) {
-      mem::cas_relaxed(tail, static_cast<unsigned long long>(index) + 1ull,
-                       static_cast<unsigned long long>(index));
-    }
+  // Gives a claim that was not used back (rank 0).
+  __device__ __forceinline__ void unreserve() const {
+    if (tile::rank() == 0) mem::fetch_add_relaxed(claims, ~0ull);
   }
 
-  __device__ __forceinline__ void publish(unsigned index, word w) const {
-    if (tile::rank() == 0) S::publish_release(words + index, w);
+  // Parks `w` with a claim the caller holds (which it spends): takes the next entry
+  // (below the capacity, see the top of this file) and stores the word there.
+  __device__ __forceinline__ void publish(word w) const {
+    if (tile::rank() == 0) {
+      const unsigned long long index = mem::fetch_add_relaxed(tail, 1ull);
+      S::publish_release(words + index, w);
+    }
   }
 };
 
