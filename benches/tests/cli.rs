@@ -131,6 +131,10 @@ fn experiment_options_are_checked_before_any_gpu_work() {
         ),
         (&["alloc", "--key", "u64"], "u64 keys do not apply to alloc"),
         (
+            &["hive", "--value", "u64"],
+            "HiveMap stores u64 values with u64 keys only",
+        ),
+        (
             &["btree", "--load", "0.5"],
             "--load does not apply to btree",
         ),

@@ -167,6 +167,9 @@ pub fn check(experiment: &str, params: &Params) -> Result<(), String> {
         return Err(format!("no experiment called {experiment}"));
     };
     words(e.accepts, e.name)?;
+    if e.name == "hive" && params.key == Word::U32 && params.value == Word::U64 {
+        return Err("HiveMap stores u64 values with u64 keys only (--key u64)".into());
+    }
     if params.keys.is_some() && !e.accepts.keys {
         return Err(format!(
             "--keys does not apply to {} (its sizes are fixed)",
