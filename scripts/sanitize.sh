@@ -5,6 +5,7 @@
 #
 #   scripts/sanitize.sh [BIN_DIR]          # test binaries from `cargo test --release --no-run`
 #   TOOLS="memcheck racecheck" scripts/sanitize.sh target/release/deps
+#   SANITIZE_LIST=my.list scripts/sanitize.sh   # another list of tests
 #
 # BIN_DIR defaults to target/release/deps. The tests run are listed in
 # scripts/sanitize.list (one line per test: binary name prefix, then a test-name filter);
@@ -59,7 +60,7 @@ for tool in $tools; do
     else
       failed=$((failed + 1)); status=1
     fi
-  done < "$here/sanitize.list"
+  done < "${SANITIZE_LIST:-$here/sanitize.list}"
   echo "sanitize $tool: $clean clean, $dirty with errors, $failed failed or timed out, $missing missing"
 done
 exit $status
