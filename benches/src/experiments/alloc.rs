@@ -22,6 +22,7 @@ use gpuds_alloc::{Collector, CollectorConfig, SlabAlloc, SlabAllocConfig, NULL_U
 use gpuds_core::hash::murmur3_32;
 use gpuds_core::Result;
 
+use super::core_error;
 use super::limits::ensure;
 use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::{Bench, Limit};
@@ -37,13 +38,6 @@ pub const EXPERIMENT: Experiment = Experiment {
 };
 
 const NAME: &str = "alloc";
-
-fn core(e: gpuds_alloc::Error) -> gpuds_core::Error {
-    match e {
-        gpuds_alloc::Error::Core(e) => e,
-        other => gpuds_core::Error::InvalidArgument(other.to_string()),
-    }
-}
 
 #[derive(Clone, Copy)]
 enum Path {
@@ -93,20 +87,20 @@ fn cas_baseline(bench: &mut Bench, scale: Scale) -> Result<Baseline> {
 
 /// `n` allocations into an emptied pool, timed.
 fn allocation(bench: &mut Bench, scale: Scale, n: usize, path: Path) -> Result<Vec<Row>> {
-    let mut pool = SlabAlloc::new(&bench.gpu, SlabAllocConfig::default()).map_err(core)?;
-    pool.reserve(n as u64).map_err(core)?;
+    let mut pool = SlabAlloc::new(&bench.gpu, SlabAllocConfig::default()).map_err(core_error)?;
+    pool.reserve(n as u64).map_err(core_error)?;
     let mut out = bench.gpu.stream().alloc_zeros::<u32>(n)?;
     let timing = bench.timer.measure(|rep| {
-        pool.reset().map_err(core)?;
+        pool.reset().map_err(core_error)?;
         let mut view = out.slice_mut(..);
         rep.time(|| match path {
-            Path::EachLane => pool.allocate_each_into(&mut view).map_err(core),
-            Path::Lanes => pool.allocate_into(&mut view).map_err(core),
+            Path::EachLane => pool.allocate_each_into(&mut view).map_err(core_error),
+            Path::Lanes => pool.allocate_into(&mut view).map_err(core_error),
         })
     })?;
-    pool.check_status().map_err(core)?;
-    if pool.units_in_use().map_err(core)? != n as u64 {
-        return Err(core(gpuds_alloc::Error::Corrupted(
+    pool.check_status().map_err(core_error)?;
+    if pool.units_in_use().map_err(core_error)? != n as u64 {
+        return Err(core_error(gpuds_alloc::Error::Corrupted(
             "the batch did not allocate every unit".into(),
         )));
     }
@@ -156,22 +150,22 @@ fn churn_operations(n: usize, rounds: u32, seed: u32) -> u64 {
 }
 
 fn mixed(bench: &mut Bench, scale: Scale, n: usize, rounds: u32) -> Result<Vec<Row>> {
-    let mut pool = SlabAlloc::new(&bench.gpu, SlabAllocConfig::default()).map_err(core)?;
-    pool.reserve(n as u64).map_err(core)?;
+    let mut pool = SlabAlloc::new(&bench.gpu, SlabAllocConfig::default()).map_err(core_error)?;
+    pool.reserve(n as u64).map_err(core_error)?;
     let stream = bench.gpu.stream().clone();
     let mut slots = stream.clone_htod(&vec![NULL_UNIT; n])?;
     let empty = stream.clone_htod(&vec![NULL_UNIT; n])?;
     let mut ops = Vec::new();
     let timing = bench.timer.measure(|rep| {
-        pool.reset().map_err(core)?;
+        pool.reset().map_err(core_error)?;
         stream.memcpy_dtod(&empty, &mut slots)?;
         let seed = rep.seed();
         ops.push(churn_operations(n, rounds, seed));
-        rep.time(|| workload::churn(&pool, &mut slots, rounds, seed).map_err(core))
+        rep.time(|| workload::churn(&pool, &mut slots, rounds, seed).map_err(core_error))
     })?;
-    pool.check_status().map_err(core)?;
-    if workload::stamp_errors(&pool, &slots).map_err(core)? != 0 {
-        return Err(core(gpuds_alloc::Error::Corrupted(
+    pool.check_status().map_err(core_error)?;
+    if workload::stamp_errors(&pool, &slots).map_err(core_error)? != 0 {
+        return Err(core_error(gpuds_alloc::Error::Corrupted(
             "a unit was handed out twice".into(),
         )));
     }
@@ -198,19 +192,19 @@ fn ebr(bench: &mut Bench, rounds: u32) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     let mut null_rate = None;
     for epoch_based in [false, true] {
-        let mut pool = SlabAlloc::new(&gpu, SlabAllocConfig::default()).map_err(core)?;
+        let mut pool = SlabAlloc::new(&gpu, SlabAllocConfig::default()).map_err(core_error)?;
         // The null reclaimer keeps every retired unit: room for all of them.
         let warps = gpu.info().sm_count as u64 * gpu.info().max_threads_per_sm as u64 / 32;
         pool.reserve(warps * rounds as u64 / 2 + (1 << 20))
-            .map_err(core)?;
-        let collector = Collector::new(&gpu, CollectorConfig::default()).map_err(core)?;
+            .map_err(core_error)?;
+        let collector = Collector::new(&gpu, CollectorConfig::default()).map_err(core_error)?;
         let mut violations = stream.alloc_zeros::<u64>(1)?;
         let mut cells = None;
         let mut ops = 0;
         let timing = bench.timer.measure(|rep| {
-            collector.drain(&pool).map_err(core)?;
-            pool.reset().map_err(core)?;
-            let c = cells.insert(workload::cells(&pool, 512).map_err(core)?);
+            collector.drain(&pool).map_err(core_error)?;
+            pool.reset().map_err(core_error)?;
+            let c = cells.insert(workload::cells(&pool, 512).map_err(core_error)?);
             let seed = rep.seed();
             let reclaimer = if epoch_based {
                 Reclaimer::Epoch(&collector)
@@ -219,18 +213,18 @@ fn ebr(bench: &mut Bench, rounds: u32) -> Result<Vec<Row>> {
             };
             rep.time(|| {
                 ops = workload::read_retire(&pool, reclaimer, c, rounds, 50, seed, &mut violations)
-                    .map_err(core)?;
+                    .map_err(core_error)?;
                 Ok(())
             })
         })?;
-        pool.check_status().map_err(core)?;
-        collector.check_status().map_err(core)?;
+        pool.check_status().map_err(core_error)?;
+        collector.check_status().map_err(core_error)?;
         if stream.clone_dtoh(&violations)?[0] != 0 {
-            return Err(core(gpuds_alloc::Error::Corrupted(
+            return Err(core_error(gpuds_alloc::Error::Corrupted(
                 "a reader saw a reclaimed unit".into(),
             )));
         }
-        let stats = collector.stats().map_err(core)?;
+        let stats = collector.stats().map_err(core_error)?;
         let name = if epoch_based {
             "read/retire, 50% writes, epoch-based reclamation"
         } else {

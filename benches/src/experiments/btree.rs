@@ -25,8 +25,9 @@
 use gpuds_btree::{BTreeConfig, GpuBTreeMap, SortedArray};
 use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::primitives::RadixSorter;
-use gpuds_core::{Error, Result};
+use gpuds_core::Result;
 
+use super::core_error;
 use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::Bench;
 use crate::peers;
@@ -119,14 +120,6 @@ fn plan(params: &Params) -> Vec<Case> {
     cases
 }
 
-/// A gpuds-btree error as a core error (the runner's error type).
-fn ce(e: gpuds_btree::Error) -> Error {
-    match e {
-        gpuds_btree::Error::Core(c) => c,
-        other => Error::InvalidArgument(other.to_string()),
-    }
-}
-
 fn tree(bench: &Bench, n: usize, tile: u32) -> Result<Tree> {
     Tree::with_config(
         &bench.gpu,
@@ -137,7 +130,7 @@ fn tree(bench: &Bench, n: usize, tile: u32) -> Result<Tree> {
             ..Default::default()
         },
     )
-    .map_err(ce)
+    .map_err(core_error)
 }
 
 fn copy(bench: &Bench, src: &CudaSlice<u32>) -> Result<CudaSlice<u32>> {
@@ -163,11 +156,11 @@ fn updates(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let values = bench.random_words(n, 2)?;
     let probes = &bench.probes;
     let timing = bench.timer.measure(|rep| {
-        t.clear().map_err(ce)?;
+        t.clear().map_err(core_error)?;
         probes.fill_random(&mut keys, rep.seed())?;
-        rep.time(|| t.insert_many_device(&keys, &values).map_err(ce))
+        rep.time(|| t.insert_many_device(&keys, &values).map_err(core_error))
     })?;
-    let ok = t.check().is_ok() && t.len().map_err(ce)? == n;
+    let ok = t.check().is_ok() && t.len().map_err(core_error)? == n;
     let insert = Row::new(
         NAME,
         "insert into empty tree",
@@ -183,9 +176,9 @@ fn updates(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let timing = bench.timer.measure(|rep| {
         probes.fill_random(&mut k, rep.seed())?;
         probes.fill_random(&mut v, rep.seed() ^ 1)?;
-        rep.time(|| t.bulk_build_device(&mut k, &mut v).map_err(ce))
+        rep.time(|| t.bulk_build_device(&mut k, &mut v).map_err(core_error))
     })?;
-    let ok = t.len().map_err(ce)? == n;
+    let ok = t.len().map_err(core_error)? == n;
     let bulk = Row::new(
         NAME,
         "bulk build (sort + dedup + build)",
@@ -202,9 +195,9 @@ fn updates(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let timing = bench.timer.measure(|rep| {
         probes.fill_random(&mut k, rep.seed())?;
         sorter.sort_keys(&mut k)?;
-        rep.time(|| t.bulk_build_sorted_device(&k, &k).map_err(ce))
+        rep.time(|| t.bulk_build_sorted_device(&k, &k).map_err(core_error))
     })?;
-    let ok = t.len().map_err(ce)? == n;
+    let ok = t.len().map_err(core_error)? == n;
     let sorted_bulk = Row::new(
         NAME,
         "bulk build from sorted input",
@@ -216,11 +209,11 @@ fn updates(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     .with_baseline(peer(bench, "bulk build"))
     .with_note(checked(ok, "increasing keys checked on the device"));
 
-    let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+    let mut sa = SortedArray::new(&bench.gpu).map_err(core_error)?;
     let timing = bench.timer.measure(|rep| {
         probes.fill_random(&mut k, rep.seed())?;
         probes.fill_random(&mut v, rep.seed() ^ 1)?;
-        rep.time(|| sa.build_device(&mut k, &mut v).map_err(ce))
+        rep.time(|| sa.build_device(&mut k, &mut v).map_err(core_error))
     })?;
     let sa_build = Row::new(
         NAME,
@@ -283,7 +276,7 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
         let timing = bench.timer.measure(|rep| {
             rep.time(|| {
                 t.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
-                    .map_err(ce)
+                    .map_err(core_error)
             })
         })?;
         let ok = count_bits(bench, &bits)? == n as u64 - 1;
@@ -313,7 +306,7 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                 let timing = bench.timer.measure(|rep| {
                     rep.time(|| {
                         t.range_collect_device(&lo, &hi, &offsets, &counts, &mut rk, &mut rv)
-                            .map_err(ce)
+                            .map_err(core_error)
                     })
                 })?;
                 let got = stream.clone_dtoh(&rk)?;
@@ -333,14 +326,14 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
             if len == 8 && tile == 16 {
                 let mut c = stream.alloc_zeros::<u32>(q)?;
                 let timing = bench.timer.measure(|rep| {
-                    rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(ce))
+                    rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(core_error))
                 })?;
                 let ok = stream.clone_dtoh(&c)?.iter().all(|&x| x == 8);
-                let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+                let mut sa = SortedArray::new(&bench.gpu).map_err(core_error)?;
                 let (mut k2, mut v2) = (copy(bench, &keys)?, copy(bench, &keys)?);
-                sa.build_device(&mut k2, &mut v2).map_err(ce)?;
+                sa.build_device(&mut k2, &mut v2).map_err(core_error)?;
                 let sa_timing = bench.timer.measure(|rep| {
-                    rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(ce))
+                    rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(core_error))
                 })?;
                 let sa_rate = sa_timing.giga_rate(q as f64);
                 rows.push(
@@ -359,7 +352,10 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                     .with_note(checked(ok, "count form")),
                 );
                 let sa_timing = bench.timer.measure(|rep| {
-                    rep.time(|| sa.get_many_device(&keys, &mut out, &mut bits).map_err(ce))
+                    rep.time(|| {
+                        sa.get_many_device(&keys, &mut out, &mut bits)
+                            .map_err(core_error)
+                    })
                 })?;
                 let ok = count_bits(bench, &bits)? == n as u64;
                 rows.push(
@@ -384,8 +380,8 @@ fn queries(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
 /// by insertion and checked.
 fn inserted_tree(bench: &Bench, keys: &CudaSlice<u32>, tile: u32) -> Result<Tree> {
     let mut t = tree(bench, keys.len(), tile)?;
-    t.insert_many_device(keys, keys).map_err(ce)?;
-    t.check().map_err(ce)?;
+    t.insert_many_device(keys, keys).map_err(core_error)?;
+    t.check().map_err(core_error)?;
     Ok(t)
 }
 
@@ -401,7 +397,7 @@ fn lookup_row(
     let n = keys.len();
     let timing = bench
         .timer
-        .measure(|rep| rep.time(|| t.get_many_device(keys, out, bits).map_err(ce)))?;
+        .measure(|rep| rep.time(|| t.get_many_device(keys, out, bits).map_err(core_error)))?;
     let ok = count_bits(bench, bits)? == n as u64;
     Ok(Row::new(
         NAME,
@@ -433,7 +429,7 @@ fn capped_row(
     let timing = bench.timer.measure(|rep| {
         rep.time(|| {
             t.range_collect_capped_device(lo, hi, len as u32, &mut rk, &mut rv, &mut found)
-                .map_err(ce)
+                .map_err(core_error)
         })
     })?;
     let got = stream.clone_dtoh(&rk)?;
@@ -490,10 +486,13 @@ fn erase(bench: &mut Bench, n: usize, fractions: &[f64]) -> Result<Vec<Row>> {
         let mut bits = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
         let timing = bench.timer.measure(|rep| {
             let (mut k, mut v) = (stream.clone_dtod(&keys)?, stream.clone_dtod(&keys)?);
-            t.bulk_build_device(&mut k, &mut v).map_err(ce)?;
-            rep.time(|| t.remove_many_device(&gone, &mut old, &mut bits).map_err(ce))
+            t.bulk_build_device(&mut k, &mut v).map_err(core_error)?;
+            rep.time(|| {
+                t.remove_many_device(&gone, &mut old, &mut bits)
+                    .map_err(core_error)
+            })
         })?;
-        let ok = count_bits(bench, &bits)? == m as u64 && t.len().map_err(ce)? == n - m;
+        let ok = count_bits(bench, &bits)? == m as u64 && t.len().map_err(core_error)? == n - m;
         let name = format!("erase {:.0} %", f * 100.0);
         rows.push(
             Row::new(
@@ -524,21 +523,21 @@ fn table_3_3(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
             .map(|i| bench.random_words(b, 100 + i as u32))
             .collect::<Result<_>>()?;
         let timing = bench.timer.measure(|rep| {
-            t.clear().map_err(ce)?;
+            t.clear().map_err(core_error)?;
             rep.time(|| {
                 batches
                     .iter()
-                    .try_for_each(|k| t.insert_many_device(k, k).map_err(ce))
+                    .try_for_each(|k| t.insert_many_device(k, k).map_err(core_error))
             })
         })?;
-        let ok = t.check().is_ok() && t.len().map_err(ce)? == n;
-        let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+        let ok = t.check().is_ok() && t.len().map_err(core_error)? == n;
+        let mut sa = SortedArray::new(&bench.gpu).map_err(core_error)?;
         let sa_timing = bench.timer.measure(|rep| {
             sa.clear();
             rep.time(|| {
                 batches
                     .iter()
-                    .try_for_each(|k| sa.insert_device(k, k).map_err(ce))
+                    .try_for_each(|k| sa.insert_device(k, k).map_err(core_error))
             })
         })?;
         rows.push(
@@ -596,19 +595,25 @@ fn fig_3_2(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let keys = bench.random_words(n, 200 + n.trailing_zeros())?;
     let sorted = sorted_host(bench, &keys)?;
     let mut t = tree(bench, n, 16)?;
-    t.insert_many_device(&keys, &keys).map_err(ce)?;
-    let mut sa = SortedArray::new(&bench.gpu).map_err(ce)?;
+    t.insert_many_device(&keys, &keys).map_err(core_error)?;
+    let mut sa = SortedArray::new(&bench.gpu).map_err(core_error)?;
     let (mut k2, mut v2) = (copy(bench, &keys)?, copy(bench, &keys)?);
-    sa.build_device(&mut k2, &mut v2).map_err(ce)?;
+    sa.build_device(&mut k2, &mut v2).map_err(core_error)?;
     let mut out = stream.alloc_zeros::<u32>(n)?;
     let mut out2 = stream.alloc_zeros::<u32>(n)?;
     let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-    let tt = bench
-        .timer
-        .measure(|rep| rep.time(|| t.get_many_device(&keys, &mut out, &mut bits).map_err(ce)))?;
-    let st = bench
-        .timer
-        .measure(|rep| rep.time(|| sa.get_many_device(&keys, &mut out, &mut bits).map_err(ce)))?;
+    let tt = bench.timer.measure(|rep| {
+        rep.time(|| {
+            t.get_many_device(&keys, &mut out, &mut bits)
+                .map_err(core_error)
+        })
+    })?;
+    let st = bench.timer.measure(|rep| {
+        rep.time(|| {
+            sa.get_many_device(&keys, &mut out, &mut bits)
+                .map_err(core_error)
+        })
+    })?;
     rows.push(fig_3_2_row("fig3.2a", "lookup", n, n, tt, st));
     let q = (n / 4).max(1);
     let (lo, hi) = exact_ranges(&sorted, q, 8.min(n - 1).max(1));
@@ -616,21 +621,21 @@ fn fig_3_2(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let mut c = stream.alloc_zeros::<u32>(q)?;
     let tt = bench
         .timer
-        .measure(|rep| rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
+        .measure(|rep| rep.time(|| t.range_count_device(&lo, &hi, &mut c).map_err(core_error)))?;
     let st = bench
         .timer
-        .measure(|rep| rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(ce)))?;
+        .measure(|rep| rep.time(|| sa.range_count_device(&lo, &hi, &mut c).map_err(core_error)))?;
     rows.push(fig_3_2_row("fig3.2b", "range count 8", n, q, tt, st));
     let tt = bench.timer.measure(|rep| {
         rep.time(|| {
             t.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
-                .map_err(ce)
+                .map_err(core_error)
         })
     })?;
     let st = bench.timer.measure(|rep| {
         rep.time(|| {
             sa.successor_many_device(&keys, &mut out, &mut out2, &mut bits)
-                .map_err(ce)
+                .map_err(core_error)
         })
     })?;
     rows.push(fig_3_2_row("fig3.2c", "successor", n, n, tt, st));
@@ -646,7 +651,7 @@ fn fig_3_3(bench: &mut Bench, m: usize) -> Result<Vec<Row>> {
     let stream = bench.gpu.stream().clone();
     let rebuild = bench.timer.measure(|rep| {
         let (mut k, mut v) = (stream.clone_dtod(&keys)?, stream.clone_dtod(&keys)?);
-        rep.time(|| t.bulk_build_device(&mut k, &mut v).map_err(ce))
+        rep.time(|| t.bulk_build_device(&mut k, &mut v).map_err(core_error))
     })?;
     let mut rows = Vec::new();
     for log_b in [16u32, 18, 20, 22].into_iter().filter(|&l| 1usize << l < m) {
@@ -657,10 +662,10 @@ fn fig_3_3(bench: &mut Bench, m: usize) -> Result<Vec<Row>> {
                 stream.clone_dtod(&keys.slice(..m - b))?,
                 stream.clone_dtod(&keys.slice(..m - b))?,
             );
-            t.bulk_build_device(&mut k, &mut v).map_err(ce)?;
-            rep.time(|| t.insert_many_device(&batch, &batch).map_err(ce))
+            t.bulk_build_device(&mut k, &mut v).map_err(core_error)?;
+            rep.time(|| t.insert_many_device(&batch, &batch).map_err(core_error))
         })?;
-        let ok = t.len().map_err(ce)? == m;
+        let ok = t.len().map_err(core_error)? == m;
         rows.push(
             Row::new(
                 NAME,
@@ -733,10 +738,10 @@ fn concurrent(bench: &mut Bench, n: usize, alphas: &[f64]) -> Result<Vec<Row>> {
         let mut bits = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
         let timing = bench.timer.measure(|rep| {
             let (mut k, mut v) = (stream.clone_dtod(&keys)?, stream.clone_dtod(&keys)?);
-            t.bulk_build_device(&mut k, &mut v).map_err(ce)?;
+            t.bulk_build_device(&mut k, &mut v).map_err(core_error)?;
             rep.time(|| {
                 t.apply_device(&codes, &ks, &args, &mut a, &mut b, &mut bits)
-                    .map_err(ce)
+                    .map_err(core_error)
             })
         })?;
         let ok = t.check().is_ok() && t.validate().is_ok();

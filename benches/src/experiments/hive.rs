@@ -36,6 +36,7 @@ use gpuds_core::{Error, Gpu, Result};
 use gpuds_hive::{HashPair, HiveConfig, HiveMap, LinearConfig, LinearProbeMap, WhenFull};
 use gpuds_slabhash::{DeviceBatch, MapOp, OpResult, SlabHashMap};
 
+use super::core_error;
 use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::Bench;
 use crate::peers;
@@ -189,20 +190,6 @@ fn fig_6_7(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>> {
             r.in_figure(figure, Some(x))
         })
         .collect())
-}
-
-fn core_error(e: gpuds_hive::Error) -> Error {
-    match e {
-        gpuds_hive::Error::Core(e) => e,
-        other => Error::InvalidArgument(other.to_string()),
-    }
-}
-
-fn slab_error(e: gpuds_slabhash::Error) -> Error {
-    match e {
-        gpuds_slabhash::Error::Core(e) => e,
-        other => Error::InvalidArgument(other.to_string()),
-    }
 }
 
 /// Key `i` of the bijection under `seed`: murmur3's finalizer of `i ^ seed`, walked past
@@ -412,16 +399,16 @@ fn linear_rows(bench: &mut Bench, n: usize, capacity: usize, load: f64) -> Resul
 /// SlabHashMap sized for `n` keys (the slab hash paper's β 0.7, memory utilization about
 /// 0.6): insert, find hit and miss.
 fn slabhash_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
-    let mut map = SlabHashMap::<u32, u32>::new(&bench.gpu, n).map_err(slab_error)?;
+    let mut map = SlabHashMap::<u32, u32>::new(&bench.gpu, n).map_err(core_error)?;
     let timings = baseline_timings(
         bench,
         n,
         &mut map,
-        |m| m.clear().map_err(slab_error),
-        |m, k, v| m.insert_many(k, v).map_err(slab_error),
-        |m, k, out| m.get_many_into(k, out).map_err(slab_error),
+        |m| m.clear().map_err(core_error),
+        |m, k, v| m.insert_many(k, v).map_err(core_error),
+        |m, k, out| m.get_many_into(k, out).map_err(core_error),
     )?;
-    let utilization = map.stats().map_err(slab_error)?.memory_utilization;
+    let utilization = map.stats().map_err(core_error)?.memory_utilization;
     Ok(baseline_rows(
         &format!("SlabHashMap baseline, memory utilization {utilization:.2}"),
         n,
@@ -606,29 +593,29 @@ fn mixed_slabhash(
     (observed, len): (usize, usize),
 ) -> Result<(f64, String)> {
     let gpu = bench.gpu.clone();
-    let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(slab_error)?;
-    let batch = DeviceBatch::map(&gpu, ops).map_err(slab_error)?;
+    let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(core_error)?;
+    let batch = DeviceBatch::map(&gpu, ops).map_err(core_error)?;
     let mut results = None;
     let timing = bench.timer.measure(|rep| {
         results = None;
-        map.clear().map_err(slab_error)?;
+        map.clear().map_err(core_error)?;
         map.insert_many(prefill_keys, prefill_values)
-            .map_err(slab_error)?;
+            .map_err(core_error)?;
         rep.time(|| {
-            results = Some(map.apply_batch(&batch).map_err(slab_error)?);
+            results = Some(map.apply_batch(&batch).map_err(core_error)?);
             Ok(())
         })
     })?;
     let seen = match &results {
-        Some(r) => r.to_host().map_err(slab_error)?,
+        Some(r) => r.to_host().map_err(core_error)?,
         None => Vec::new(),
     };
     let present = seen
         .iter()
         .filter(|r| matches!(r, OpResult::Present(_)))
         .count();
-    let ok = present == observed && map.len().map_err(slab_error)? == len;
-    let utilization = map.stats().map_err(slab_error)?.memory_utilization;
+    let ok = present == observed && map.len().map_err(core_error)? == len;
+    let utilization = map.stats().map_err(core_error)?.memory_utilization;
     let note = format!(
         "; SlabHashMap (β 0.7, same prefill and operations, apply_batch): median {:.3} ms \
          (min {:.3}, max {:.3}), memory utilization {utilization:.2}, {}",

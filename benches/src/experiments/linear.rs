@@ -25,6 +25,7 @@ use gpuds_core::{Error, Gpu, Program, Result};
 use gpuds_hive::probe::{GroupWidth, Probing};
 use gpuds_hive::{LinearConfig, LinearProbeMap, WhenFull};
 
+use super::core_error;
 use super::{Accepts, Case, Experiment, Params, Scale, Word};
 use crate::bench::Bench;
 use crate::peers;
@@ -147,13 +148,6 @@ fn types_label<K: DeviceType, V: DeviceType>() -> String {
         K::SUFFIX.to_string()
     } else {
         format!("{} keys, {} values", K::SUFFIX, V::SUFFIX)
-    }
-}
-
-fn core_error(e: gpuds_hive::Error) -> Error {
-    match e {
-        gpuds_hive::Error::Core(e) => e,
-        other => Error::InvalidArgument(other.to_string()),
     }
 }
 

@@ -22,6 +22,35 @@ use gpuds_core::Result;
 use crate::bench::Bench;
 use crate::report::Row;
 
+/// A structure crate's error that an experiment turns into gpuds-core's (its `Result`).
+pub(crate) trait CrateError: std::fmt::Display {
+    /// The error's `Core` variant, if it is one.
+    fn into_core(self) -> std::result::Result<gpuds_core::Error, Self>
+    where
+        Self: Sized;
+}
+
+macro_rules! crate_error {
+    ($($c:ident),*) => {$(
+        impl CrateError for $c::Error {
+            fn into_core(self) -> std::result::Result<gpuds_core::Error, Self> {
+                match self {
+                    $c::Error::Core(e) => Ok(e),
+                    other => Err(other),
+                }
+            }
+        }
+    )*};
+}
+crate_error!(gpuds_alloc, gpuds_slabhash, gpuds_hive, gpuds_btree);
+
+/// A structure crate's error as gpuds-core's: its `Core` variant as it is, any other as
+/// [`gpuds_core::Error::InvalidArgument`] with its message.
+pub(crate) fn core_error<E: CrateError>(e: E) -> gpuds_core::Error {
+    e.into_core()
+        .unwrap_or_else(|other| gpuds_core::Error::InvalidArgument(other.to_string()))
+}
+
 /// How large an experiment runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Scale {

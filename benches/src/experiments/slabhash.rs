@@ -33,6 +33,7 @@ use gpuds_core::{Error, Gpu, Kernel, Result};
 use gpuds_hive::LinearProbeMap;
 use gpuds_slabhash::{DeviceBatch, MapOp, SlabHashConfig, SlabHashMap};
 
+use super::core_error;
 use super::limits;
 use super::{Accepts, Case, Experiment, Params, Scale};
 use crate::bench::{Bench, Limit};
@@ -140,13 +141,6 @@ pub fn beta_for_utilization(utilization: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
-fn core(e: gpuds_slabhash::Error) -> Error {
-    match e {
-        gpuds_slabhash::Error::Core(e) => e,
-        other => Error::InvalidArgument(format!("slab hash: {other}")),
-    }
-}
-
 /// Distinct keys (and values i + 1) made on the device for one seed: `keys` are indices
 /// 0..n of the bijection, `misses` indices n..2n.
 struct Inputs {
@@ -203,7 +197,7 @@ fn map_with_buckets(gpu: &Gpu, buckets: u32, n: usize) -> Result<SlabHashMap> {
         ..Default::default()
     };
     config.alloc.initial_units = ((n as u64) / 15).max(1 << 14);
-    SlabHashMap::with_config(gpu, config).map_err(core)
+    SlabHashMap::with_config(gpu, config).map_err(core_error)
 }
 
 /// Build, search-all, search-none (and delete) rates of one table.
@@ -226,31 +220,40 @@ fn measure_table(
     let mut inputs = Inputs::new(&bench.gpu, n)?;
     let build = bench.timer.measure(|rep| {
         inputs.generate(rep.seed())?;
-        map.clear().map_err(core)?;
-        rep.time(|| map.insert_many(&inputs.keys, &inputs.values).map_err(core))
+        map.clear().map_err(core_error)?;
+        rep.time(|| {
+            map.insert_many(&inputs.keys, &inputs.values)
+                .map_err(core_error)
+        })
     })?;
-    let stats = map.stats().map_err(core)?;
+    let stats = map.stats().map_err(core_error)?;
     let mut out = bench.gpu.stream().alloc_zeros::<u32>(n)?;
-    let hit = bench
-        .timer
-        .measure(|rep| rep.time(|| map.get_many_into(&inputs.keys, &mut out).map_err(core)))?;
+    let hit = bench.timer.measure(|rep| {
+        rep.time(|| {
+            map.get_many_into(&inputs.keys, &mut out)
+                .map_err(core_error)
+        })
+    })?;
     let stream = bench.gpu.stream();
     let found = stream.clone_dtoh(&out)?;
     let mut checked = found.iter().enumerate().all(|(i, &v)| v == i as u32 + 1);
-    let miss = bench
-        .timer
-        .measure(|rep| rep.time(|| map.get_many_into(&inputs.misses, &mut out).map_err(core)))?;
+    let miss = bench.timer.measure(|rep| {
+        rep.time(|| {
+            map.get_many_into(&inputs.misses, &mut out)
+                .map_err(core_error)
+        })
+    })?;
     checked &= stream.clone_dtoh(&out)?.iter().all(|&v| v == u32::MAX);
-    checked &= map.len().map_err(core)? == n;
+    checked &= map.len().map_err(core_error)? == n;
     let delete = if with_delete {
         let t = bench.timer.measure(|rep| {
             inputs.generate(rep.seed())?;
-            map.clear().map_err(core)?;
+            map.clear().map_err(core_error)?;
             map.insert_many(&inputs.keys, &inputs.values)
-                .map_err(core)?;
-            rep.time(|| map.remove_many(&inputs.keys).map_err(core))
+                .map_err(core_error)?;
+            rep.time(|| map.remove_many(&inputs.keys).map_err(core_error))
         })?;
-        checked &= map.is_empty().map_err(core)?;
+        checked &= map.is_empty().map_err(core_error)?;
         Some(t)
     } else {
         None
@@ -278,7 +281,7 @@ fn check_note(checked: bool) -> &'static str {
 fn targets(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let line = limits::ensure(bench, Limit::LineReads, Scale::Quick)?;
     let gpu = bench.gpu.clone();
-    let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(core)?;
+    let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(core_error)?;
     let r = measure_table(bench, &mut map, n, true)?;
     let device = gpu.info().name.clone();
     let shape = format!(
@@ -387,7 +390,7 @@ fn fig5(bench: &mut Bench, sizes: &[usize]) -> Result<Vec<Row>> {
     let mut rows = Vec::new();
     for &n in sizes {
         let gpu = bench.gpu.clone();
-        let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(core)?;
+        let mut map = SlabHashMap::<u32, u32>::new(&gpu, n).map_err(core_error)?;
         let r = measure_table(bench, &mut map, n, false)?;
         let note = format!("util {:.3}; {}", r.utilization, check_note(r.checked));
         rows.extend(sweep_rows("fig5", n, &r, &note, |what| {
@@ -417,7 +420,7 @@ fn fig6(bench: &mut Bench, total: usize) -> Result<Vec<Row>> {
                 inputs.keys.slice(start..end),
                 inputs.values.slice(start..end),
             );
-            incremental += time_once(&gpu, || map.insert_many(&k, &v).map_err(core))?;
+            incremental += time_once(&gpu, || map.insert_many(&k, &v).map_err(core_error))?;
             let capacity = (end as f64 / 0.65).ceil() as u64;
             let mut table = LinearProbeMap::<u32, u32>::new(&gpu, capacity)
                 .map_err(|e| Error::InvalidArgument(format!("linear probing: {e}")))?;
@@ -429,8 +432,8 @@ fn fig6(bench: &mut Bench, total: usize) -> Result<Vec<Row>> {
                     .map_err(|e| Error::InvalidArgument(format!("linear probing: {e}")))
             })?;
         }
-        let checked = map.len().map_err(core)? == total;
-        let stats = map.stats().map_err(core)?;
+        let checked = map.len().map_err(core_error)? == total;
+        let stats = map.stats().map_err(core_error)?;
         let timing = Timing::from_samples(&[incremental])
             .ok_or_else(|| Error::InvalidArgument("no time".into()))?;
         let baseline_rate = total as f64 / (rebuild * 1e-3) / 1e9;
@@ -481,8 +484,8 @@ fn fig7(bench: &mut Bench, n: usize, betas: &[f64]) -> Result<Vec<Row>> {
             let mut map = map_with_buckets(&gpu, buckets, n + ops)?;
             inputs.generate(0x7777)?;
             map.insert_many(&inputs.keys, &inputs.values)
-                .map_err(core)?;
-            let util = map.stats().map_err(core)?.memory_utilization;
+                .map_err(core_error)?;
+            let util = map.stats().map_err(core_error)?.memory_utilization;
             let present = gpu.stream().clone_dtoh(&inputs.keys)?;
             let absent = gpu.stream().clone_dtoh(&inputs.misses)?;
             // Each repetition draws a fresh batch: new keys beyond the initial ones,
@@ -516,8 +519,8 @@ fn fig7(bench: &mut Bench, n: usize, betas: &[f64]) -> Result<Vec<Row>> {
                     next_old += 1;
                 }
                 shuffle(&mut batch, rep.seed());
-                let device = DeviceBatch::map(&gpu, &batch).map_err(core)?;
-                rep.time(|| map.apply_batch(&device).map(drop).map_err(core))
+                let device = DeviceBatch::map(&gpu, &batch).map_err(core_error)?;
+                rep.time(|| map.apply_batch(&device).map(drop).map_err(core_error))
             })?;
             let row = Row::new(
                 NAME,
@@ -562,18 +565,19 @@ fn flush(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let mut freed = 0u64;
     let timing = bench.timer.measure(|rep| {
         inputs.generate(rep.seed())?;
-        map.clear().map_err(core)?;
+        map.clear().map_err(core_error)?;
         map.insert_many(&inputs.keys, &inputs.values)
-            .map_err(core)?;
+            .map_err(core_error)?;
         let half = inputs.keys.slice(..n / 2);
-        map.remove_many(&half).map_err(core)?;
-        slabs = map.stats().map_err(core)?.slabs;
+        map.remove_many(&half).map_err(core_error)?;
+        slabs = map.stats().map_err(core_error)?.slabs;
         rep.time(|| {
-            freed = map.flush().map_err(core)?;
+            freed = map.flush().map_err(core_error)?;
             Ok(())
         })
     })?;
-    let checked = map.len().map_err(core)? == n / 2 && map.stats().map_err(core)?.tombstones == 0;
+    let checked =
+        map.len().map_err(core_error)? == n / 2 && map.stats().map_err(core_error)?.tombstones == 0;
     Ok(vec![Row::new(
         NAME,
         "FLUSH after deleting half (slabs visited)",

@@ -26,6 +26,7 @@ use gpuds_core::{Error, Result};
 use gpuds_hive::{HashPair, HiveConfig, HiveKey, HiveMap, HiveValue, LinearConfig, LinearProbeMap};
 use gpuds_slabhash::{SlabHashMap, SlabKey, SlabValue};
 
+use super::core_error;
 use super::linear::Inputs;
 use super::{Case, Params, Scale, Word};
 use crate::bench::Bench;
@@ -90,30 +91,23 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
                     size_label(n as u64)
                 ),
                 move |bench| match structure {
-                    Structure::SlabHash => typed!(bench, n, load, key, value, SlabHashMap),
+                    Structure::SlabHash => {
+                        typed!(bench, n, load, key, value, SlabHashMap)
+                    }
                     Structure::Hive => match (key, value) {
                         (Word::U32, Word::U32) => {
-                            rows::<u32, u32, HiveMap, HiveMap>(bench, n, load)
+                            case::<u32, u32, HiveMap, HiveMap>(bench, n, load, no_rows)
                         }
                         (Word::U64, Word::U32) => {
-                            rows::<u64, u32, HiveMap<u64, u32>, HiveMap>(bench, n, load)
+                            case::<u64, u32, HiveMap<u64, u32>, HiveMap>(bench, n, load, no_rows)
                         }
                         (Word::U64, Word::U64) => {
-                            rows::<u64, u64, HiveMap<u64, u64>, HiveMap>(bench, n, load)
+                            case::<u64, u64, HiveMap<u64, u64>, HiveMap>(bench, n, load, no_rows)
                         }
-                        (Word::U32, Word::U64) => Err(Error::InvalidArgument(
-                            "HiveMap takes u64 values with u64 keys only".into(),
-                        )),
+                        (Word::U32, Word::U64) => unreachable!("plan has no HiveMap u32/u64 case"),
                     },
                     Structure::BTree => {
-                        let mut rows = typed!(bench, n, load, key, value, GpuBTreeMap)?;
-                        rows.extend(match (key, value) {
-                            (Word::U32, Word::U32) => Vec::new(),
-                            (Word::U32, Word::U64) => node_rows::<u32, u64>(bench, n, load)?,
-                            (Word::U64, Word::U32) => node_rows::<u64, u32>(bench, n, load)?,
-                            (Word::U64, Word::U64) => node_rows::<u64, u64>(bench, n, load)?,
-                        });
-                        Ok(rows)
+                        typed!(bench, n, load, key, value, GpuBTreeMap, node_rows)
                     }
                 },
             )
@@ -122,25 +116,45 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
 }
 
 /// The rows of generic structure `$s` (a type constructor of two parameters) at the
-/// command line's words.
+/// command line's words, with generic `$extra`'s rows (if given) for the 64-bit forms.
 macro_rules! typed {
-    ($bench:expr, $n:expr, $load:expr, $key:expr, $value:expr, $s:ident) => {
+    ($bench:expr, $n:expr, $load:expr, $key:expr, $value:expr, $s:ident $(, $extra:ident)?) => {
         match ($key, $value) {
             (Word::U32, Word::U32) => {
-                rows::<u32, u32, $s<u32, u32>, $s<u32, u32>>($bench, $n, $load)
+                case::<u32, u32, $s<u32, u32>, $s<u32, u32>>($bench, $n, $load, no_rows)
             }
-            (Word::U32, Word::U64) => {
-                rows::<u32, u64, $s<u32, u64>, $s<u32, u32>>($bench, $n, $load)
-            }
-            (Word::U64, Word::U32) => {
-                rows::<u64, u32, $s<u64, u32>, $s<u32, u32>>($bench, $n, $load)
-            }
-            (Word::U64, Word::U64) => {
-                rows::<u64, u64, $s<u64, u64>, $s<u32, u32>>($bench, $n, $load)
-            }
+            (Word::U32, Word::U64) => case::<u32, u64, $s<u32, u64>, $s<u32, u32>>(
+                $bench,
+                $n,
+                $load,
+                extra!($($extra)?; u32, u64),
+            ),
+            (Word::U64, Word::U32) => case::<u64, u32, $s<u64, u32>, $s<u32, u32>>(
+                $bench,
+                $n,
+                $load,
+                extra!($($extra)?; u64, u32),
+            ),
+            (Word::U64, Word::U64) => case::<u64, u64, $s<u64, u64>, $s<u32, u32>>(
+                $bench,
+                $n,
+                $load,
+                extra!($($extra)?; u64, u64),
+            ),
         }
     };
 }
+
+/// `typed!`'s extra rows at one pair of types: `$e::<$k, $v>`, or none.
+macro_rules! extra {
+    (; $k:ty, $v:ty) => {
+        no_rows
+    };
+    ($e:ident; $k:ty, $v:ty) => {
+        $e::<$k, $v>
+    };
+}
+use extra;
 use typed;
 
 /// A structure under test at key type `K` and value type `V`.
@@ -168,42 +182,17 @@ trait Subject<K: DeviceKey, V: DeviceValue>: Sized {
     fn validate(&mut self) -> Result<()>;
 }
 
-fn err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::InvalidArgument(format!("{what}: {e}"))
-}
-
-fn slab_error(e: gpuds_slabhash::Error) -> Error {
-    match e {
-        gpuds_slabhash::Error::Core(e) => e,
-        other => err("slab hash", other),
-    }
-}
-
-fn hive_error(e: gpuds_hive::Error) -> Error {
-    match e {
-        gpuds_hive::Error::Core(e) => e,
-        other => err("hive", other),
-    }
-}
-
-fn tree_error(e: gpuds_btree::Error) -> Error {
-    match e {
-        gpuds_btree::Error::Core(e) => e,
-        other => err("B-Tree", other),
-    }
-}
-
 impl<K: SlabKey, V: SlabValue> Subject<K, V> for SlabHashMap<K, V> {
     const NAME: &'static str = "SlabHashMap";
     const EXPERIMENT: &'static str = "slabhash";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
-        SlabHashMap::new(&bench.gpu, n).map_err(slab_error)
+        SlabHashMap::new(&bench.gpu, n).map_err(core_error)
     }
     fn clear(&mut self) -> Result<()> {
-        SlabHashMap::clear(self).map_err(slab_error)
+        SlabHashMap::clear(self).map_err(core_error)
     }
     fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
-        self.insert_many(keys, values).map_err(slab_error)
+        self.insert_many(keys, values).map_err(core_error)
     }
     fn find(
         &mut self,
@@ -211,13 +200,13 @@ impl<K: SlabKey, V: SlabValue> Subject<K, V> for SlabHashMap<K, V> {
         out: &mut CudaSlice<V>,
         _found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        self.get_many_into(keys, out).map_err(slab_error)
+        self.get_many_into(keys, out).map_err(core_error)
     }
     fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        self.get_many(keys).map_err(slab_error)
+        self.get_many(keys).map_err(core_error)
     }
     fn validate(&mut self) -> Result<()> {
-        SlabHashMap::validate(self).map_err(slab_error)
+        SlabHashMap::validate(self).map_err(core_error)
     }
 }
 
@@ -232,13 +221,13 @@ impl<K: HiveKey, V: HiveValue<K>> Subject<K, V> for HiveMap<K, V> {
             auto_resize: false,
             ..Default::default()
         };
-        HiveMap::with_config(&bench.gpu, config).map_err(hive_error)
+        HiveMap::with_config(&bench.gpu, config).map_err(core_error)
     }
     fn clear(&mut self) -> Result<()> {
-        HiveMap::clear(self).map_err(hive_error)
+        HiveMap::clear(self).map_err(core_error)
     }
     fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
-        self.insert_many(keys, values).map_err(hive_error)
+        self.insert_many(keys, values).map_err(core_error)
     }
     fn find(
         &mut self,
@@ -247,13 +236,13 @@ impl<K: HiveKey, V: HiveValue<K>> Subject<K, V> for HiveMap<K, V> {
         _found: &mut CudaSlice<u32>,
     ) -> Result<()> {
         self.get_many_into(keys, out, V::from_u64(u64::MAX))
-            .map_err(hive_error)
+            .map_err(core_error)
     }
     fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        self.get_many(keys).map_err(hive_error)
+        self.get_many(keys).map_err(core_error)
     }
     fn validate(&mut self) -> Result<()> {
-        HiveMap::validate(self).map_err(hive_error)
+        HiveMap::validate(self).map_err(core_error)
     }
 }
 
@@ -272,13 +261,13 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
     const EXPERIMENT: &'static str = "btree";
     fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
         let config = tree_config(n, BTreeConfig::default().wide_node_bytes);
-        GpuBTreeMap::with_config(&bench.gpu, config).map_err(tree_error)
+        GpuBTreeMap::with_config(&bench.gpu, config).map_err(core_error)
     }
     fn clear(&mut self) -> Result<()> {
-        GpuBTreeMap::clear(self).map_err(tree_error)
+        GpuBTreeMap::clear(self).map_err(core_error)
     }
     fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
-        self.insert_many_device(keys, values).map_err(tree_error)
+        self.insert_many_device(keys, values).map_err(core_error)
     }
     fn find(
         &mut self,
@@ -286,100 +275,60 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
         out: &mut CudaSlice<V>,
         found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        self.get_many_device(keys, out, found).map_err(tree_error)
+        self.get_many_device(keys, out, found).map_err(core_error)
     }
     fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        self.get_many(keys).map_err(tree_error)
+        self.get_many(keys).map_err(core_error)
     }
     fn validate(&mut self) -> Result<()> {
-        GpuBTreeMap::validate(self).map_err(tree_error)
-    }
-}
-
-/// A GpuBTreeMap of 64-bit pairs in nodes of `BYTES` (128: 6 pairs; 256: 14) whose
-/// queries take tiles of `TILE` lanes, a layout measured against the default (256-byte
-/// nodes, 8 lanes).
-struct Layout<K: TreeKey, V: TreeValue, const BYTES: u32, const TILE: u32>(GpuBTreeMap<K, V>);
-
-impl<K: TreeKey, V: TreeValue, const BYTES: u32, const TILE: u32> Subject<K, V>
-    for Layout<K, V, BYTES, TILE>
-{
-    const NAME: &'static str = match (BYTES, TILE) {
-        (128, 8) => "GpuBTreeMap (128-byte nodes, 8 lanes)",
-        (256, 8) => "GpuBTreeMap (256-byte nodes, 8 lanes)",
-        _ => "GpuBTreeMap (256-byte nodes, 16 lanes)",
-    };
-    const EXPERIMENT: &'static str = "btree";
-    fn build(bench: &Bench, n: usize, _load: f64) -> Result<Self> {
-        let config = BTreeConfig {
-            query_tile: TILE,
-            ..tree_config(n, BYTES)
-        };
-        GpuBTreeMap::with_config(&bench.gpu, config)
-            .map(Layout)
-            .map_err(tree_error)
-    }
-    fn clear(&mut self) -> Result<()> {
-        Subject::clear(&mut self.0)
-    }
-    fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
-        Subject::insert(&mut self.0, keys, values)
-    }
-    fn find(
-        &mut self,
-        keys: &CudaSlice<K>,
-        out: &mut CudaSlice<V>,
-        found: &mut CudaSlice<u32>,
-    ) -> Result<()> {
-        Subject::find(&mut self.0, keys, out, found)
-    }
-    fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        Subject::get(&mut self.0, keys)
-    }
-    fn validate(&mut self) -> Result<()> {
-        Subject::validate(&mut self.0)
+        GpuBTreeMap::validate(self).map_err(core_error)
     }
 }
 
 /// The node-layout comparison of a 64-bit tree: 128-byte nodes read by 8 lanes and
-/// 256-byte nodes read by 16 against the default (256-byte nodes, 8 lanes), the same
-/// operations, this run.
-fn node_rows<K: TreeKey, V: TreeValue>(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>> {
-    let default = measure::<K, V, Layout<K, V, 256, 8>>(bench, n, load)?;
-    let mut out = layout_rows::<K, V, 128, 8>(
-        &measure::<K, V, Layout<K, V, 128, 8>>(bench, n, load)?,
-        &default,
-        n,
-    );
-    out.extend(layout_rows::<K, V, 256, 16>(
-        &measure::<K, V, Layout<K, V, 256, 16>>(bench, n, load)?,
-        &default,
-        n,
-    ));
+/// 256-byte nodes read by 16 against `default` (256-byte nodes, 8 lanes, measured in the
+/// same run), the same operations.
+fn node_rows<K: TreeKey, V: TreeValue>(
+    bench: &mut Bench,
+    n: usize,
+    default: &Measured,
+) -> Result<Vec<Row>> {
+    let mut out = Vec::new();
+    for (bytes, tile) in [(128, 8), (256, 16)] {
+        let config = BTreeConfig {
+            query_tile: tile,
+            ..tree_config(n, bytes)
+        };
+        let tree = GpuBTreeMap::<K, V>::with_config(&bench.gpu, config).map_err(core_error)?;
+        let measured = measure_built(bench, n, tree)?;
+        out.extend(layout_rows::<K, V>(&measured, default, n, bytes, tile));
+    }
     Ok(out)
 }
 
-/// The rows of one layout against the default's.
-fn layout_rows<K: TreeKey, V: TreeValue, const BYTES: u32, const TILE: u32>(
+/// The rows of one layout (nodes of `bytes` read by `tile` lanes) against the default's.
+fn layout_rows<K: TreeKey, V: TreeValue>(
     measured: &Measured,
     default: &Measured,
     n: usize,
+    bytes: u32,
+    tile: u32,
 ) -> Vec<Row> {
     let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
-    let pairs = if BYTES == 128 { 6 } else { 14 };
+    let pairs = if bytes == 128 { 6 } else { 14 };
     ops(measured)
         .into_iter()
         .zip(ops(default))
         .map(|((op, timing, unit), (_, base, _))| {
             Row::new(
                 "btree",
-                &format!("{op}, {types}, {BYTES}-byte nodes, {TILE} lanes"),
+                &format!("{op}, {types}, {bytes}-byte nodes, {tile} lanes"),
                 n as u64,
                 timing,
                 n as f64,
                 unit,
             )
-            .with_structure(Layout::<K, V, BYTES, TILE>::NAME)
+            .with_structure(format!("GpuBTreeMap ({bytes}-byte nodes, {tile} lanes)"))
             .with_operation(op)
             .with_types(K::SUFFIX, V::SUFFIX)
             .with_baseline(Some(Baseline {
@@ -387,7 +336,7 @@ fn layout_rows<K: TreeKey, V: TreeValue, const BYTES: u32, const TILE: u32>(
                 rate: base.giga_rate(n as f64),
             }))
             .with_note(format!(
-                "node layout: {pairs} pairs read by {TILE} lanes against 14 pairs read by 8"
+                "node layout: {pairs} pairs read by {tile} lanes against 14 pairs read by 8"
             ))
         })
         .collect()
@@ -402,13 +351,13 @@ impl<K: DeviceKey, V: DeviceValue> Subject<K, V> for LinearProbeMap<K, V> {
             max_load_factor: 0.97,
             ..LinearConfig::default()
         };
-        LinearProbeMap::with_config(&bench.gpu, config).map_err(hive_error)
+        LinearProbeMap::with_config(&bench.gpu, config).map_err(core_error)
     }
     fn clear(&mut self) -> Result<()> {
-        LinearProbeMap::clear(self).map_err(hive_error)
+        LinearProbeMap::clear(self).map_err(core_error)
     }
     fn insert(&mut self, keys: &CudaSlice<K>, values: &CudaSlice<V>) -> Result<()> {
-        self.insert_many_async(keys, values).map_err(hive_error)
+        self.insert_many_async(keys, values).map_err(core_error)
     }
     fn find(
         &mut self,
@@ -416,13 +365,13 @@ impl<K: DeviceKey, V: DeviceValue> Subject<K, V> for LinearProbeMap<K, V> {
         out: &mut CudaSlice<V>,
         _found: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        self.get_many_into_async(keys, out).map_err(hive_error)
+        self.get_many_into_async(keys, out).map_err(core_error)
     }
     fn get(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        self.get_many(keys).map_err(hive_error)
+        self.get_many(keys).map_err(core_error)
     }
     fn validate(&mut self) -> Result<()> {
-        self.check().map_err(hive_error)
+        self.check().map_err(core_error)
     }
 }
 
@@ -451,7 +400,16 @@ fn measure<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
     n: usize,
     load: f64,
 ) -> Result<Measured> {
-    let mut subject = S::build(bench, n, load)?;
+    let subject = S::build(bench, n, load)?;
+    measure_built(bench, n, subject)
+}
+
+/// Measures `subject`, built for `n` keys (see [`measure`]).
+fn measure_built<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
+    bench: &mut Bench,
+    n: usize,
+    mut subject: S,
+) -> Result<Measured> {
     let mut inputs = Inputs::<K, V>::new(&bench.gpu, n)?;
     let mut misses = Inputs::<K, V>::new(&bench.gpu, n)?;
     let stream = bench.gpu.stream().clone();
@@ -483,18 +441,45 @@ fn measure<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
         .zip(&want)
         .any(|(g, w)| g.map(|v| v.to_u64()) != Some(w.to_u64()))
     {
-        return Err(err(S::NAME, "a present key was not found with its value"));
+        return Err(Error::InvalidArgument(format!(
+            "{}: a present key was not found with its value",
+            S::NAME
+        )));
     }
     let absent = stream.clone_dtoh(&misses.keys.slice(..m))?;
     if subject.get(&absent)?.iter().any(Option::is_some) {
-        return Err(err(S::NAME, "an absent key was found"));
+        return Err(Error::InvalidArgument(format!(
+            "{}: an absent key was found",
+            S::NAME
+        )));
     }
     Ok(Measured { insert, hit, miss })
 }
 
+/// Rows a case adds after its structure's: from the structure measured at the asked types.
+type Extra = fn(&mut Bench, usize, &Measured) -> Result<Vec<Row>>;
+
+/// No rows of its own.
+fn no_rows(_: &mut Bench, _: usize, _: &Measured) -> Result<Vec<Row>> {
+    Ok(Vec::new())
+}
+
+/// One case: [`rows`], then `extra`'s rows.
+fn case<K, V, S, N>(bench: &mut Bench, n: usize, load: f64, extra: Extra) -> Result<Vec<Row>>
+where
+    K: DeviceKey,
+    V: DeviceValue,
+    S: Subject<K, V>,
+    N: Subject<u32, u32>,
+{
+    let (mut out, wide) = rows::<K, V, S, N>(bench, n, load)?;
+    out.extend(extra(bench, n, &wide)?);
+    Ok(out)
+}
+
 /// The rows of one case: structure `S` at K, V against `N`, the same structure at u32
-/// (the baselines), and LinearProbeMap at K, V.
-fn rows<K, V, S, N>(bench: &mut Bench, n: usize, load: f64) -> Result<Vec<Row>>
+/// (the baselines), and LinearProbeMap at K, V; with the measurement of `S`.
+fn rows<K, V, S, N>(bench: &mut Bench, n: usize, load: f64) -> Result<(Vec<Row>, Measured)>
 where
     K: DeviceKey,
     V: DeviceValue,
@@ -548,5 +533,5 @@ where
             )),
         );
     }
-    Ok(out)
+    Ok((out, wide))
 }
