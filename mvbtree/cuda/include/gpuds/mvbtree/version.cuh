@@ -1,0 +1,100 @@
+// gpuds/mvbtree/version.cuh: the versioned node and how a tile finds the version of a
+// node that a snapshot sees (Awad 2022, §4.4, after the vCAS of Wei et al.).
+//
+// A versioned node is a gpuds-btree node (gpuds/btree/node.cuh: same size, slots, latch,
+// metadata and B-link slot) with slot SLOTS-3 taken for the version, so it holds one
+// pair fewer (u32/u32: 13 pairs):
+//
+//   slot SLOTS-3  (timestamp, older): the key part's low 32 bits are the version's
+//                 timestamp (UNSET_TS until set), the value part the address of the next
+//                 older version of the node (null_node when none).
+//
+// Every address in the tree (child, side link, root) names the HEAD of a version list;
+// heads never move (§4.4.1, "Copying a tree node"): a change that must keep the old
+// contents copies the head to a fresh unit first (the copy keeps the old timestamp and
+// the old older link) and then changes the head in place, linking the copy as its older
+// version. Copies are immutable and never latched: their latch word is LATCH_COPY.
+// Timestamps never increase along a list. A query at snapshot s uses, for every node it
+// reaches, the first version of the list with timestamp <= s.
+#pragma once
+#include <gpuds/btree/tree_ref.cuh>
+
+namespace gpuds {
+namespace mvbtree {
+
+using btree::cached;
+using btree::coherent;
+using btree::latched;
+using btree::node_addr;
+using btree::null_node;
+
+constexpr unsigned UNSET_TS = 0xffffffffu;  // a version not yet stamped (vCAS)
+constexpr unsigned LATEST = 0xffffffffu;    // a query of the newest versions (the heads)
+constexpr unsigned LATCH_COPY = 2u;         // the latch word of an older version
+// Status flags of this crate (structure bits).
+constexpr unsigned LOG_FULL = gpuds::status::FIRST_STRUCTURE_BIT << 2;  // version log full
+constexpr unsigned CLOCK_FULL = gpuds::status::FIRST_STRUCTURE_BIT << 3;  // no timestamp left
+
+// How updates treat nodes a snapshot may see (§4.3.1); Rust: Updates.
+enum update_mode : unsigned { IN_PLACE = 0, OUT_OF_PLACE = 1 };
+
+// Slot positions of the versioned node of K and V.
+template <class K, class V>
+struct vshape {
+  using L = btree::layout<K, V>;
+  static constexpr unsigned VERSION_PAIR = L::SLOTS - 3;
+  static constexpr unsigned NODE_PAIRS = L::SLOTS - 3;  // key/value or pivot/child pairs
+  static constexpr unsigned SPLIT_AT = NODE_PAIRS / 2;  // a split moves [SPLIT_AT, NODE_PAIRS) right
+  // The 32-bit word of the timestamp (the low half of the version slot's key part).
+  static constexpr unsigned TS_WORD = VERSION_PAIR * L::SLOT_BYTES / 4;
+  // The 32-bit word of the older address (the low half of the value part).
+  static constexpr unsigned OLDER_WORD = TS_WORD + L::SLOT_BYTES / 8;
+};
+
+// A versioned node as a tile holds it (see btree::node_view).
+template <unsigned TILE, class K, class V>
+struct vview : btree::node_view<TILE, K, V> {
+  using S = vshape<K, V>;
+  __device__ __forceinline__ unsigned ts() const { return static_cast<unsigned>(this->key_at(S::VERSION_PAIR)); }
+  __device__ __forceinline__ node_addr older() const {
+    return static_cast<node_addr>(this->val_at(S::VERSION_PAIR));
+  }
+  __device__ __forceinline__ bool full() const { return this->count() >= S::NODE_PAIRS; }
+};
+
+// Sets the unset timestamp of the version at `words` to the global time (one CAS by one
+// lane, the vCAS rule). Returns the timestamp the version has now (set by this tile or by
+// whoever did first), the same on every lane.
+template <unsigned TILE, class Slot>
+__device__ __forceinline__ unsigned stamp(Slot* words, unsigned ts_word, unsigned* clock) {
+  using tile = gpuds::warp::tile<TILE>;
+  unsigned r = 0;
+  if (tile::rank() == 0) {
+    const unsigned now = mem::ld_acquire(clock);
+    const unsigned old = mem::cas_acq_rel(reinterpret_cast<unsigned*>(words) + ts_word, UNSET_TS, now);
+    r = old == UNSET_TS ? now : old;
+  }
+  return tile::shfl(r, 0);
+}
+
+// Takes a snapshot (§4.4.2): reads the time t and moves it to t + 1 with one CAS. When
+// another tile moved it first, t is still a valid snapshot (its increment came after
+// the read). Every lane gets t; UNSET_TS (and CLOCK_FULL reported) when the clock is full.
+template <unsigned TILE>
+__device__ __forceinline__ unsigned take_snapshot(unsigned* clock, unsigned* status) {
+  using tile = gpuds::warp::tile<TILE>;
+  unsigned t = 0;
+  if (tile::rank() == 0) {
+    t = mem::ld_acquire(clock);
+    if (t >= UNSET_TS - 1u) {
+      gpuds::status::report(status, CLOCK_FULL);
+      t = UNSET_TS;
+    } else {
+      mem::cas_acq_rel(clock, t, t + 1u);
+    }
+  }
+  return tile::shfl(t, 0);
+}
+
+}  // namespace mvbtree
+}  // namespace gpuds

@@ -1,0 +1,295 @@
+// VersionedBTreeMap's kernels: root creation, batched insertion and removal (whole warps;
+// the update mode is in the tree ref), snapshots, queries at a snapshot (tiles of
+// QUERY_TILE lanes, non-coherent loads: no kernel changes the tree while a host-side query
+// runs), the mixed batch (whole warps, coherent loads, a tile-wide snapshot per query) and
+// the version collector. Compiled once per key type KEY_T and value type VALUE_T;
+// KERNEL_SUFFIX names the instantiation (`mv_insert_u32_u32`).
+#include <gpuds/mvbtree/versioned_tree_ref.cuh>
+#include <gpuds/btree/detail/work_share.cuh>
+#include <gpuds/core/kernel_name.cuh>
+
+using namespace gpuds::mvbtree;
+using K = KEY_T;
+using V = VALUE_T;
+using S = vshape<K, V>;
+using tree = versioned_tree_ref<K, V>;
+using gpuds::alloc::warp_allocator;
+using gpuds::btree::detail::for_each_chunk;
+using gpuds::btree::detail::tile_work_share;
+using gpuds::warp::FULL_MASK;
+using gpuds::warp::lane_id;
+using warp = gpuds::warp::tile<32>;
+using qtile = gpuds::warp::tile<QUERY_TILE>;
+
+namespace {
+
+__device__ __forceinline__ void add_size(const tree& t, long long delta) {
+  if (lane_id() == 0 && delta != 0) {
+    gpuds::mem::fetch_add_relaxed(t.tree.size, static_cast<unsigned long long>(delta));
+  }
+}
+
+// Bits of a chunk of 32 requests, written by lane 0.
+__device__ __forceinline__ void put_bits(unsigned* out, unsigned chunk, bool bit) {
+  const unsigned b = __ballot_sync(FULL_MASK, bit);
+  if (lane_id() == 0 && out != nullptr) out[chunk] = b;
+}
+
+// The query loop: one request per thread, one at a time per tile; f(index, src) runs on
+// the whole tile for the request of tile lane src and returns its result word, which
+// lane src keeps.
+template <class F>
+__device__ __forceinline__ void for_each_query(unsigned n, F&& f) {
+  const unsigned long long threads = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  const unsigned long long first = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // A warp-uniform loop: every lane runs the same number of rounds.
+  const unsigned long long base0 = first - lane_id();
+  for (unsigned long long base = base0; base < n; base += threads) {
+    const unsigned long long i = base + lane_id();
+    const bool active = i < n;
+    tile_work_share<QUERY_TILE>(active, [&](unsigned src) {
+      const unsigned at = static_cast<unsigned>(qtile::shfl(static_cast<unsigned>(i), src));
+      f(at, src);
+    });
+  }
+}
+
+}  // namespace
+
+// One warp: allocates the root, an empty leaf stamped with the current time.
+extern "C" __global__ void GPUDS_KERNEL(mv_init)(tree t, unsigned* root) {
+  if (gpuds::warp::global_warp_id() != 0) return;
+  warp_allocator allocator(t.tree.alloc);
+  const node_addr a = allocator.allocate();
+  if (a != null_node) {
+    const unsigned now = gpuds::mem::ld_acquire(t.clock);
+    detail::store_fresh<K, V>(t.words(a), K(0), V(0), now, null_node, gpuds::btree::LATCH_FREE,
+                              gpuds::btree::make_meta(0, 0), gpuds::btree::no_high_key<K>(), null_node);
+  }
+  if (lane_id() == 0) *root = a;
+}
+
+// Takes one snapshot; *out gets its timestamp (UNSET_TS, CLOCK_FULL reported, when none
+// is left).
+extern "C" __global__ void GPUDS_KERNEL(mv_snapshot)(tree t, unsigned* out) {
+  if (gpuds::warp::global_warp_id() != 0) return;
+  const unsigned s = t.take_snapshot<32>();
+  if (lane_id() == 0) *out = s;
+}
+
+// Batched insertion: replaced and failed bits per request.
+extern "C" __global__ void GPUDS_KERNEL(mv_insert)(tree t, const K* keys, const V* values, unsigned n,
+                                                   unsigned* replaced_bits, unsigned* failed_bits) {
+  warp_allocator allocator(t.tree.alloc);
+  long long added = 0;
+  for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
+    const K my_key = active ? keys[i] : K(0);
+    const V my_value = active ? values[i] : V(0);
+    gpuds::btree::insert_outcome outcome = gpuds::btree::INSERT_FAILED;
+    tile_work_share<32>(active, [&](unsigned src) {
+      const auto r = detail::insert(t, allocator, warp::shfl(my_key, src), warp::shfl(my_value, src));
+      if (lane_id() == src) outcome = r;
+    });
+    added += __popc(__ballot_sync(FULL_MASK, outcome == gpuds::btree::INSERT_ADDED));
+    put_bits(replaced_bits, chunk, outcome == gpuds::btree::INSERT_REPLACED);
+    put_bits(failed_bits, chunk, active && outcome == gpuds::btree::INSERT_FAILED);
+  });
+  add_size(t, added);
+}
+
+// Batched removal: removed values, removed and failed bits per request.
+extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree t, const K* keys, unsigned n, V* old_values,
+                                                  unsigned* removed_bits, unsigned* failed_bits) {
+  warp_allocator allocator(t.tree.alloc);
+  long long removed = 0;
+  for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
+    const K my_key = active ? keys[i] : K(0);
+    gpuds::btree::remove_outcome outcome = gpuds::btree::REMOVE_FAILED;
+    V mine = V(0);
+    tile_work_share<32>(active, [&](unsigned src) {
+      V v = V(0);
+      const auto r = detail::erase(t, allocator, warp::shfl(my_key, src), v);
+      if (lane_id() == src) {
+        outcome = r;
+        mine = v;
+      }
+    });
+    const bool done = outcome == gpuds::btree::REMOVE_DONE;
+    if (active) old_values[i] = done ? mine : V(0);
+    removed += __popc(__ballot_sync(FULL_MASK, done));
+    put_bits(removed_bits, chunk, done);
+    put_bits(failed_bits, chunk, active && outcome == gpuds::btree::REMOVE_FAILED);
+  });
+  add_size(t, -removed);
+}
+
+// Values of keys at snapshot ts (LATEST: now); found bits per request (0 on absent keys).
+extern "C" __global__ void GPUDS_KERNEL(mv_find)(tree t, unsigned ts, const K* keys, unsigned n, V* values,
+                                                 unsigned* found) {
+  for_each_query(n, [&](unsigned i, unsigned src) {
+    V v = V(0);
+    const bool hit = t.find<QUERY_TILE, cached>(keys[i], ts, v);
+    if (qtile::rank() == src) {
+      values[i] = hit ? v : V(0);
+      found[i] = hit;
+    }
+  });
+}
+
+// Successors at ts: (key, value) and found per request.
+extern "C" __global__ void GPUDS_KERNEL(mv_successor)(tree t, unsigned ts, const K* keys, unsigned n, K* out_keys,
+                                                      V* out_values, unsigned* found) {
+  for_each_query(n, [&](unsigned i, unsigned src) {
+    K k = K(0);
+    V v = V(0);
+    const bool hit = t.successor<QUERY_TILE, cached>(keys[i], ts, k, v);
+    if (qtile::rank() == src) {
+      out_keys[i] = hit ? k : K(0);
+      out_values[i] = hit ? v : V(0);
+      found[i] = hit;
+    }
+  });
+}
+
+// Range counts at ts.
+extern "C" __global__ void GPUDS_KERNEL(mv_range_count)(tree t, unsigned ts, const K* lo, const K* hi, unsigned n,
+                                                        unsigned* counts) {
+  for_each_query(n, [&](unsigned i, unsigned src) {
+    const unsigned c = t.range_count<QUERY_TILE, cached>(lo[i], hi[i], ts);
+    if (qtile::rank() == src) counts[i] = c;
+  });
+}
+
+// Range contents at ts: range i writes its pairs at offsets[i] .. offsets[i + 1] (the
+// exclusive scan of the counts, n + 1 entries) of out_keys / out_values.
+extern "C" __global__ void GPUDS_KERNEL(mv_range_collect)(tree t, unsigned ts, const K* lo, const K* hi,
+                                                          unsigned n, const unsigned long long* offsets, K* out_keys,
+                                                          V* out_values) {
+  for_each_query(n, [&](unsigned i, unsigned src) {
+    const unsigned long long at = offsets[i];
+    const unsigned cap = static_cast<unsigned>(offsets[i + 1] - at);
+    t.range_collect<QUERY_TILE, cached>(lo[i], hi[i], ts, out_keys + at, out_values + at, cap);
+    (void)src;
+  });
+}
+
+// Operation codes of a mixed batch (Rust: MvOp).
+enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR = 3, OP_COUNT = 4, OP_RANGE = 5 };
+
+// A mixed batch in one kernel (§4.5.2): updates with the tree's mode, each query at a
+// tile-wide snapshot it takes when it starts (ts[i]; UNSET_TS for updates). Per request:
+// key, and arg_key (a range's upper bound), arg_value (an insertion's value); out_key (a
+// successor's key), out_value (a found, removed or successor value), count (a range's);
+// a range writes its first range_cap pairs at i * range_cap. Found bit: replaced / removed
+// / found; failed bit: an update that failed and changed nothing.
+extern "C" __global__ void __launch_bounds__(256, 4)
+    GPUDS_KERNEL(mv_apply)(tree t, const unsigned* ops, const K* keys, const K* arg_keys, const V* arg_values,
+                           unsigned n, unsigned range_cap, unsigned* ts_out, K* out_keys, V* out_values,
+                           unsigned* counts, unsigned* found_bits, unsigned* failed_bits, K* range_keys,
+                           V* range_values) {
+  warp_allocator allocator(t.tree.alloc);
+  long long delta = 0;
+  for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
+    bool found = false, failed = false;
+    int change = 0;
+    tile_work_share<32>(active, [&](unsigned src) {
+      const unsigned at = warp::shfl(i, src);
+      const unsigned op = ops[at];
+      const K k = keys[at];
+      unsigned ts = UNSET_TS, count = 0;
+      K rk = K(0);
+      V rv = V(0);
+      bool hit = false, fail = false;
+      int d = 0;
+      switch (op) {
+        case OP_INSERT: {
+          const auto r = detail::insert(t, allocator, k, arg_values[at]);
+          hit = r == gpuds::btree::INSERT_REPLACED;
+          fail = r == gpuds::btree::INSERT_FAILED;
+          d = r == gpuds::btree::INSERT_ADDED;
+          break;
+        }
+        case OP_REMOVE: {
+          const auto r = detail::erase(t, allocator, k, rv);
+          hit = r == gpuds::btree::REMOVE_DONE;
+          fail = r == gpuds::btree::REMOVE_FAILED;
+          d = -static_cast<int>(hit);
+          break;
+        }
+        case OP_GET:
+          ts = t.take_snapshot<32>();
+          hit = t.find<32, coherent>(k, ts, rv);
+          break;
+        case OP_SUCCESSOR:
+          ts = t.take_snapshot<32>();
+          hit = t.successor<32, coherent>(k, ts, rk, rv);
+          break;
+        case OP_COUNT:
+          ts = t.take_snapshot<32>();
+          count = t.range_count<32, coherent>(k, arg_keys[at], ts);
+          break;
+        case OP_RANGE: {
+          ts = t.take_snapshot<32>();
+          const unsigned long long base = static_cast<unsigned long long>(at) * range_cap;
+          count = t.range_collect<32, coherent>(k, arg_keys[at], ts, range_keys + base, range_values + base,
+                                                range_cap);
+          break;
+        }
+        default:
+          t.report<32>(gpuds::status::OUT_OF_BOUNDS);
+          fail = true;
+          break;
+      }
+      if (lane_id() == src) {
+        ts_out[at] = ts;
+        out_keys[at] = rk;
+        out_values[at] = rv;
+        counts[at] = count;
+        found = hit;
+        failed = fail;
+        change = d;
+      }
+    });
+    delta += __popc(__ballot_sync(FULL_MASK, change > 0)) - __popc(__ballot_sync(FULL_MASK, change < 0));
+    put_bits(found_bits, chunk, found);
+    put_bits(failed_bits, chunk, active && failed);
+  });
+  add_size(t, delta);
+}
+
+// The version collector, between batches (nothing else changes the tree): for each head
+// in the log, keeps its list up to the first version stamped at or before `keep` (the
+// oldest live snapshot; UNSET_TS: none is live, keep the head only) and frees every older
+// version; heads that still have older versions are written to log_out. One thread per
+// head. *freed counts the units freed.
+extern "C" __global__ void GPUDS_KERNEL(mv_collect)(tree t, const unsigned* log_in, unsigned n, unsigned keep,
+                                                    unsigned* log_out, unsigned* log_out_len,
+                                                    unsigned long long* freed) {
+  const unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const node_addr head = log_in[i];
+  const auto word = [&](node_addr a, unsigned w) { return reinterpret_cast<unsigned*>(t.words(a)) + w; };
+  node_addr cut = head;
+  for (unsigned step = 0; step < t.max_steps(); ++step) {
+    if (keep == UNSET_TS) break;
+    if (gpuds::mem::ld_relaxed(word(cut, S::TS_WORD)) <= keep) break;
+    const node_addr older = gpuds::mem::ld_relaxed(word(cut, S::OLDER_WORD));
+    if (older == null_node) break;  // no version old enough: keep them all
+    cut = older;
+  }
+  node_addr x = gpuds::mem::ld_relaxed(word(cut, S::OLDER_WORD));
+  if (x != null_node) gpuds::mem::st_relaxed(word(cut, S::OLDER_WORD), null_node);
+  unsigned long long count = 0;
+  for (unsigned step = 0; x != null_node && step < t.max_steps(); ++step) {
+    const node_addr next = gpuds::mem::ld_relaxed(word(x, S::OLDER_WORD));
+    t.tree.alloc.deallocate(x);
+    ++count;
+    x = next;
+  }
+  if (x != null_node) gpuds::status::report(t.tree.status, gpuds::status::RETRY_LIMIT);
+  if (count != 0) gpuds::mem::fetch_add_relaxed(freed, count);
+  if (cut != head) {
+    const unsigned at = gpuds::mem::fetch_add_relaxed(log_out_len, 1u);
+    log_out[at] = head;
+  }
+}

@@ -1,0 +1,392 @@
+//! [`VersionedBTreeMap`], the owner: node pool, root, clock, version log, status words,
+//! construction, the grow-and-retry policy of the updates and the version collector. The
+//! operations live in the submodules, one idea each.
+
+use std::marker::PhantomData;
+
+use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+use gpuds_btree::node::{NodeLayout, NULL_NODE};
+use gpuds_btree::{BTreeConfig, TreeKey, TreeRef, TreeValue};
+use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use gpuds_core::{launch, Gpu, Kernel, Status, StatusWord};
+use parking_lot::Mutex;
+
+use crate::error::{Error, Result};
+use crate::kernels::Kernels;
+use crate::ops::Updates;
+use crate::snapshot::{Snapshot, Snapshots};
+use crate::tree_ref::VersionedTreeRef;
+
+mod collect;
+mod inspect;
+mod mixed;
+mod query;
+mod update;
+
+pub use inspect::VersionStats;
+
+/// Threads per block of every launch.
+pub(crate) const BLOCK: u32 = 256;
+
+/// A GPU ordered map from `K` to `V` (each `u32` or `u64`; every key is valid) whose
+/// nodes keep older versions: the multiversion B-Tree of Awad (2022), chapter 4. It does
+/// everything [`gpuds_btree::GpuBTreeMap`] does on the newest state, and takes
+/// [`Snapshot`]s: queries at a snapshot see exactly the pairs present when it was taken,
+/// however many updates ran since, so a range query never mixes states (§4.2.1). See the
+/// [crate docs](crate) for the design.
+///
+/// Every call enqueues its kernels on the GPU's stream ([`Gpu::stream`]); the host forms
+/// synchronize and check the status words.
+///
+/// # Examples
+/// ```no_run
+/// use gpuds_mvbtree::VersionedBTreeMap;
+/// let gpu = gpuds_core::Gpu::new(0)?;
+/// let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+/// map.insert_many(&[1, 2, 3], &[10, 20, 30])?;
+/// let s = map.snapshot()?;
+/// map.insert_many(&[4], &[40])?;
+/// map.remove_many(&[1])?;
+/// assert_eq!(map.range_many_at(&s, &[(0, 9)])?, vec![vec![(1, 10), (2, 20), (3, 30)]]);
+/// assert_eq!(map.to_vec()?, vec![(2, 20), (3, 30), (4, 40)]);
+/// map.validate()?;
+/// # Ok::<(), gpuds_mvbtree::Error>(())
+/// ```
+pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
+    gpu: Gpu,
+    config: BTreeConfig,
+    layout: NodeLayout,
+    pool: SlabAlloc,
+    status: Mutex<StatusWord>,
+    size: CudaSlice<u64>,
+    clock: CudaSlice<u32>,
+    log: CudaSlice<u32>,
+    log_len: CudaSlice<u32>,
+    root: u32,
+    kernels: Kernels,
+    snapshots: Snapshots,
+    collector: Collector,
+    /// Upper bound of the units in use (see `ensure_room`).
+    used_bound: u64,
+    _marker: PhantomData<(K, V)>,
+}
+
+/// What the version collector remembers between runs.
+#[derive(Clone, Copy, Debug, Default)]
+struct Collector {
+    /// The oldest live snapshot at the last run (None: none was live, or never ran).
+    last_keep: Option<u32>,
+    /// The log's length after the last run.
+    last_len: u32,
+    /// Versions made so far (units), and freed so far.
+    freed: u64,
+    runs: u64,
+}
+
+impl<K: TreeKey, V: TreeValue> std::fmt::Debug for VersionedBTreeMap<K, V> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VersionedBTreeMap")
+            .field("device", &self.gpu.info().name)
+            .field("root", &self.root)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
+    /// An empty map with the default [`BTreeConfig`] (its `query_tile` and `bulk_fill`
+    /// are not used). Synchronizes.
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        Self::with_config(gpu, BTreeConfig::default())
+    }
+
+    /// An empty map; the config is validated first. Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_mvbtree::{BTreeConfig, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let config = BTreeConfig { initial_nodes: 1 << 20, ..Default::default() };
+    /// let map = VersionedBTreeMap::<u64, u64>::with_config(&gpu, config)?;
+    /// # let _ = map;
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn with_config(gpu: &Gpu, config: BTreeConfig) -> Result<Self> {
+        config.validate()?;
+        let layout = NodeLayout::of::<K, V>(crate::WIDE_NODE_BYTES);
+        let pool = SlabAlloc::new(
+            gpu,
+            SlabAllocConfig {
+                unit_bytes: layout.node_bytes,
+                initial_units: config.initial_nodes.max(1),
+                max_units: config.max_nodes,
+                ..Default::default()
+            },
+        )?;
+        let stream = gpu.stream();
+        let log_cap = log_capacity(pool.capacity_units())?;
+        let mut map = Self {
+            gpu: gpu.clone(),
+            layout,
+            status: Mutex::new(StatusWord::new(gpu)?),
+            size: stream.alloc_zeros::<u64>(1)?,
+            clock: stream.alloc_zeros::<u32>(1)?,
+            log: stream.alloc_zeros::<u32>(log_cap as usize)?,
+            log_len: stream.alloc_zeros::<u32>(1)?,
+            root: NULL_NODE,
+            kernels: Kernels::load::<K, V>(gpu)?,
+            snapshots: Snapshots::new(),
+            collector: Collector::default(),
+            used_bound: 0,
+            pool,
+            config,
+            _marker: PhantomData,
+        };
+        map.init_root()?;
+        Ok(map)
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BTreeConfig {
+        &self.config
+    }
+
+    /// The node layout (the B-Tree's for these types; one pair of each node holds the
+    /// version, see [`crate::node`]).
+    pub fn node_layout(&self) -> NodeLayout {
+        self.layout
+    }
+
+    /// The tree for user kernels, with updates in `mode` (see [`VersionedTreeRef`]):
+    /// [`Updates::OutOfPlace`] when the kernel takes snapshots while it updates. Valid
+    /// until the next call that takes `&mut self`.
+    pub fn device_ref(&self, mode: Updates) -> VersionedTreeRef<K, V> {
+        let stream = self.gpu.stream();
+        VersionedTreeRef {
+            tree: TreeRef {
+                alloc: self.pool.device_ref(),
+                root: self.root,
+                max_steps: self.config.max_steps,
+                status: self.status.lock().slice().device_ptr(stream).0,
+                size: self.size.device_ptr(stream).0,
+                types: PhantomData,
+            },
+            clock: self.clock.device_ptr(stream).0,
+            copy_below: self.snapshots.bounds().map_or(0, |(_, newest)| newest + 1),
+            mode: mode.code(),
+            log: self.log.device_ptr(stream).0,
+            log_len: self.log_len.device_ptr(stream).0,
+            log_cap: self.log.len() as u32,
+        }
+    }
+
+    /// Number of pairs (newest state). Synchronizes.
+    pub fn len(&self) -> Result<usize> {
+        let size = self.gpu.stream().clone_dtoh(&self.size)?;
+        Ok(size.first().copied().unwrap_or(0) as usize)
+    }
+
+    /// True when the newest state holds no pair. Synchronizes.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Takes a snapshot of the newest state (a device-wide barrier: it runs after every
+    /// kernel enqueued before it on the map's stream). Synchronizes.
+    ///
+    /// Fails with [`Error::ClockExhausted`] after `u32::MAX - 1` snapshots.
+    pub fn snapshot(&self) -> Result<Snapshot> {
+        let stream = self.gpu.stream();
+        let mut out = stream.alloc_zeros::<u32>(1)?;
+        let r = self.device_ref(Updates::InPlace);
+        let mut args = stream.launch_builder(self.kernels.snapshot.func());
+        args.arg(&r).arg(&mut out);
+        // SAFETY: the kernel's arguments are the tree ref and one output word.
+        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
+        let ts = stream.clone_dtoh(&out)?.first().copied().unwrap_or(u32::MAX);
+        let flags = self.status.lock().take()?;
+        if ts == u32::MAX || flags.contains(Status(crate::CLOCK_FULL)) {
+            return Err(Error::ClockExhausted);
+        }
+        flags.into_result()?;
+        Ok(self.snapshots.hold(ts))
+    }
+
+    /// The timestamps of the live snapshots, ascending.
+    pub fn live_snapshots(&self) -> Vec<u32> {
+        self.snapshots.timestamps()
+    }
+
+    /// Reads and clears both status words. Synchronizes.
+    pub fn check(&self) -> Result<()> {
+        let pool = self.pool.check_status();
+        let own = self.status.lock().check();
+        pool?;
+        own?;
+        Ok(())
+    }
+
+    /// Allocates the root as an empty leaf and zeroes the size and the log.
+    fn init_root(&mut self) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        stream.memset_zeros(&mut self.size)?;
+        stream.memset_zeros(&mut self.log_len)?;
+        let mut out = stream.alloc_zeros::<u32>(1)?;
+        let r = self.device_ref(Updates::InPlace);
+        let mut args = stream.launch_builder(self.kernels.init.func());
+        args.arg(&r).arg(&mut out);
+        // SAFETY: the kernel's arguments are the tree ref and one output word.
+        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
+        let root = stream.clone_dtoh(&out)?.first().copied().unwrap_or(NULL_NODE);
+        self.pool.check_status()?;
+        if root == NULL_NODE {
+            return Err(gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into());
+        }
+        self.root = root;
+        self.used_bound = 1;
+        self.collector.last_len = 0;
+        Ok(())
+    }
+
+    fn grid(&self, kernel: &Kernel, requests: usize) -> Result<LaunchConfig> {
+        Ok(self
+            .gpu
+            .grid_for(kernel, requests.div_ceil(32).max(1) * 32, BLOCK)?)
+    }
+
+    /// Grows the pool when `extra` more units might not fit, and the log with it.
+    fn ensure_room(&mut self, extra: u64) -> Result<()> {
+        if self.used_bound.saturating_add(extra) > self.pool.capacity_units() {
+            match self.pool.reserve_within_max(extra) {
+                Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+            self.used_bound = self.pool.units_in_use()?;
+        }
+        self.used_bound = self.used_bound.saturating_add(extra);
+        self.grow_log()
+    }
+
+    /// Keeps the log able to name every unit of the pool (a head is logged at most once).
+    fn grow_log(&mut self) -> Result<()> {
+        let cap = log_capacity(self.pool.capacity_units())?;
+        if cap as usize <= self.log.len() {
+            return Ok(());
+        }
+        let stream = self.gpu.stream().clone();
+        let mut log = stream.alloc_zeros::<u32>(cap as usize)?;
+        stream.memcpy_dtod(&self.log, &mut log.slice_mut(..self.log.len()))?;
+        self.log = log;
+        Ok(())
+    }
+
+    /// Clears both status words in stream order.
+    fn clear_status(&self) -> Result<()> {
+        self.pool.clear_status()?;
+        self.status.lock().clear()?;
+        Ok(())
+    }
+
+    /// Reads and clears both status words; the flags of both. Synchronizes.
+    fn take_status(&self) -> Result<Status> {
+        let pool = self.pool.take_status()?;
+        let own = self.status.lock().take()?;
+        Ok(pool | own)
+    }
+
+    /// The error of a call whose kernels reported `flags` and whose operations at
+    /// `not_applied` failed.
+    fn failure(&self, flags: Status, not_applied: Vec<usize>) -> Error {
+        if !not_applied.is_empty() {
+            return gpuds_core::Error::NotApplied {
+                status: flags,
+                not_applied,
+            }
+            .into();
+        }
+        gpuds_core::Error::Status(flags).into()
+    }
+
+    /// Grows the pool after a batch ran out of units; false at its maximum.
+    fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
+        let before = self.pool.capacity_units();
+        match self.pool.reserve_within_max(before.max(3 * failed as u64 + 64)) {
+            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
+            Err(gpuds_alloc::Error::Core(gpuds_core::Error::OutOfMemory { .. })) => {
+                return Ok(false)
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.used_bound = self.pool.units_in_use()?;
+        self.grow_log()?;
+        Ok(self.pool.capacity_units() > before)
+    }
+
+    /// Runs a synchronizing update batch: `round(self, at)` runs the requests at the
+    /// positions `at` (`None`: all) and returns its flags and the indices, into that round,
+    /// of the requests that failed. Requests that ran out of nodes below the pool's
+    /// maximum run again after the pool has grown; then the version collector runs.
+    fn run_growing(
+        &mut self,
+        mut round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
+    ) -> Result<()> {
+        self.clear_status()?;
+        let mut at: Option<Vec<usize>> = None;
+        let result = loop {
+            let (flags, failed) = round(self, at.as_deref())?;
+            if flags.is_ok() {
+                break Ok(());
+            }
+            let not_applied: Vec<usize> = failed
+                .into_iter()
+                .map(|i| at.as_ref().map_or(i, |a| a[i]))
+                .collect();
+            if flags == Status::POOL_EXHAUSTED
+                && !not_applied.is_empty()
+                && self.grow_after_exhaustion(not_applied.len())?
+            {
+                at = Some(not_applied);
+                continue;
+            }
+            break Err(self.failure(flags, not_applied));
+        };
+        self.collect_if_due()?;
+        result
+    }
+}
+
+/// Entries of a log for a pool of `units` (one per unit).
+fn log_capacity(units: u64) -> Result<u32> {
+    Ok(gpuds_core::size::u32_len(units.max(1) as usize, "version log entries")?)
+}
+
+/// The batch length as the kernels' 32-bit count.
+pub(crate) fn batch_len(n: usize) -> Result<u32> {
+    Ok(gpuds_core::size::u32_len(n, "operations in one batch")?)
+}
+
+/// Both lengths, equal, as a batch length.
+pub(crate) fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
+    if a != b {
+        return Err(gpuds_core::Error::InvalidArgument(format!("{a} keys but {b} {what}")).into());
+    }
+    batch_len(a)
+}
+
+/// Nodes a batch of `n` insertions into nodes of `pairs` pairs may add (the B-Tree's
+/// bound: one leaf split per insertion, an upper split per `pairs / 2 - 1` below it),
+/// and when versions may be made, a copy of every node changed.
+pub(crate) fn node_bound(n: usize, pairs: usize, copies: bool) -> u64 {
+    let n = n as u64;
+    let per_split = (pairs as u64 / 2).saturating_sub(1).clamp(1, 3);
+    let splits = n.div_ceil(per_split) + 64;
+    if copies {
+        n + 3 * splits
+    } else {
+        n + splits
+    }
+}
+
+/// The snapshot's timestamp, checked to belong to `snaps`.
+pub(crate) fn at(snaps: &Snapshots, snap: &Snapshot) -> Result<u32> {
+    snaps.check(snap)
+}
