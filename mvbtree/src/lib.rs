@@ -5,9 +5,11 @@
 #![warn(missing_docs)]
 
 mod error;
+pub mod node;
 mod ops;
 mod snapshot;
 mod tree_ref;
+pub mod validate;
 
 pub use error::{Error, Result};
 pub use gpuds_btree::{BTreeConfig, TreeKey, TreeValue};
