@@ -12,7 +12,7 @@
 //!    at most its newer version's: equal ones are allowed, since an out-of-place update
 //!    can copy a version that was stamped in the same clock tick, which leaves a copy no
 //!    snapshot sees); no unit is reached twice, by two lists or by a list and the tree, so
-//!    every list ends in [`NULL_NODE`](gpuds_btree::node::NULL_NODE);
+//!    every list ends in [`NULL_NODE`];
 //! 3. for every live snapshot, older than the clock, the tree as a query at that snapshot
 //!    sees it ([`walk_at`]) satisfies every `GpuBTreeMap` invariant too: the older versions
 //!    are consistent with the contents at their timestamps.
@@ -22,9 +22,9 @@
 //! ([`VersionWalk::heads`] + [`VersionWalk::copies`]).
 
 use std::cell::RefCell;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
-use gpuds_btree::node::{Node, NodeLayout};
+use gpuds_btree::node::{Node, NodeLayout, NULL_NODE};
 use gpuds_btree::validate::{walk, TreeShape};
 use gpuds_btree::{TreeKey, TreeValue};
 
@@ -137,7 +137,8 @@ pub fn walk_versions<K: TreeKey, V: TreeValue>(
     clock: u32,
     collect: bool,
 ) -> Result<VersionWalk<K, V>, String> {
-    let heads = RefCell::new(HashMap::new());
+    // (address, timestamp, older link) of every head; the walk reads the root twice
+    let heads = RefCell::new(Vec::new());
     let head = |addr: u32| {
         let v = read::<K, V>(layout, fetch, addr)?;
         if v.is_copy() {
@@ -154,15 +155,15 @@ pub fn walk_versions<K: TreeKey, V: TreeValue>(
                 v.ts
             ));
         }
-        heads.borrow_mut().insert(addr, v);
+        heads.borrow_mut().push((addr, v.ts, v.older));
         Ok(v.node)
     };
     let (shape, pairs) = checked_walk(layout, root, head, collect)?;
-    let heads = heads.into_inner();
+    let mut heads = heads.into_inner();
+    heads.sort_unstable();
+    heads.dedup();
 
-    let mut order: Vec<u32> = heads.keys().copied().collect();
-    order.sort_unstable();
-    let mut seen: HashSet<u32> = heads.keys().copied().collect();
+    let mut seen: HashSet<u32> = heads.iter().map(|h| h.0).collect();
     let mut found = VersionWalk {
         shape,
         pairs,
@@ -171,16 +172,16 @@ pub fn walk_versions<K: TreeKey, V: TreeValue>(
         versions_per_node: Vec::new(),
         oldest_ts: None,
     };
-    for addr in order {
-        let mut newer = (addr, heads[&addr]);
+    for &(addr, ts, older) in &heads {
+        // the newest version checked so far: (address, timestamp, older link)
+        let mut newer = (addr, ts, older);
         let mut versions = 1;
         loop {
-            let (newer_addr, v) = newer;
-            found.oldest_ts = Some(found.oldest_ts.map_or(v.ts, |t| t.min(v.ts)));
-            if !v.has_older() {
+            let (newer_addr, ts, at) = newer;
+            found.oldest_ts = Some(found.oldest_ts.map_or(ts, |t| t.min(ts)));
+            if at == NULL_NODE {
                 break;
             }
-            let at = v.older;
             let list = || format!("unit {at:#x}, older version of node {addr:#x}");
             if !seen.insert(at) {
                 return Err(format!(
@@ -197,17 +198,16 @@ pub fn walk_versions<K: TreeKey, V: TreeValue>(
                     older.node.latch
                 ));
             }
-            if older.ts > v.ts {
+            if older.ts > ts {
                 return Err(format!(
-                    "{} has timestamp {}, newer than its newer version {newer_addr:#x}'s {}",
+                    "{} has timestamp {}, newer than its newer version {newer_addr:#x}'s {ts}",
                     list(),
-                    older.ts,
-                    v.ts
+                    older.ts
                 ));
             }
             found.copies += 1;
             versions += 1;
-            newer = (at, older);
+            newer = (at, older.ts, older.older);
         }
         if found.versions_per_node.len() < versions {
             found.versions_per_node.resize(versions, 0);
