@@ -21,7 +21,7 @@
 //! copies whose latch word is [`LATCH_COPY`] (heads have 0, free, or 1, held). In wide
 //! slots both parts are zero-extended 32-bit numbers; only their low words are read.
 //!
-//! The cost against `GpuBTreeMap`: one pair per node (13 against 14 at u32: about 7 % more
+//! The cost against `GpuBTreeMap`: one pair per node (13 against 14 at u32: about 8 % more
 //! leaves for the same keys), plus the older versions that live snapshots keep.
 
 use gpuds_btree::node::{Node, NodeLayout, NULL_NODE};
