@@ -100,8 +100,23 @@ impl NodeLayout {
         self.slots() - 1
     }
 
-    /// Slot `i` of a node's words as (key part, value part).
-    fn read(&self, w: &[u32], i: usize) -> (u64, u64) {
+    /// Slot `i` of a node's words as (key part, value part): in 8-byte slots the words
+    /// `2i` and `2i + 1`; in 16-byte slots the key part is words `4i`, `4i + 1` (low word
+    /// first) and the value part words `4i + 2`, `4i + 3`.
+    ///
+    /// # Panics
+    /// When `w` holds fewer than `(i + 1) * slot_words` words.
+    ///
+    /// # Examples
+    /// ```
+    /// use gpuds_btree::node::NodeLayout;
+    /// let mut words = vec![0u32; 64];
+    /// NodeLayout::wide(256).set_slot(&mut words, 13, (1 << 32 | 5, 7));
+    /// assert_eq!(&words[52..56], &[5, 1, 7, 0]);
+    /// assert_eq!(NodeLayout::wide(256).slot(&words, 13), (1 << 32 | 5, 7));
+    /// assert_eq!(NodeLayout::NARROW.slot(&words, 13), (0, 0)); // words 26 and 27
+    /// ```
+    pub fn slot(&self, w: &[u32], i: usize) -> (u64, u64) {
         let at = i * self.slot_words;
         if self.slot_words == 2 {
             (w[at] as u64, w[at + 1] as u64)
@@ -111,8 +126,12 @@ impl NodeLayout {
         }
     }
 
-    /// Writes slot `i` of a node's words.
-    fn write(&self, w: &mut [u32], i: usize, (a, b): (u64, u64)) {
+    /// Writes slot `i` of a node's words (the words [`NodeLayout::slot`] reads; in 8-byte
+    /// slots only the low 32 bits of each part are kept).
+    ///
+    /// # Panics
+    /// When `w` holds fewer than `(i + 1) * slot_words` words.
+    pub fn set_slot(&self, w: &mut [u32], i: usize, (a, b): (u64, u64)) {
         let at = i * self.slot_words;
         if self.slot_words == 2 {
             w[at] = a as u32;
@@ -193,11 +212,11 @@ impl<K: DeviceType, V: DeviceType> Node<K, V> {
         let w = words.get(..layout.node_words())?;
         let mut pairs = [(K::from_u64(0), V::from_u64(0)); MAX_PAIRS];
         for (i, p) in pairs.iter_mut().take(layout.pairs()).enumerate() {
-            let (a, b) = layout.read(w, i);
+            let (a, b) = layout.slot(w, i);
             *p = (K::from_u64(a), V::from_u64(b));
         }
-        let (latch, meta) = layout.read(w, layout.meta_slot());
-        let (high, link) = layout.read(w, layout.link_slot());
+        let (latch, meta) = layout.slot(w, layout.meta_slot());
+        let (high, link) = layout.slot(w, layout.link_slot());
         Some(Node {
             layout,
             latch: latch as u32,
@@ -214,11 +233,11 @@ impl<K: DeviceType, V: DeviceType> Node<K, V> {
         let l = self.layout;
         let mut w = vec![0u32; l.node_words()];
         for (i, &(a, b)) in self.pairs.iter().take(l.pairs()).enumerate() {
-            l.write(&mut w, i, (a.to_u64(), b.to_u64()));
+            l.set_slot(&mut w, i, (a.to_u64(), b.to_u64()));
         }
         let meta = (self.count & 0xff) | ((self.level & 0xff) << 8);
-        l.write(&mut w, l.meta_slot(), (self.latch as u64, meta as u64));
-        l.write(
+        l.set_slot(&mut w, l.meta_slot(), (self.latch as u64, meta as u64));
+        l.set_slot(
             &mut w,
             l.link_slot(),
             (self.high.to_u64(), self.link as u64),

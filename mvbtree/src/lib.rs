@@ -44,8 +44,6 @@
 #![warn(missing_docs)]
 
 mod error;
-mod kernels;
-mod map;
 pub mod node;
 mod ops;
 mod snapshot;
