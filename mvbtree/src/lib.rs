@@ -44,6 +44,8 @@
 #![warn(missing_docs)]
 
 mod error;
+mod kernels;
+mod map;
 pub mod node;
 mod ops;
 mod snapshot;

@@ -21,10 +21,7 @@ impl Registry {
 
     /// The oldest and newest live timestamps.
     pub fn bounds(&self) -> Option<(u32, u32)> {
-        Some((
-            *self.live.keys().next()?,
-            *self.live.keys().next_back()?,
-        ))
+        Some((*self.live.keys().next()?, *self.live.keys().next_back()?))
     }
 }
 
@@ -150,7 +147,10 @@ mod tests {
         assert_eq!(s.timestamps(), vec![7]);
         assert_eq!(s.check(&b).unwrap(), 7);
         let other = Snapshots::new();
-        assert!(matches!(other.check(&b), Err(crate::Error::ForeignSnapshot)));
+        assert!(matches!(
+            other.check(&b),
+            Err(crate::Error::ForeignSnapshot)
+        ));
         drop(b);
         assert_eq!(s.bounds(), None);
     }

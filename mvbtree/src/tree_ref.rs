@@ -58,12 +58,30 @@ mod tests {
         // tree_ref: slab_alloc_ref, root, max_steps, status, size; then the fields here.
         let tree = std::mem::size_of::<TreeRef<u32, u32>>();
         assert_eq!(tree % 8, 0);
-        assert_eq!(std::mem::offset_of!(VersionedTreeRef<u32, u32>, clock), tree);
-        assert_eq!(std::mem::offset_of!(VersionedTreeRef<u32, u32>, copy_below), tree + 8);
-        assert_eq!(std::mem::offset_of!(VersionedTreeRef<u32, u32>, mode), tree + 12);
-        assert_eq!(std::mem::offset_of!(VersionedTreeRef<u32, u32>, log), tree + 16);
-        assert_eq!(std::mem::offset_of!(VersionedTreeRef<u32, u32>, log_len), tree + 24);
-        assert_eq!(std::mem::offset_of!(VersionedTreeRef<u32, u32>, log_cap), tree + 32);
+        assert_eq!(
+            std::mem::offset_of!(VersionedTreeRef<u32, u32>, clock),
+            tree
+        );
+        assert_eq!(
+            std::mem::offset_of!(VersionedTreeRef<u32, u32>, copy_below),
+            tree + 8
+        );
+        assert_eq!(
+            std::mem::offset_of!(VersionedTreeRef<u32, u32>, mode),
+            tree + 12
+        );
+        assert_eq!(
+            std::mem::offset_of!(VersionedTreeRef<u32, u32>, log),
+            tree + 16
+        );
+        assert_eq!(
+            std::mem::offset_of!(VersionedTreeRef<u32, u32>, log_len),
+            tree + 24
+        );
+        assert_eq!(
+            std::mem::offset_of!(VersionedTreeRef<u32, u32>, log_cap),
+            tree + 32
+        );
         assert_eq!(std::mem::size_of::<VersionedTreeRef<u64, u64>>(), tree + 40);
     }
 }

@@ -64,7 +64,11 @@ fn a_user_kernel_over_the_device_ref_compiles() {
         ("unsigned", "unsigned long long"),
         ("unsigned long long", "unsigned long long"),
     ] {
-        let wide = if k == "unsigned" && v == "unsigned" { "" } else { "#define GPUDS_BTREE_WIDE_NODE_BYTES 256\n" };
+        let wide = if k == "unsigned" && v == "unsigned" {
+            ""
+        } else {
+            "#define GPUDS_BTREE_WIDE_NODE_BYTES 256\n"
+        };
         let source = format!(
             r#"{wide}#include <gpuds/mvbtree/versioned_tree_ref.cuh>
 using K = {k};

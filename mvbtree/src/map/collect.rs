@@ -36,8 +36,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(0);
         }
         if len as usize > self.log.len() {
-            // The kernels reported LOG_FULL; the check below names it.
-            self.check()?;
+            // Heads were not logged (cannot happen while the log has an entry per unit).
+            return Err(gpuds_core::Error::Status(Status(crate::LOG_FULL)).into());
         }
         let n = len.min(self.log.len() as u32);
         self.clear_status()?;
@@ -47,7 +47,9 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let mut freed = stream.alloc_zeros::<u64>(1)?;
         let keep_ts = keep.unwrap_or(crate::node::UNSET_TS);
         let r = self.device_ref(Updates::InPlace);
-        let shape = self.gpu.grid_for(&self.kernels.collect, n as usize, BLOCK)?;
+        let shape = self
+            .gpu
+            .grid_for(&self.kernels.collect, n as usize, BLOCK)?;
         let mut args = stream.launch_builder(self.kernels.collect.func());
         let mut log_len = std::mem::replace(&mut self.log_len, stream.alloc_zeros::<u32>(1)?);
         args.arg(&r)
@@ -62,7 +64,11 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         self.log_len = log_len;
         let freed = stream.clone_dtoh(&freed)?.first().copied().unwrap_or(0);
         let flags = self.take_status()?;
-        self.collector.last_len = stream.clone_dtoh(&self.log_len)?.first().copied().unwrap_or(0);
+        self.collector.last_len = stream
+            .clone_dtoh(&self.log_len)?
+            .first()
+            .copied()
+            .unwrap_or(0);
         self.collector.freed += freed;
         self.collector.runs += 1;
         self.used_bound = self.used_bound.saturating_sub(freed);

@@ -55,7 +55,13 @@ impl VersionStats {
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// The global timestamp. Synchronizes.
     fn clock_now(&self) -> Result<u32> {
-        Ok(self.gpu.stream().clone_dtoh(&self.clock)?.first().copied().unwrap_or(0))
+        Ok(self
+            .gpu
+            .stream()
+            .clone_dtoh(&self.clock)?
+            .first()
+            .copied()
+            .unwrap_or(0))
     }
 
     /// Checks the whole structure on a host copy of the pool (see
@@ -72,8 +78,15 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             }
         };
         let live = self.snapshots.timestamps();
-        let walk = walk_versions::<K, V>(self.layout, self.root, &fetch, &live, self.clock_now()?, collect)
-            .map_err(Error::Invalid)?;
+        let walk = walk_versions::<K, V>(
+            self.layout,
+            self.root,
+            &fetch,
+            &live,
+            self.clock_now()?,
+            collect,
+        )
+        .map_err(Error::Invalid)?;
         let in_use = pool.units_in_use();
         if in_use != walk.heads + walk.copies {
             return Err(Error::Invalid(format!(

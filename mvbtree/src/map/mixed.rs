@@ -63,9 +63,16 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let stream = self.gpu.stream().clone();
         let words = (n as usize).div_ceil(32);
         self.clear_status()?;
-        self.ensure_room(node_bound(updates, crate::node::pairs_per_node(self.layout), true))?;
+        self.ensure_room(node_bound(
+            updates,
+            crate::node::pairs_per_node(self.layout),
+            true,
+        ))?;
         let (d_codes, d_keys) = (stream.clone_htod(&codes)?, stream.clone_htod(&keys)?);
-        let (d_ak, d_av) = (stream.clone_htod(&arg_keys)?, stream.clone_htod(&arg_values)?);
+        let (d_ak, d_av) = (
+            stream.clone_htod(&arg_keys)?,
+            stream.clone_htod(&arg_values)?,
+        );
         let mut ts = stream.alloc_zeros::<u32>(n as usize)?;
         let mut out_k = stream.alloc_zeros::<K>(n as usize)?;
         let mut out_v = stream.alloc_zeros::<V>(n as usize)?;

@@ -202,7 +202,11 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         args.arg(&r).arg(&mut out);
         // SAFETY: the kernel's arguments are the tree ref and one output word.
         unsafe { args.launch(launch::shape(1, 32, 0)) }?;
-        let ts = stream.clone_dtoh(&out)?.first().copied().unwrap_or(u32::MAX);
+        let ts = stream
+            .clone_dtoh(&out)?
+            .first()
+            .copied()
+            .unwrap_or(u32::MAX);
         let flags = self.status.lock().take()?;
         if ts == u32::MAX || flags.contains(Status(crate::CLOCK_FULL)) {
             return Err(Error::ClockExhausted);
@@ -236,10 +240,16 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         args.arg(&r).arg(&mut out);
         // SAFETY: the kernel's arguments are the tree ref and one output word.
         unsafe { args.launch(launch::shape(1, 32, 0)) }?;
-        let root = stream.clone_dtoh(&out)?.first().copied().unwrap_or(NULL_NODE);
+        let root = stream
+            .clone_dtoh(&out)?
+            .first()
+            .copied()
+            .unwrap_or(NULL_NODE);
         self.pool.check_status()?;
         if root == NULL_NODE {
-            return Err(gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into());
+            return Err(
+                gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into(),
+            );
         }
         self.root = root;
         self.used_bound = 1;
@@ -309,7 +319,10 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Grows the pool after a batch ran out of units; false at its maximum.
     fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
         let before = self.pool.capacity_units();
-        match self.pool.reserve_within_max(before.max(3 * failed as u64 + 64)) {
+        match self
+            .pool
+            .reserve_within_max(before.max(3 * failed as u64 + 64))
+        {
             Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
             Err(gpuds_alloc::Error::Core(gpuds_core::Error::OutOfMemory { .. })) => {
                 return Ok(false)
@@ -356,7 +369,10 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
 
 /// Entries of a log for a pool of `units` (one per unit).
 fn log_capacity(units: u64) -> Result<u32> {
-    Ok(gpuds_core::size::u32_len(units.max(1) as usize, "version log entries")?)
+    Ok(gpuds_core::size::u32_len(
+        units.max(1) as usize,
+        "version log entries",
+    )?)
 }
 
 /// The batch length as the kernels' 32-bit count.
