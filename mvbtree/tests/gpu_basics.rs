@@ -1,0 +1,179 @@
+//! First GPU checks of VersionedBTreeMap: the newest state, snapshots held across later
+//! batches in both update modes, version collection and a mixed batch, each against
+//! `std::collections::BTreeMap`, with `validate()` after every batch. Skips without a GPU.
+
+use std::collections::BTreeMap;
+
+use gpuds_mvbtree::{MvOp, Updates, VersionedBTreeMap};
+
+fn pairs(m: &BTreeMap<u32, u32>) -> Vec<(u32, u32)> {
+    m.iter().map(|(&k, &v)| (k, v)).collect()
+}
+
+/// A deterministic scramble of 0..n (distinct keys, random order).
+fn scrambled(n: u32, salt: u32) -> Vec<u32> {
+    (0..n)
+        .map(|i| i.wrapping_mul(0x9e37_79b1).rotate_left(7) ^ salt)
+        .collect()
+}
+
+#[test]
+fn newest_state_matches_std() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let mut oracle = BTreeMap::new();
+    let keys = scrambled(20_000, 0x55);
+    for chunk in keys.chunks(4_000) {
+        let vals: Vec<u32> = chunk.iter().map(|k| k ^ 0xabc).collect();
+        map.insert_many(chunk, &vals).unwrap();
+        for (&k, &v) in chunk.iter().zip(&vals) {
+            oracle.insert(k, v);
+        }
+        map.validate().unwrap();
+    }
+    assert_eq!(map.len().unwrap(), oracle.len());
+    assert_eq!(map.to_vec().unwrap(), pairs(&oracle));
+    let gone: Vec<u32> = keys.iter().step_by(3).copied().collect();
+    let removed = map.remove_many(&gone).unwrap();
+    for (k, r) in gone.iter().zip(removed) {
+        assert_eq!(r, oracle.remove(k), "removal of {k}");
+    }
+    map.validate().unwrap();
+    let probe: Vec<u32> = keys.iter().take(1000).copied().collect();
+    let got = map.get_many(&probe).unwrap();
+    for (k, g) in probe.iter().zip(got) {
+        assert_eq!(g, oracle.get(k).copied(), "get of {k}");
+    }
+    assert_eq!(map.to_vec().unwrap(), pairs(&oracle));
+}
+
+fn snapshots_survive_later_batches(mode: Updates) {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let mut oracle = BTreeMap::new();
+    let mut held = Vec::new();
+    let keys = scrambled(30_000, 0x1234);
+    for (round, chunk) in keys.chunks(3_000).enumerate() {
+        let vals: Vec<u32> = chunk.iter().map(|&k| k.wrapping_add(round as u32)).collect();
+        map.insert_many_with(chunk, &vals, mode).unwrap();
+        for (&k, &v) in chunk.iter().zip(&vals) {
+            oracle.insert(k, v);
+        }
+        // replace some old values and remove some keys
+        let old: Vec<u32> = oracle.keys().step_by(7).copied().take(500).collect();
+        let new_vals: Vec<u32> = old.iter().map(|k| k ^ round as u32).collect();
+        map.insert_many_with(&old, &new_vals, mode).unwrap();
+        for (&k, &v) in old.iter().zip(&new_vals) {
+            oracle.insert(k, v);
+        }
+        let gone: Vec<u32> = oracle.keys().skip(round).step_by(11).copied().take(300).collect();
+        let removed = map.remove_many_with(&gone, mode).unwrap();
+        for (k, r) in gone.iter().zip(removed) {
+            assert_eq!(r, oracle.remove(k));
+        }
+        map.validate().unwrap();
+        if round % 2 == 0 {
+            held.push((map.snapshot().unwrap(), oracle.clone()));
+        }
+        if round == 5 {
+            held.remove(1); // drop one in the middle
+        }
+        for (s, seen) in &held {
+            assert_eq!(map.to_vec_at(s).unwrap(), pairs(seen), "snapshot {}", s.timestamp());
+            let lo = 1u32 << 30;
+            let hi = 3u32 << 30;
+            let want: Vec<(u32, u32)> = seen.range(lo..=hi).map(|(&k, &v)| (k, v)).collect();
+            assert_eq!(map.range_many_at(s, &[(lo, hi)]).unwrap()[0], want);
+            assert_eq!(map.range_count_many_at(s, &[(lo, hi), (hi, lo)]).unwrap(), vec![want.len() as u32, 0]);
+            let probe: Vec<u32> = keys.iter().take(2000).copied().collect();
+            let got = map.get_many_at(s, &probe).unwrap();
+            for (k, g) in probe.iter().zip(got) {
+                assert_eq!(g, seen.get(k).copied(), "get of {k} at {}", s.timestamp());
+            }
+            let succ = map.successor_many_at(s, &probe[..200]).unwrap();
+            for (k, g) in probe.iter().zip(succ) {
+                let want = seen.range(k + 1..).next().map(|(&a, &b)| (a, b));
+                assert_eq!(g, want, "successor of {k}");
+            }
+        }
+        assert_eq!(map.to_vec().unwrap(), pairs(&oracle));
+    }
+    let stats = map.stats().unwrap();
+    assert!(stats.versions > 0, "snapshots are held: {stats:?}");
+    held.clear();
+    map.collect_versions().unwrap();
+    let stats = map.stats().unwrap();
+    assert_eq!(stats.versions, 0, "{stats:?}");
+    assert_eq!(stats.units_in_use, stats.heads);
+    assert!(stats.reclaimed_units > 0);
+    map.validate().unwrap();
+}
+
+#[test]
+fn snapshots_survive_later_in_place_batches() {
+    snapshots_survive_later_batches(Updates::InPlace);
+}
+
+#[test]
+fn snapshots_survive_later_out_of_place_batches() {
+    snapshots_survive_later_batches(Updates::OutOfPlace);
+}
+
+#[test]
+fn mixed_batch_queries_are_exact_at_their_snapshots() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    // even keys present; the batch inserts odd keys while ranges run
+    let initial: Vec<u32> = (0..50_000).map(|i| i * 2).collect();
+    map.insert_many(&initial, &initial).unwrap();
+    let mut ops = Vec::new();
+    for i in 0..20_000u32 {
+        ops.push(MvOp::Insert(2 * (i * 7919 % 50_000) + 1, i));
+        ops.push(MvOp::Range(1000, 1063));
+        ops.push(MvOp::RangeCount(0, 99_999));
+    }
+    let replies = map.apply(&ops, 64).unwrap();
+    let mut by_ts: BTreeMap<u32, Vec<(u32, u32)>> = BTreeMap::new();
+    let mut counts: BTreeMap<u32, u32> = BTreeMap::new();
+    for (op, r) in ops.iter().zip(&replies) {
+        match op {
+            MvOp::Range(..) => {
+                assert!(r.count <= 64);
+                for k in (1000..=1063).step_by(2) {
+                    assert!(r.pairs.iter().any(|p| p.0 == k), "initial key {k} missing at {}", r.ts);
+                }
+                if let Some(prev) = by_ts.insert(r.ts, r.pairs.clone()) {
+                    assert_eq!(prev, r.pairs, "two ranges at ts {} differ", r.ts);
+                }
+            }
+            MvOp::RangeCount(..) => {
+                if let Some(prev) = counts.insert(r.ts, r.count) {
+                    assert_eq!(prev, r.count, "two counts at ts {} differ", r.ts);
+                }
+            }
+            _ => assert!(!r.found),
+        }
+    }
+    let mut last: Option<&Vec<(u32, u32)>> = None;
+    for pairs in by_ts.values() {
+        if let Some(prev) = last {
+            assert!(prev.iter().all(|p| pairs.contains(p)), "a later snapshot lost a pair");
+        }
+        last = Some(pairs);
+    }
+    let mut last = 0;
+    for &c in counts.values() {
+        assert!(c >= last);
+        last = c;
+    }
+    assert_eq!(map.len().unwrap(), 70_000);
+    map.validate().unwrap();
+    let stats = map.stats().unwrap();
+    assert_eq!(stats.versions, 0, "no snapshot is held after the batch: {stats:?}");
+}
