@@ -58,7 +58,10 @@ fn snapshots_survive_later_batches(mode: Updates) {
     let mut held = Vec::new();
     let keys = scrambled(30_000, 0x1234);
     for (round, chunk) in keys.chunks(3_000).enumerate() {
-        let vals: Vec<u32> = chunk.iter().map(|&k| k.wrapping_add(round as u32)).collect();
+        let vals: Vec<u32> = chunk
+            .iter()
+            .map(|&k| k.wrapping_add(round as u32))
+            .collect();
         map.insert_many_with(chunk, &vals, mode).unwrap();
         for (&k, &v) in chunk.iter().zip(&vals) {
             oracle.insert(k, v);
@@ -70,7 +73,13 @@ fn snapshots_survive_later_batches(mode: Updates) {
         for (&k, &v) in old.iter().zip(&new_vals) {
             oracle.insert(k, v);
         }
-        let gone: Vec<u32> = oracle.keys().skip(round).step_by(11).copied().take(300).collect();
+        let gone: Vec<u32> = oracle
+            .keys()
+            .skip(round)
+            .step_by(11)
+            .copied()
+            .take(300)
+            .collect();
         let removed = map.remove_many_with(&gone, mode).unwrap();
         for (k, r) in gone.iter().zip(removed) {
             assert_eq!(r, oracle.remove(k));
@@ -83,12 +92,20 @@ fn snapshots_survive_later_batches(mode: Updates) {
             held.remove(1); // drop one in the middle
         }
         for (s, seen) in &held {
-            assert_eq!(map.to_vec_at(s).unwrap(), pairs(seen), "snapshot {}", s.timestamp());
+            assert_eq!(
+                map.to_vec_at(s).unwrap(),
+                pairs(seen),
+                "snapshot {}",
+                s.timestamp()
+            );
             let lo = 1u32 << 30;
             let hi = 3u32 << 30;
             let want: Vec<(u32, u32)> = seen.range(lo..=hi).map(|(&k, &v)| (k, v)).collect();
             assert_eq!(map.range_many_at(s, &[(lo, hi)]).unwrap()[0], want);
-            assert_eq!(map.range_count_many_at(s, &[(lo, hi), (hi, lo)]).unwrap(), vec![want.len() as u32, 0]);
+            assert_eq!(
+                map.range_count_many_at(s, &[(lo, hi), (hi, lo)]).unwrap(),
+                vec![want.len() as u32, 0]
+            );
             let probe: Vec<u32> = keys.iter().take(2000).copied().collect();
             let got = map.get_many_at(s, &probe).unwrap();
             for (k, g) in probe.iter().zip(got) {
@@ -146,7 +163,11 @@ fn mixed_batch_queries_are_exact_at_their_snapshots() {
             MvOp::Range(..) => {
                 assert!(r.count <= 64);
                 for k in (1000..=1063).step_by(2) {
-                    assert!(r.pairs.iter().any(|p| p.0 == k), "initial key {k} missing at {}", r.ts);
+                    assert!(
+                        r.pairs.iter().any(|p| p.0 == k),
+                        "initial key {k} missing at {}",
+                        r.ts
+                    );
                 }
                 if let Some(prev) = by_ts.insert(r.ts, r.pairs.clone()) {
                     assert_eq!(prev, r.pairs, "two ranges at ts {} differ", r.ts);
@@ -163,7 +184,10 @@ fn mixed_batch_queries_are_exact_at_their_snapshots() {
     let mut last: Option<&Vec<(u32, u32)>> = None;
     for pairs in by_ts.values() {
         if let Some(prev) = last {
-            assert!(prev.iter().all(|p| pairs.contains(p)), "a later snapshot lost a pair");
+            assert!(
+                prev.iter().all(|p| pairs.contains(p)),
+                "a later snapshot lost a pair"
+            );
         }
         last = Some(pairs);
     }
@@ -175,5 +199,8 @@ fn mixed_batch_queries_are_exact_at_their_snapshots() {
     assert_eq!(map.len().unwrap(), 70_000);
     map.validate().unwrap();
     let stats = map.stats().unwrap();
-    assert_eq!(stats.versions, 0, "no snapshot is held after the batch: {stats:?}");
+    assert_eq!(
+        stats.versions, 0,
+        "no snapshot is held after the batch: {stats:?}"
+    );
 }

@@ -127,12 +127,14 @@ extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree t, const K* keys, unsigne
 extern "C" __global__ void GPUDS_KERNEL(mv_find)(tree t, unsigned ts, const K* keys, unsigned n, V* values,
                                                  unsigned* found) {
   for_each_query(n, [&](unsigned i, unsigned src) {
-    V v = V(0);
-    const bool hit = t.find<QUERY_TILE, cached>(keys[i], ts, v);
-    if (qtile::rank() == src) {
-      values[i] = hit ? v : V(0);
-      found[i] = hit;
-    }
+    with_layout(t, [&](const auto& tl) {
+      V v = V(0);
+      const bool hit = detail::find<QUERY_TILE, cached>(tl, keys[i], ts, v);
+      if (qtile::rank() == src) {
+        values[i] = hit ? v : V(0);
+        found[i] = hit;
+      }
+    });
   });
 }
 
@@ -140,14 +142,16 @@ extern "C" __global__ void GPUDS_KERNEL(mv_find)(tree t, unsigned ts, const K* k
 extern "C" __global__ void GPUDS_KERNEL(mv_successor)(tree t, unsigned ts, const K* keys, unsigned n, K* out_keys,
                                                       V* out_values, unsigned* found) {
   for_each_query(n, [&](unsigned i, unsigned src) {
-    K k = K(0);
-    V v = V(0);
-    const bool hit = t.successor<QUERY_TILE, cached>(keys[i], ts, k, v);
-    if (qtile::rank() == src) {
-      out_keys[i] = hit ? k : K(0);
-      out_values[i] = hit ? v : V(0);
-      found[i] = hit;
-    }
+    with_layout(t, [&](const auto& tl) {
+      K k = K(0);
+      V v = V(0);
+      const bool hit = detail::successor<QUERY_TILE, cached>(tl, keys[i], ts, k, v);
+      if (qtile::rank() == src) {
+        out_keys[i] = hit ? k : K(0);
+        out_values[i] = hit ? v : V(0);
+        found[i] = hit;
+      }
+    });
   });
 }
 
@@ -155,8 +159,10 @@ extern "C" __global__ void GPUDS_KERNEL(mv_successor)(tree t, unsigned ts, const
 extern "C" __global__ void GPUDS_KERNEL(mv_range_count)(tree t, unsigned ts, const K* lo, const K* hi, unsigned n,
                                                         unsigned* counts) {
   for_each_query(n, [&](unsigned i, unsigned src) {
-    const unsigned c = t.range_count<QUERY_TILE, cached>(lo[i], hi[i], ts);
-    if (qtile::rank() == src) counts[i] = c;
+    with_layout(t, [&](const auto& tl) {
+      const unsigned c = detail::range<QUERY_TILE, cached, false>(tl, lo[i], hi[i], ts, nullptr, nullptr, 0);
+      if (qtile::rank() == src) counts[i] = c;
+    });
   });
 }
 
@@ -168,7 +174,9 @@ extern "C" __global__ void GPUDS_KERNEL(mv_range_collect)(tree t, unsigned ts, c
   for_each_query(n, [&](unsigned i, unsigned src) {
     const unsigned long long at = offsets[i];
     const unsigned cap = static_cast<unsigned>(offsets[i + 1] - at);
-    t.range_collect<QUERY_TILE, cached>(lo[i], hi[i], ts, out_keys + at, out_values + at, cap);
+    with_layout(t, [&](const auto& tl) {
+      detail::range<QUERY_TILE, cached, true>(tl, lo[i], hi[i], ts, out_keys + at, out_values + at, cap);
+    });
     (void)src;
   });
 }

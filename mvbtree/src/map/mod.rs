@@ -94,8 +94,8 @@ impl<K: TreeKey, V: TreeValue> std::fmt::Debug for VersionedBTreeMap<K, V> {
 }
 
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
-    /// An empty map with the default [`BTreeConfig`] (its `query_tile` and `bulk_fill`
-    /// are not used). Synchronizes.
+    /// An empty map with the default [`BTreeConfig`] (its `bulk_fill` is not used; its
+    /// `query_tile` sets the lanes of the host's queries). Synchronizes.
     pub fn new(gpu: &Gpu) -> Result<Self> {
         Self::with_config(gpu, BTreeConfig::default())
     }
@@ -133,7 +133,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             log: stream.alloc_zeros::<u32>(log_cap as usize)?,
             log_len: stream.alloc_zeros::<u32>(1)?,
             root: NULL_NODE,
-            kernels: Kernels::load::<K, V>(gpu)?,
+            kernels: Kernels::load::<K, V>(gpu, config.query_tile)?,
             snapshots: Snapshots::new(),
             collector: Collector::default(),
             used_bound: 0,
@@ -212,6 +212,46 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Err(Error::ClockExhausted);
         }
         flags.into_result()?;
+        Ok(self.snapshots.hold(ts))
+    }
+
+    /// Takes a snapshot on `stream` (an on-stream snapshot, §4.3.2): it runs after the
+    /// work enqueued before it on `stream` and may run while update kernels run on other
+    /// streams, which must then update out of place ([`Updates::OutOfPlace`], e.g.
+    /// [`VersionedBTreeMap::insert_many_device`]): their changes are each in the snapshot
+    /// entirely or not at all. Synchronizes `stream` only.
+    ///
+    /// ```no_run
+    /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let keys = gpu.stream().clone_htod(&[1u32, 2, 3])?;
+    /// map.insert_many_device(&keys, &keys, Updates::OutOfPlace)?; // on the map's stream
+    /// let side = gpu.new_stream()?;
+    /// let s = map.snapshot_on(&side)?; // may land before, between or after the inserts
+    /// map.check()?;
+    /// let n = map.range_count_many_at(&s, &[(0, 9)])?[0];
+    /// assert!(n <= 3);
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn snapshot_on(
+        &self,
+        stream: &std::sync::Arc<gpuds_core::cudarc::driver::CudaStream>,
+    ) -> Result<Snapshot> {
+        let mut out = stream.alloc_zeros::<u32>(1)?;
+        let r = self.device_ref(Updates::OutOfPlace);
+        let mut args = stream.launch_builder(self.kernels.snapshot.func());
+        args.arg(&r).arg(&mut out);
+        // SAFETY: the kernel's arguments are the tree ref and one output word.
+        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
+        let ts = stream
+            .clone_dtoh(&out)?
+            .first()
+            .copied()
+            .unwrap_or(u32::MAX);
+        if ts == u32::MAX {
+            return Err(Error::ClockExhausted);
+        }
         Ok(self.snapshots.hold(ts))
     }
 

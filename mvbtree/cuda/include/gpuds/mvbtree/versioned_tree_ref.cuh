@@ -76,6 +76,30 @@ struct versioned_tree_ref {
   __device__ btree::remove_outcome erase(gpuds::alloc::warp_allocator& allocator, K k, V& value) const;
 };
 
+// The same tree when its node pool has the light layout (one linear range of units):
+// words() without the branch on the pool's layout (see btree::light_tree_ref). Kernels
+// choose once per launch with `with_layout`; the detail:: functions take either.
+template <class K, class V>
+struct light_versioned_ref : versioned_tree_ref<K, V> {
+  using slot = typename versioned_tree_ref<K, V>::slot;
+  __device__ __forceinline__ slot* words(node_addr a) const {
+    return reinterpret_cast<slot*>(this->tree.alloc.base +
+                                   static_cast<unsigned long long>(a) * btree::layout<K, V>::NODE_BYTES);
+  }
+};
+
+// Calls f(tree) with t as a light_versioned_ref when its pool has the light layout, else
+// as t itself (a uniform branch per launch).
+template <class K, class V, class F>
+__device__ __forceinline__ void with_layout(const versioned_tree_ref<K, V>& t, F&& f) {
+  if (t.tree.alloc.base != nullptr) {
+    const light_versioned_ref<K, V> light{t};
+    f(light);
+  } else {
+    f(t);
+  }
+}
+
 }  // namespace mvbtree
 }  // namespace gpuds
 
