@@ -204,3 +204,52 @@ fn mixed_batch_queries_are_exact_at_their_snapshots() {
         "no snapshot is held after the batch: {stats:?}"
     );
 }
+
+/// On-stream snapshots taken on a second stream while an out-of-place insertion kernel
+/// runs on the map's stream: each sees the initial pairs and a subset of the inserted
+/// ones, each later one a superset of the earlier, and after the kernel the newest state
+/// holds everything.
+#[test]
+fn on_stream_snapshots_during_an_out_of_place_batch() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let initial: Vec<u32> = (0..100_000).map(|i| i * 2).collect();
+    map.insert_many(&initial, &initial).unwrap();
+    let inserted: Vec<u32> = scrambled(1 << 20, 0).iter().map(|k| k | 1).collect();
+    let keys = gpu.stream().clone_htod(&inserted).unwrap();
+    let side = gpu.new_stream().unwrap();
+    map.insert_many_device(&keys, &keys, Updates::OutOfPlace)
+        .unwrap();
+    let snaps: Vec<_> = (0..8).map(|_| map.snapshot_on(&side).unwrap()).collect();
+    map.check().unwrap();
+    let all: std::collections::HashSet<u32> = inserted.iter().copied().collect();
+    let mut previous: Option<Vec<(u32, u32)>> = None;
+    for s in &snaps {
+        let seen = map.to_vec_at(s).unwrap();
+        let evens = seen.iter().filter(|p| p.0 % 2 == 0).count();
+        assert_eq!(
+            evens,
+            initial.len(),
+            "snapshot {} lost initial pairs",
+            s.timestamp()
+        );
+        assert!(seen
+            .iter()
+            .all(|p| p.0 % 2 == 0 || (all.contains(&p.0) && p.1 == p.0)));
+        if let Some(prev) = &previous {
+            let now: std::collections::HashSet<_> = seen.iter().copied().collect();
+            assert!(
+                prev.iter().all(|p| now.contains(p)),
+                "a later snapshot lost pairs"
+            );
+        }
+        previous = Some(seen);
+    }
+    map.validate().unwrap();
+    assert_eq!(map.len().unwrap(), initial.len() + all.len());
+    drop(snaps);
+    map.collect_versions().unwrap();
+    assert_eq!(map.stats().unwrap().versions, 0);
+}
