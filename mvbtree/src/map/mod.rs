@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+use gpuds_alloc::{Collector, CollectorConfig, EbrRef, SlabAlloc, SlabAllocConfig};
 use gpuds_btree::node::{NodeLayout, NULL_NODE};
 use gpuds_btree::{BTreeConfig, TreeKey, TreeRef, TreeValue};
 use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -24,6 +24,9 @@ mod query;
 mod update;
 
 pub use inspect::VersionStats;
+
+/// The timestamp argument of a query of the newest state (the heads).
+pub(crate) const LATEST: u32 = u32::MAX;
 
 /// Threads per block of every launch.
 pub(crate) const BLOCK: u32 = 256;
@@ -65,7 +68,9 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
     root: u32,
     kernels: Kernels,
     snapshots: Snapshots,
-    collector: Collector,
+    collector: Versions,
+    /// Epoch-based reclamation for versions made inside kernels (§4.4.4).
+    reclaimer: Collector,
     /// Upper bound of the units in use (see `ensure_room`).
     used_bound: u64,
     _marker: PhantomData<(K, V)>,
@@ -73,7 +78,7 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
 
 /// What the version collector remembers between runs.
 #[derive(Clone, Copy, Debug, Default)]
-struct Collector {
+struct Versions {
     /// The oldest live snapshot at the last run (None: none was live, or never ran).
     last_keep: Option<u32>,
     /// The log's length after the last run.
@@ -111,6 +116,27 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn with_config(gpu: &Gpu, config: BTreeConfig) -> Result<Self> {
+        Self::with_reclaimer(gpu, config, CollectorConfig::default())
+    }
+
+    /// An empty map whose epoch-based reclaimer (for versions made inside kernels) has the
+    /// given config: its `poison` fills reclaimed units with a word first, so that a test
+    /// can show no query reads a freed version (queries report `CORRUPTED` when an older
+    /// link leads to anything but an older version). Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_mvbtree::{BTreeConfig, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let reclaimer = gpuds_alloc::CollectorConfig { poison: 0xdead_beef, ..Default::default() };
+    /// let map = VersionedBTreeMap::<u32, u32>::with_reclaimer(&gpu, BTreeConfig::default(), reclaimer)?;
+    /// # let _ = map;
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn with_reclaimer(
+        gpu: &Gpu,
+        config: BTreeConfig,
+        reclaimer: CollectorConfig,
+    ) -> Result<Self> {
         config.validate()?;
         let layout = NodeLayout::of::<K, V>(crate::WIDE_NODE_BYTES);
         let pool = SlabAlloc::new(
@@ -135,7 +161,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             root: NULL_NODE,
             kernels: Kernels::load::<K, V>(gpu, config.query_tile)?,
             snapshots: Snapshots::new(),
-            collector: Collector::default(),
+            collector: Versions::default(),
+            reclaimer: Collector::new(gpu, reclaimer)?,
             used_bound: 0,
             pool,
             config,
@@ -193,7 +220,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Takes a snapshot of the newest state (a device-wide barrier: it runs after every
     /// kernel enqueued before it on the map's stream). Synchronizes.
     ///
-    /// Fails with [`Error::ClockExhausted`] after `u32::MAX - 1` snapshots.
+    /// Fails with [`Error::ClockExhausted`] after 2^31 - 2 snapshots (timestamps are 31 bits).
     pub fn snapshot(&self) -> Result<Snapshot> {
         let stream = self.gpu.stream();
         let mut out = stream.alloc_zeros::<u32>(1)?;
@@ -206,9 +233,9 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             .clone_dtoh(&out)?
             .first()
             .copied()
-            .unwrap_or(u32::MAX);
+            .unwrap_or(crate::node::UNSET_TS);
         let flags = self.status.lock().take()?;
-        if ts == u32::MAX || flags.contains(Status(crate::CLOCK_FULL)) {
+        if ts == crate::node::UNSET_TS || flags.contains(Status(crate::CLOCK_FULL)) {
             return Err(Error::ClockExhausted);
         }
         flags.into_result()?;
@@ -248,11 +275,26 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             .clone_dtoh(&out)?
             .first()
             .copied()
-            .unwrap_or(u32::MAX);
-        if ts == u32::MAX {
+            .unwrap_or(crate::node::UNSET_TS);
+        if ts == crate::node::UNSET_TS {
             return Err(Error::ClockExhausted);
         }
         Ok(self.snapshots.hold(ts))
+    }
+
+    /// The epoch-based reclaimer for user kernels that update through
+    /// [`VersionedBTreeMap::device_ref`] with an `ebr_block` (gpuds/alloc/ebr.cuh; see
+    /// `versioned_tree_ref::insert` with a reclaimer): such a kernel runs as a persistent
+    /// grid of at most [`VersionedBTreeMap::reclaimer_slots`] blocks. Call
+    /// [`VersionedBTreeMap::collect_versions`] after it, which also hands back what is still
+    /// in limbo.
+    pub fn reclaimer_ref(&self) -> EbrRef {
+        self.reclaimer.device_ref(&self.pool)
+    }
+
+    /// The most blocks a kernel that reclaims may run with.
+    pub fn reclaimer_slots(&self) -> u32 {
+        self.reclaimer.slots()
     }
 
     /// The timestamps of the live snapshots, ascending.
