@@ -13,6 +13,7 @@ use gpuds_mvbtree::{BTreeConfig, Snapshot, TreeKey, TreeValue, VersionedBTreeMap
 #[path = "../../../btree/tests/common/mod.rs"]
 mod btree_common;
 
+#[allow(unused_imports)]
 pub use btree_common::{key, keys, pair, val, val_of, vals};
 
 /// Runs a generic test body for u32/u32 and u64/u64 only (the heavier tests):
