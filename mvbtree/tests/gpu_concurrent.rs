@@ -9,166 +9,19 @@ mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use common::{key, keys, map_with_nodes, same_contents, val_of, Model};
+use common::{
+    check_replies, key, keys, map_with_nodes, raw, same_contents, shuffle, val_of, Change, Model,
+};
 use gpuds_btree::{BTreeConfig, GpuBTreeMap};
 use gpuds_core::cudarc::driver::PushKernelArg;
 use gpuds_core::{launch, Program};
 use gpuds_mvbtree::node::UNSET_TS;
-use gpuds_mvbtree::{MvOp, MvReply, TreeKey, TreeValue};
+use gpuds_mvbtree::{MvOp, TreeKey, TreeValue};
 use rand::rngs::ChaCha8Rng;
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 
 typed!(apply_queries_are_exact_at_their_snapshots);
 two_types!(gpu_btree_ranges_are_not_linearizable_versioned_ranges_are);
-
-/// The test number x of a test key (the inverse of `common::key`).
-fn raw<K: TreeKey>(k: K) -> u32 {
-    let x = k.to_u64();
-    (if std::mem::size_of::<K>() == 8 {
-        x >> 32
-    } else {
-        x
-    }) as u32
-}
-
-/// Shuffles in place (Fisher-Yates).
-fn shuffle<T>(v: &mut [T], rng: &mut ChaCha8Rng) {
-    for i in (1..v.len()).rev() {
-        v.swap(i, rng.random_range(0..=i));
-    }
-}
-
-/// How a changed key becomes visible: from its first snapshot on (insert) or until it
-/// (erase).
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Change {
-    Insert,
-    Erase,
-}
-
-/// Checks the query replies of one `apply` batch whose updates all `change` the keys in
-/// `changed`, against `before` (the contents when the batch started): every reply is
-/// exact at its snapshot, i.e. there is for every changed key one timestamp from which
-/// on (insert) or before which (erase) every query whose range holds it sees it; so two
-/// queries with the same timestamp agree on their overlap and a larger timestamp sees a
-/// superset (inserts) or a subset (erases) of a smaller one's pairs. Returns the number
-/// of distinct range answers seen.
-fn check_replies<K: TreeKey, V: TreeValue>(
-    ops: &[MvOp<K, V>],
-    replies: &[MvReply<K, V>],
-    before: &Model<K, V>,
-    changed: &BTreeMap<K, V>,
-    change: Change,
-    round: usize,
-) -> usize {
-    // The state a reply at ts implies for a changed key: present or not.
-    let seen = |present: bool| match change {
-        Change::Insert => present,
-        Change::Erase => !present,
-    };
-    // First (insert) or first missing (erase) timestamp of every changed key that some
-    // Range reply saw changed.
-    let mut first: BTreeMap<K, u32> = BTreeMap::new();
-    let mut answers = BTreeSet::new();
-    for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
-        let MvOp::Range(lo, hi) = *op else {
-            continue;
-        };
-        assert_ne!(
-            r.ts, UNSET_TS,
-            "round {round}: query {i} reports no snapshot"
-        );
-        assert_eq!(
-            r.count as usize,
-            r.pairs.len(),
-            "round {round}: query {i} count"
-        );
-        assert!(
-            r.pairs.windows(2).all(|w| w[0].0 < w[1].0),
-            "round {round}: query {i} not in key order"
-        );
-        let got: BTreeMap<K, V> = r.pairs.iter().copied().collect();
-        for (&k, &v) in &got {
-            assert!(
-                lo <= k && k <= hi,
-                "round {round}: query {i} key {k:?} outside its range"
-            );
-            let want = before.get(&k).or(changed.get(&k));
-            assert_eq!(Some(&v), want, "round {round}: query {i} pair of key {k:?}");
-        }
-        for (&k, _) in before.range(lo..=hi) {
-            if !changed.contains_key(&k) {
-                assert!(
-                    got.contains_key(&k),
-                    "round {round}: query {i} misses untouched {k:?}"
-                );
-            }
-        }
-        for (&k, _) in changed.range(lo..=hi) {
-            if seen(got.contains_key(&k)) {
-                let t = first.entry(k).or_insert(r.ts);
-                *t = (*t).min(r.ts);
-            }
-        }
-        answers.insert(r.pairs.iter().map(|p| raw(p.0)).collect::<Vec<u32>>());
-    }
-    for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
-        let MvOp::Range(lo, hi) = *op else {
-            continue;
-        };
-        let got: BTreeSet<K> = r.pairs.iter().map(|p| p.0).collect();
-        for (&k, _) in changed.range(lo..=hi) {
-            let changed_at = first.get(&k).is_some_and(|&t| t <= r.ts);
-            assert_eq!(
-                seen(got.contains(&k)),
-                changed_at,
-                "round {round}: query {i} at snapshot {} {} key {k:?}, which a query at snapshot {:?} saw {}",
-                r.ts,
-                if got.contains(&k) { "sees" } else { "misses" },
-                first.get(&k),
-                if change == Change::Insert { "inserted" } else { "erased" },
-            );
-        }
-    }
-    // Counts: equal at one snapshot and range, monotone in the snapshot.
-    let mut counts: BTreeMap<(K, K), BTreeMap<u32, u32>> = BTreeMap::new();
-    for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
-        let (MvOp::Range(lo, hi) | MvOp::RangeCount(lo, hi)) = *op else {
-            continue;
-        };
-        let at = counts.entry((lo, hi)).or_default();
-        let c = *at.entry(r.ts).or_insert(r.count);
-        assert_eq!(
-            c, r.count,
-            "round {round}: query {i}: two counts at snapshot {}",
-            r.ts
-        );
-        let base = before.range(lo..=hi).count() as u32;
-        let delta = changed.range(lo..=hi).count() as u32;
-        let (least, most) = match change {
-            Change::Insert => (base, base + delta),
-            Change::Erase => (base - delta, base),
-        };
-        assert!(
-            (least..=most).contains(&r.count),
-            "round {round}: query {i} count {} outside {least} ..= {most}",
-            r.count
-        );
-    }
-    for ((lo, hi), by_ts) in &counts {
-        let c: Vec<u32> = by_ts.values().copied().collect();
-        let ordered = match change {
-            Change::Insert => c.windows(2).all(|w| w[0] <= w[1]),
-            Change::Erase => c.windows(2).all(|w| w[0] >= w[1]),
-        };
-        assert!(
-            ordered,
-            "round {round}: counts of {:?} by snapshot: {by_ts:?}",
-            (lo, hi)
-        );
-    }
-    answers.len()
-}
 
 /// Initial keys 4i (i < 3000); rounds of `apply` with many Range and RangeCount queries
 /// over a few overlapping ranges mixed with inserts of new keys (4i + 1, then 4i + 2),
@@ -477,8 +330,8 @@ fn gpu_btree_attempt<K: TreeKey, V: TreeValue>(
         "attempt {attempt}: GpuBTreeMap contents after the kernel"
     );
     let mut sets = Scans::new();
-    for s in 0..scans {
-        let c = counts[s] as usize;
+    for (s, &c) in counts[..scans].iter().enumerate() {
+        let c = c as usize;
         assert!(c <= cap as usize, "attempt {attempt}: scan {s} counted {c}");
         let at = s * cap as usize;
         sets.add(

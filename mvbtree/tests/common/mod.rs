@@ -3,10 +3,13 @@
 //! checks of a map and of a snapshot against a `std::collections::BTreeMap`.
 #![allow(dead_code)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use gpuds_core::Gpu;
-use gpuds_mvbtree::{BTreeConfig, Snapshot, TreeKey, TreeValue, VersionedBTreeMap};
+use gpuds_mvbtree::node::UNSET_TS;
+use gpuds_mvbtree::{BTreeConfig, MvOp, MvReply, Snapshot, TreeKey, TreeValue, VersionedBTreeMap};
+use rand::rngs::ChaCha8Rng;
+use rand::RngExt;
 
 /// gpuds-btree's test helpers: `typed!` (every key and value type), `key` / `val` (64-bit
 /// test keys that differ only in their high words), `val_of`.
@@ -182,4 +185,153 @@ pub fn probe_ranges<K: TreeKey>(top: u32) -> Vec<(K, K)> {
         (key(3 * q), key(q)),
         (K::from_u64(0), K::from_u64(u64::MAX)),
     ]
+}
+
+/// The test number x of a test key (the inverse of `common::key`).
+pub fn raw<K: TreeKey>(k: K) -> u32 {
+    let x = k.to_u64();
+    (if std::mem::size_of::<K>() == 8 {
+        x >> 32
+    } else {
+        x
+    }) as u32
+}
+
+/// Shuffles in place (Fisher-Yates).
+pub fn shuffle<T>(v: &mut [T], rng: &mut ChaCha8Rng) {
+    for i in (1..v.len()).rev() {
+        v.swap(i, rng.random_range(0..=i));
+    }
+}
+
+/// How a changed key becomes visible: from its first snapshot on (insert) or until it
+/// (erase).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Insert,
+    Erase,
+}
+
+/// Checks the query replies of one `apply` batch whose updates all `change` the keys in
+/// `changed`, against `before` (the contents when the batch started): every reply is
+/// exact at its snapshot, i.e. there is for every changed key one timestamp from which
+/// on (insert) or before which (erase) every query whose range holds it sees it; so two
+/// queries with the same timestamp agree on their overlap and a larger timestamp sees a
+/// superset (inserts) or a subset (erases) of a smaller one's pairs. Returns the number
+/// of distinct range answers seen.
+pub fn check_replies<K: TreeKey, V: TreeValue>(
+    ops: &[MvOp<K, V>],
+    replies: &[MvReply<K, V>],
+    before: &Model<K, V>,
+    changed: &BTreeMap<K, V>,
+    change: Change,
+    round: usize,
+) -> usize {
+    // The state a reply at ts implies for a changed key: present or not.
+    let seen = |present: bool| match change {
+        Change::Insert => present,
+        Change::Erase => !present,
+    };
+    // First (insert) or first missing (erase) timestamp of every changed key that some
+    // Range reply saw changed.
+    let mut first: BTreeMap<K, u32> = BTreeMap::new();
+    let mut answers = BTreeSet::new();
+    for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
+        let MvOp::Range(lo, hi) = *op else {
+            continue;
+        };
+        assert_ne!(
+            r.ts, UNSET_TS,
+            "round {round}: query {i} reports no snapshot"
+        );
+        assert_eq!(
+            r.count as usize,
+            r.pairs.len(),
+            "round {round}: query {i} count"
+        );
+        assert!(
+            r.pairs.windows(2).all(|w| w[0].0 < w[1].0),
+            "round {round}: query {i} not in key order"
+        );
+        let got: BTreeMap<K, V> = r.pairs.iter().copied().collect();
+        for (&k, &v) in &got {
+            assert!(
+                lo <= k && k <= hi,
+                "round {round}: query {i} key {k:?} outside its range"
+            );
+            let want = before.get(&k).or(changed.get(&k));
+            assert_eq!(Some(&v), want, "round {round}: query {i} pair of key {k:?}");
+        }
+        for (&k, _) in before.range(lo..=hi) {
+            if !changed.contains_key(&k) {
+                assert!(
+                    got.contains_key(&k),
+                    "round {round}: query {i} misses untouched {k:?}"
+                );
+            }
+        }
+        for (&k, _) in changed.range(lo..=hi) {
+            if seen(got.contains_key(&k)) {
+                let t = first.entry(k).or_insert(r.ts);
+                *t = (*t).min(r.ts);
+            }
+        }
+        answers.insert(r.pairs.iter().map(|p| raw(p.0)).collect::<Vec<u32>>());
+    }
+    for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
+        let MvOp::Range(lo, hi) = *op else {
+            continue;
+        };
+        let got: BTreeSet<K> = r.pairs.iter().map(|p| p.0).collect();
+        for (&k, _) in changed.range(lo..=hi) {
+            let changed_at = first.get(&k).is_some_and(|&t| t <= r.ts);
+            assert_eq!(
+                seen(got.contains(&k)),
+                changed_at,
+                "round {round}: query {i} at snapshot {} {} key {k:?}, which a query at snapshot {:?} saw {}",
+                r.ts,
+                if got.contains(&k) { "sees" } else { "misses" },
+                first.get(&k),
+                if change == Change::Insert { "inserted" } else { "erased" },
+            );
+        }
+    }
+    // Counts: equal at one snapshot and range, monotone in the snapshot.
+    let mut counts: BTreeMap<(K, K), BTreeMap<u32, u32>> = BTreeMap::new();
+    for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
+        let (MvOp::Range(lo, hi) | MvOp::RangeCount(lo, hi)) = *op else {
+            continue;
+        };
+        let at = counts.entry((lo, hi)).or_default();
+        let c = *at.entry(r.ts).or_insert(r.count);
+        assert_eq!(
+            c, r.count,
+            "round {round}: query {i}: two counts at snapshot {}",
+            r.ts
+        );
+        let base = before.range(lo..=hi).count() as u32;
+        let delta = changed.range(lo..=hi).count() as u32;
+        let (least, most) = match change {
+            Change::Insert => (base, base + delta),
+            Change::Erase => (base - delta, base),
+        };
+        assert!(
+            (least..=most).contains(&r.count),
+            "round {round}: query {i} count {} outside {least} ..= {most}",
+            r.count
+        );
+    }
+    for ((lo, hi), by_ts) in &counts {
+        let c: Vec<u32> = by_ts.values().copied().collect();
+        let ordered = match change {
+            Change::Insert => c.windows(2).all(|w| w[0] <= w[1]),
+            Change::Erase => c.windows(2).all(|w| w[0] >= w[1]),
+        };
+        assert!(
+            ordered,
+            "round {round}: counts of {:?} by snapshot: {by_ts:?}",
+            (lo, hi)
+        );
+    }
+    answers.len()
 }
