@@ -20,7 +20,10 @@ use gpuds_mvbtree::{MvOp, TreeKey, TreeValue};
 use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
 
-typed!(apply_queries_are_exact_at_their_snapshots);
+typed!(
+    apply_queries_are_exact_at_their_snapshots,
+    anomaly_kernel_compiles
+);
 two_types!(gpu_btree_ranges_are_not_linearizable_versioned_ranges_are);
 
 /// Initial keys 4i (i < 3000); rounds of `apply` with many Range and RangeCount queries
@@ -226,6 +229,26 @@ extern "C" __global__ void insert_and_scan(gpuds::btree::tree_ref<K, V> t, const
 }
 "#;
 
+/// The user kernel of the anomaly test over `gpuds::btree::tree_ref<K, V>`.
+fn anomaly_program<K: TreeKey, V: TreeValue>() -> Program {
+    Program::new(
+        format!("mv_anomaly_{}_{}", K::SUFFIX, V::SUFFIX),
+        USER_KERNEL,
+    )
+    .headers(gpuds_btree::cuda_headers())
+    .define("KEY_T", K::CUDA_TYPE)
+    .define("VALUE_T", V::CUDA_TYPE)
+}
+
+/// The anomaly kernel compiles with NVRTC for every type (no GPU needed).
+fn anomaly_kernel_compiles<K: TreeKey, V: TreeValue>() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let ptx = gpuds_testkit::ptx(&anomaly_program::<K, V>(), gpuds_core::Arch::new(9, 0));
+    assert!(ptx.contains(".entry insert_and_scan("));
+}
+
 /// The inserted keys (4i + 1, 4i + 2, 4i + 3) in the adversarial order: alternately from
 /// the two ends of the range, so that a scan that passes the left end before one
 /// insertion and the right end after a later one sees the later but not the earlier,
@@ -351,15 +374,8 @@ fn gpu_btree_ranges_are_not_linearizable_versioned_ranges_are<K: TreeKey, V: Tre
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
-    let program = Program::new(
-        format!("mv_anomaly_{}_{}", K::SUFFIX, V::SUFFIX),
-        USER_KERNEL,
-    )
-    .headers(gpuds_btree::cuda_headers())
-    .define("KEY_T", K::CUDA_TYPE)
-    .define("VALUE_T", V::CUDA_TYPE);
     let kernel = gpu
-        .load(&program)
+        .load(&anomaly_program::<K, V>())
         .unwrap()
         .kernel("insert_and_scan")
         .unwrap();

@@ -22,6 +22,7 @@ typed!(
     versioned_tree_ref_layout_matches_cpp,
     tile_snapshots_in_a_user_kernel_are_exact,
     in_place_user_kernel_updates_keep_a_host_snapshot,
+    user_kernel_compiles,
 );
 
 fn versioned_tree_ref_layout_matches_cpp<K: TreeKey, V: TreeValue>() {
@@ -107,15 +108,27 @@ extern "C" __global__ void insert_and_query(tree t, const K* keys, const V* valu
 }
 "#;
 
-fn user_kernel<K: TreeKey, V: TreeValue>(gpu: &Gpu) -> Kernel {
-    let program = Program::new(format!("mv_user_{}_{}", K::SUFFIX, V::SUFFIX), USER_KERNEL)
+fn user_program<K: TreeKey, V: TreeValue>() -> Program {
+    Program::new(format!("mv_user_{}_{}", K::SUFFIX, V::SUFFIX), USER_KERNEL)
         .headers(gpuds_mvbtree::cuda_headers())
         .define("KEY_T", K::CUDA_TYPE)
-        .define("VALUE_T", V::CUDA_TYPE);
-    gpu.load(&program)
+        .define("VALUE_T", V::CUDA_TYPE)
+}
+
+fn user_kernel<K: TreeKey, V: TreeValue>(gpu: &Gpu) -> Kernel {
+    gpu.load(&user_program::<K, V>())
         .unwrap()
         .kernel("insert_and_query")
         .unwrap()
+}
+
+/// The user kernel compiles with NVRTC for every type (no GPU needed).
+fn user_kernel_compiles<K: TreeKey, V: TreeValue>() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let ptx = gpuds_testkit::ptx(&user_program::<K, V>(), gpuds_core::Arch::new(9, 0));
+    assert!(ptx.contains(".entry insert_and_query("));
 }
 
 /// What the scanners of one launch returned.
