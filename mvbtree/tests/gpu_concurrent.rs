@@ -16,7 +16,7 @@ use gpuds_btree::{BTreeConfig, GpuBTreeMap};
 use gpuds_core::cudarc::driver::PushKernelArg;
 use gpuds_core::{launch, Program};
 use gpuds_mvbtree::node::UNSET_TS;
-use gpuds_mvbtree::{MvOp, TreeKey, TreeValue};
+use gpuds_mvbtree::{MvOp, MvReply, TreeKey, TreeValue, Updates};
 use rand::rngs::ChaCha8Rng;
 use rand::SeedableRng;
 
@@ -191,124 +191,162 @@ impl Scans {
     }
 }
 
-/// Initial keys of the anomaly workload: 4i for i < M, one range over them all.
+/// Initial keys of the anomaly workload: 4i for i < M, one range over them all; the
+/// inserted keys are 4i + 1, 4i + 2 and 4i + 3.
 const M: u32 = 1000;
-/// Warps that insert, and warps that scan (each REPS times).
-const WARPS: u32 = 200;
-const REPS: u32 = 6;
+/// Scanning warps, scans per scanner, and the delay between scanners' starts (ns).
+const SCANNERS: u32 = 160;
+const REPS: u32 = 8;
+const STAGGER_NS: u64 = 40_000;
 /// Attempts before giving up on seeing the anomaly on GpuBTreeMap.
 const ATTEMPTS: usize = 20;
 
 const USER_KERNEL: &str = r#"
+#ifdef VERSIONED
+#include <gpuds/mvbtree/versioned_tree_ref.cuh>
+using tree_t = gpuds::mvbtree::versioned_tree_ref<KEY_T, VALUE_T>;
+#else
 #include <gpuds/btree/tree_ref.cuh>
+using tree_t = gpuds::btree::tree_ref<KEY_T, VALUE_T>;
+#endif
 using K = KEY_T;
 using V = VALUE_T;
-// Even warps insert their keys (keys[w * per .. (w + 1) * per]) in order; odd warps
-// collect [lo, hi] reps times, scan j of scanner s at (s * reps + j) * cap.
-extern "C" __global__ void insert_and_scan(gpuds::btree::tree_ref<K, V> t, const K* keys, const V* values,
-                                           unsigned warps, unsigned per, unsigned reps, K lo, K hi, unsigned cap,
-                                           K* out_keys, V* out_values, unsigned* counts) {
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// The pairs of [lo, hi] (at snapshot ts when VERSIONED), collected by one tile.
+template <unsigned TILE>
+__device__ unsigned collect(const tree_t& t, K lo, K hi, unsigned ts, K* keys, V* values, unsigned cap) {
+#ifdef VERSIONED
+  return t.template range_collect<TILE>(lo, hi, ts, keys, values, cap);
+#else
+  (void)ts;
+  return t.template range_collect<TILE>(lo, hi, keys, values, cap);
+#endif
+}
+
+// Warp 0 inserts keys[0 .. n) one after the other (in the order given); warps 1 ..=
+// scanners scan [lo, hi] reps times back to back, scanner s starting s * stagger_ns after
+// the kernel began. Odd scanners collect with one tile of 8 lanes, even ones with the
+// whole warp, so that scans run at different speeds. Scan j of scanner s: pairs at
+// (s * reps + j) * cap, count and snapshot (VERSIONED; 0 otherwise) at s * reps + j.
+// counts[scanners * reps]: an insertion failed.
+extern "C" __global__ void insert_and_scan(tree_t t, const K* keys, const V* values, unsigned n, unsigned scanners,
+                                           unsigned reps, unsigned long long stagger_ns, K lo, K hi, unsigned cap,
+                                           K* out_keys, V* out_values, unsigned* counts, unsigned* stamps) {
+  const unsigned long long start = now_ns();
   const unsigned w = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  const unsigned role = w / 2;
-  if (role >= warps) return;
-  if (w % 2 == 0) {
+  const unsigned lane = gpuds::warp::lane_id();
+  if (w == 0) {
+#ifdef VERSIONED
+    gpuds::alloc::warp_allocator allocator(t.tree.alloc);
+#else
     gpuds::alloc::warp_allocator allocator(t.alloc);
-    for (unsigned j = 0; j < per; ++j) {
-      const unsigned at = role * per + j;
-      if (t.insert(allocator, keys[at], values[at]) == gpuds::btree::INSERT_FAILED) {
-        if (gpuds::warp::lane_id() == 0) counts[warps * reps] = 1;
+#endif
+    for (unsigned i = 0; i < n; ++i) {
+      if (t.insert(allocator, keys[i], values[i]) == gpuds::btree::INSERT_FAILED && lane == 0) {
+        counts[scanners * reps] = 1;
       }
     }
     return;
   }
+  const unsigned s = w - 1;
+  if (s >= scanners) return;
+  while (now_ns() < start + s * stagger_ns) __nanosleep(2000);
   for (unsigned j = 0; j < reps; ++j) {
-    const unsigned long long slot = static_cast<unsigned long long>(role) * reps + j;
-    const unsigned c = t.range_collect<32>(lo, hi, out_keys + slot * cap, out_values + slot * cap, cap);
-    if (gpuds::warp::lane_id() == 0) counts[slot] = c;
+    const unsigned long long slot = static_cast<unsigned long long>(s) * reps + j;
+    unsigned ts = 0;
+#ifdef VERSIONED
+    ts = t.template take_snapshot<32>();
+#endif
+    unsigned c = 0;
+    if (s % 2 == 1) {
+      if (lane < 8) c = collect<8>(t, lo, hi, ts, out_keys + slot * cap, out_values + slot * cap, cap);
+      c = __shfl_sync(0xffffffffu, c, 0);
+    } else {
+      c = collect<32>(t, lo, hi, ts, out_keys + slot * cap, out_values + slot * cap, cap);
+    }
+    if (lane == 0) {
+      counts[slot] = c;
+      stamps[slot] = ts;
+    }
   }
 }
 "#;
 
-/// The user kernel of the anomaly test over `gpuds::btree::tree_ref<K, V>`.
-fn anomaly_program<K: TreeKey, V: TreeValue>() -> Program {
-    Program::new(
-        format!("mv_anomaly_{}_{}", K::SUFFIX, V::SUFFIX),
+/// The anomaly kernel over `gpuds::btree::tree_ref<K, V>`, or over
+/// `gpuds::mvbtree::versioned_tree_ref<K, V>` (`versioned`).
+fn anomaly_program<K: TreeKey, V: TreeValue>(versioned: bool) -> Program {
+    let name = if versioned { "mv" } else { "btree" };
+    let program = Program::new(
+        format!("mv_anomaly_{name}_{}_{}", K::SUFFIX, V::SUFFIX),
         USER_KERNEL,
     )
-    .headers(gpuds_btree::cuda_headers())
+    .headers(gpuds_mvbtree::cuda_headers())
     .define("KEY_T", K::CUDA_TYPE)
-    .define("VALUE_T", V::CUDA_TYPE)
+    .define("VALUE_T", V::CUDA_TYPE);
+    if versioned {
+        program.define("VERSIONED", 1)
+    } else {
+        program
+    }
 }
 
-/// The anomaly kernel compiles with NVRTC for every type (no GPU needed).
+/// Both forms of the anomaly kernel compile with NVRTC for every type (no GPU needed).
 fn anomaly_kernel_compiles<K: TreeKey, V: TreeValue>() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
-    let ptx = gpuds_testkit::ptx(&anomaly_program::<K, V>(), gpuds_core::Arch::new(9, 0));
-    assert!(ptx.contains(".entry insert_and_scan("));
+    for versioned in [false, true] {
+        let ptx = gpuds_testkit::ptx(
+            &anomaly_program::<K, V>(versioned),
+            gpuds_core::Arch::new(9, 0),
+        );
+        assert!(ptx.contains(".entry insert_and_scan("));
+    }
 }
 
 /// The inserted keys (4i + 1, 4i + 2, 4i + 3) in the adversarial order: alternately from
-/// the two ends of the range, so that a scan that passes the left end before one
+/// the two ends of the range, so that a slow scan that passes the left end before one
 /// insertion and the right end after a later one sees the later but not the earlier,
-/// while a quicker scan between them sees the earlier but not the later. Laid out per
-/// inserting warp (`WARPS` rows): at step j, warp w takes the entry j * WARPS +
-/// (w + j) % WARPS of that order, so every warp also alternates between the ends.
+/// while a quicker scan between them sees the earlier but not the later.
 fn adversarial_inserts<K: TreeKey>() -> Vec<K> {
     let sorted: Vec<u32> = (0..M)
         .flat_map(|i| [4 * i + 1, 4 * i + 2, 4 * i + 3])
         .collect();
     let n = sorted.len();
-    let order: Vec<u32> = (0..n)
-        .map(|t| {
-            if t % 2 == 0 {
-                sorted[t / 2]
-            } else {
-                sorted[n - 1 - t / 2]
-            }
-        })
-        .collect();
-    let per = n / WARPS as usize;
-    assert_eq!(
-        per * WARPS as usize,
-        n,
-        "inserted keys split evenly over the warps"
-    );
-    let mut rows = vec![0u32; n];
-    for w in 0..WARPS as usize {
-        for j in 0..per {
-            rows[w * per + j] = order[j * WARPS as usize + (w + j) % WARPS as usize];
-        }
-    }
-    keys(&rows)
+    keys(
+        &(0..n)
+            .map(|t| {
+                if t % 2 == 0 {
+                    sorted[t / 2]
+                } else {
+                    sorted[n - 1 - t / 2]
+                }
+            })
+            .collect::<Vec<u32>>(),
+    )
 }
 
-/// One attempt on GpuBTreeMap: a fresh tree of the initial keys, the user kernel; the
-/// scans (checked) and whether two are incomparable.
-fn gpu_btree_attempt<K: TreeKey, V: TreeValue>(
+/// What one launch of the anomaly kernel returned: the pairs of every scan and its
+/// snapshot (0 on GpuBTreeMap).
+struct Launched<K, V> {
+    scans: Vec<Vec<(K, V)>>,
+    stamps: Vec<u32>,
+}
+
+/// Launches the anomaly kernel on a tree (`r`: its device ref) holding the initial keys.
+fn launch_anomaly<K: TreeKey, V: TreeValue, R: gpuds_core::cudarc::driver::DeviceRepr>(
     gpu: &gpuds_core::Gpu,
     kernel: &gpuds_core::Kernel,
+    r: &R,
     inserts: &[K],
-    attempt: usize,
-) -> Scans {
-    let mut tree = GpuBTreeMap::<K, V>::with_config(
-        gpu,
-        BTreeConfig {
-            initial_nodes: 1 << 14,
-            ..Default::default()
-        },
-    )
-    .unwrap();
-    let initial = keys::<K>(&(0..M).map(|i| 4 * i).collect::<Vec<u32>>());
-    tree.insert_many(
-        &initial,
-        &initial
-            .iter()
-            .map(|&k| val_of::<K, V>(k))
-            .collect::<Vec<V>>(),
-    )
-    .unwrap();
+    what: &str,
+) -> Launched<K, V> {
     let stream = gpu.stream();
     let values: Vec<V> = inserts.iter().map(|&k| val_of::<K, V>(k)).collect();
     let (d_keys, d_values) = (
@@ -316,78 +354,114 @@ fn gpu_btree_attempt<K: TreeKey, V: TreeValue>(
         stream.clone_htod(&values).unwrap(),
     );
     let cap = 4 * M;
-    let scans = (WARPS * REPS) as usize;
+    let scans = (SCANNERS * REPS) as usize;
     let mut out_k = stream.alloc_zeros::<K>(scans * cap as usize).unwrap();
     let mut out_v = stream.alloc_zeros::<V>(scans * cap as usize).unwrap();
     let mut counts = stream.alloc_zeros::<u32>(scans + 1).unwrap();
-    let per = inserts.len() as u32 / WARPS;
+    let mut stamps = stream.alloc_zeros::<u32>(scans).unwrap();
+    let n = inserts.len() as u32;
     let (lo, hi) = (key::<K>(0), key::<K>(4 * M - 1));
-    let r = tree.device_ref();
     let mut args = stream.launch_builder(kernel.func());
-    args.arg(&r)
+    args.arg(r)
         .arg(&d_keys)
         .arg(&d_values)
-        .arg(&WARPS)
-        .arg(&per)
+        .arg(&n)
+        .arg(&SCANNERS)
         .arg(&REPS)
+        .arg(&STAGGER_NS)
         .arg(&lo)
         .arg(&hi)
         .arg(&cap)
         .arg(&mut out_k)
         .arg(&mut out_v)
-        .arg(&mut counts);
-    // SAFETY: keys and values hold WARPS * per entries; the outputs WARPS * REPS scans of
-    // cap pairs and WARPS * REPS + 1 counts; 2 * WARPS warps of 32 threads.
-    unsafe { args.launch(launch::shape((2 * WARPS * 32).div_ceil(256), 256, 0)) }.unwrap();
-    let (out_k, counts) = (
+        .arg(&mut counts)
+        .arg(&mut stamps);
+    // SAFETY: keys and values hold n entries; the outputs SCANNERS * REPS scans of cap
+    // pairs, as many stamps and one more count; 1 + SCANNERS warps of 32 threads.
+    unsafe { args.launch(launch::shape(((1 + SCANNERS) * 32).div_ceil(256), 256, 0)) }.unwrap();
+    let (out_k, out_v) = (
         stream.clone_dtoh(&out_k).unwrap(),
-        stream.clone_dtoh(&counts).unwrap(),
+        stream.clone_dtoh(&out_v).unwrap(),
     );
-    tree.check().unwrap();
-    assert_eq!(counts[scans], 0, "attempt {attempt}: an insertion failed");
-    tree.validate().unwrap();
-    let mut model: BTreeMap<K, V> = initial.iter().map(|&k| (k, val_of::<K, V>(k))).collect();
-    model.extend(inserts.iter().map(|&k| (k, val_of::<K, V>(k))));
-    assert!(
-        tree.to_vec().unwrap() == model.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(),
-        "attempt {attempt}: GpuBTreeMap contents after the kernel"
-    );
-    let mut sets = Scans::new();
-    for (s, &c) in counts[..scans].iter().enumerate() {
-        let c = c as usize;
-        assert!(c <= cap as usize, "attempt {attempt}: scan {s} counted {c}");
-        let at = s * cap as usize;
-        sets.add(
-            &out_k[at..at + c],
-            M,
-            &format!("GpuBTreeMap attempt {attempt} scan {s}"),
-        );
+    let counts = stream.clone_dtoh(&counts).unwrap();
+    assert_eq!(counts[scans], 0, "{what}: an insertion failed");
+    let scans = counts[..scans]
+        .iter()
+        .enumerate()
+        .map(|(s, &c)| {
+            assert!(c <= cap, "{what}: scan {s} counted {c}");
+            let at = s * cap as usize;
+            (at..at + c as usize)
+                .map(|i| (out_k[i], out_v[i]))
+                .collect()
+        })
+        .collect();
+    Launched {
+        scans,
+        stamps: stream.clone_dtoh(&stamps).unwrap(),
     }
-    sets
 }
 
-/// §4.2.1: under concurrent inserts spread over one big range, GpuBTreeMap's scans of
-/// that range return two sets of which neither holds the other (seen within ATTEMPTS
-/// attempts); VersionedBTreeMap's scans under the same workload (`apply`) always form a
-/// chain, and are exact at their snapshots.
+/// The initial keys and the model after the inserts.
+fn anomaly_models<K: TreeKey, V: TreeValue>(inserts: &[K]) -> (Model<K, V>, BTreeMap<K, V>) {
+    let before = (0..M)
+        .map(|i| key::<K>(4 * i))
+        .map(|k| (k, val_of::<K, V>(k)))
+        .collect();
+    let changed = inserts.iter().map(|&k| (k, val_of::<K, V>(k))).collect();
+    (before, changed)
+}
+
+/// §4.2.1: one warp inserts keys alternately at the two ends of one big range while
+/// staggered scanners of two speeds collect that range. On GpuBTreeMap two scans return
+/// sets of which neither holds the other (seen within ATTEMPTS launches); on
+/// VersionedBTreeMap, the same kernel over its device ref with a tile snapshot per scan,
+/// and the same inserts mixed with scans in `apply`, the scans always form a chain and
+/// each is exact at its snapshot.
 fn gpu_btree_ranges_are_not_linearizable_versioned_ranges_are<K: TreeKey, V: TreeValue>() {
     let Some(gpu) = gpuds_testkit::gpu() else {
         return;
     };
+    let inserts = adversarial_inserts::<K>();
+    let (before, changed) = anomaly_models::<K, V>(&inserts);
+    let initial: Vec<K> = before.keys().copied().collect();
+    let initial_values: Vec<V> = before.values().copied().collect();
+    let mut model = before.clone();
+    model.extend(changed.iter().map(|(&k, &v)| (k, v)));
     let kernel = gpu
-        .load(&anomaly_program::<K, V>())
+        .load(&anomaly_program::<K, V>(false))
         .unwrap()
         .kernel("insert_and_scan")
         .unwrap();
-    let inserts = adversarial_inserts::<K>();
     let mut seen = None;
     let mut attempts = 0;
     while seen.is_none() && attempts < ATTEMPTS {
-        let scans = gpu_btree_attempt::<K, V>(&gpu, &kernel, &inserts, attempts);
-        seen = scans.incomparable();
+        let mut tree = GpuBTreeMap::<K, V>::with_config(
+            &gpu,
+            BTreeConfig {
+                initial_nodes: 1 << 14,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        tree.insert_many(&initial, &initial_values).unwrap();
+        let what = format!("GpuBTreeMap attempt {attempts}");
+        let got = launch_anomaly::<K, V, _>(&gpu, &kernel, &tree.device_ref(), &inserts, &what);
+        tree.check().unwrap();
+        tree.validate().unwrap();
+        assert!(
+            tree.to_vec().unwrap() == model.iter().map(|(&k, &v)| (k, v)).collect::<Vec<_>>(),
+            "{what}: contents after the kernel"
+        );
+        let mut sets = Scans::new();
+        for (s, scan) in got.scans.iter().enumerate() {
+            let ks: Vec<K> = scan.iter().map(|p| p.0).collect();
+            sets.add(&ks, M, &format!("{what} scan {s}"));
+        }
+        seen = sets.incomparable();
         println!(
-            "GpuBTreeMap attempt {attempts}: {} distinct scans, incomparable pair {seen:?}",
-            scans.distinct()
+            "{what}: {} distinct scans, incomparable pair {seen:?}",
+            sets.distinct()
         );
         attempts += 1;
     }
@@ -395,22 +469,54 @@ fn gpu_btree_ranges_are_not_linearizable_versioned_ranges_are<K: TreeKey, V: Tre
         seen.is_some(),
         "GpuBTreeMap's concurrent scans formed a chain in all {ATTEMPTS} attempts: the anomaly of §4.2.1 was not shown"
     );
-    // The same workload on VersionedBTreeMap through apply: the same inserts in the same
-    // order, each followed by a scan of the whole range (ops alternate within each warp).
-    let initial = keys::<K>(&(0..M).map(|i| 4 * i).collect::<Vec<u32>>());
+    // The same kernel on VersionedBTreeMap, each scan at a tile snapshot.
+    let kernel = gpu
+        .load(&anomaly_program::<K, V>(true))
+        .unwrap()
+        .kernel("insert_and_scan")
+        .unwrap();
     let (lo, hi) = (key::<K>(0), key::<K>(4 * M - 1));
-    let order: Vec<K> = (0..inserts.len() / WARPS as usize)
-        .flat_map(|j| (0..WARPS as usize).map(move |w| (w, j)))
-        .map(|(w, j)| inserts[w * (inserts.len() / WARPS as usize) + j])
-        .collect();
     for attempt in 0..attempts.max(3) {
+        let what = format!("VersionedBTreeMap kernel attempt {attempt}");
         let mut map = map_with_nodes::<K, V>(&gpu, 1 << 14);
-        let iv: Vec<V> = initial.iter().map(|&k| val_of::<K, V>(k)).collect();
-        map.insert_many(&initial, &iv).unwrap();
-        let before: Model<K, V> = initial.iter().copied().zip(iv).collect();
-        let changed: BTreeMap<K, V> = inserts.iter().map(|&k| (k, val_of::<K, V>(k))).collect();
+        map.insert_many(&initial, &initial_values).unwrap();
+        let r = map.device_ref(Updates::OutOfPlace);
+        let got = launch_anomaly::<K, V, _>(&gpu, &kernel, &r, &inserts, &what);
+        map.check().unwrap();
+        let mut sets = Scans::new();
         let mut ops = Vec::new();
-        for (i, &k) in order.iter().enumerate() {
+        let mut replies = Vec::new();
+        for (s, scan) in got.scans.iter().enumerate() {
+            let ks: Vec<K> = scan.iter().map(|p| p.0).collect();
+            sets.add(&ks, M, &format!("{what} scan {s}"));
+            ops.push(MvOp::Range(lo, hi));
+            replies.push(MvReply {
+                ts: got.stamps[s],
+                found: false,
+                value: None,
+                successor: None,
+                count: scan.len() as u32,
+                pairs: scan.clone(),
+            });
+        }
+        assert_eq!(
+            sets.incomparable(),
+            None,
+            "{what}: two scans are incomparable"
+        );
+        let answers = check_replies(&ops, &replies, &before, &changed, Change::Insert, attempt);
+        println!("{what}: {answers} distinct scans");
+        same_contents(&map, &model, &inserts[..200]);
+        map.collect_versions().unwrap();
+        assert_eq!(map.stats().unwrap().versions, 0, "{what}: versions left");
+    }
+    // The same inserts in the same order in one apply batch, a scan after every third.
+    for attempt in 0..3 {
+        let what = format!("VersionedBTreeMap apply attempt {attempt}");
+        let mut map = map_with_nodes::<K, V>(&gpu, 1 << 14);
+        map.insert_many(&initial, &initial_values).unwrap();
+        let mut ops = Vec::new();
+        for (i, &k) in inserts.iter().enumerate() {
             ops.push(MvOp::Insert(k, val_of::<K, V>(k)));
             if i % 3 == 0 {
                 ops.push(MvOp::Range(lo, hi));
@@ -420,25 +526,20 @@ fn gpu_btree_ranges_are_not_linearizable_versioned_ranges_are<K: TreeKey, V: Tre
         let mut sets = Scans::new();
         for (i, (op, r)) in ops.iter().zip(&replies).enumerate() {
             if matches!(op, MvOp::Range(..)) {
-                sets.add(
-                    &r.pairs.iter().map(|p| p.0).collect::<Vec<K>>(),
-                    M,
-                    &format!("VersionedBTreeMap attempt {attempt} op {i}"),
-                );
+                let ks: Vec<K> = r.pairs.iter().map(|p| p.0).collect();
+                sets.add(&ks, M, &format!("{what} op {i}"));
             }
         }
         assert_eq!(
             sets.incomparable(),
             None,
-            "attempt {attempt}: two VersionedBTreeMap scans of one range are incomparable"
+            "{what}: two scans are incomparable"
         );
         let answers = check_replies(&ops, &replies, &before, &changed, Change::Insert, attempt);
         assert!(
             answers > 1,
-            "attempt {attempt}: every scan saw the same state, so the batch did not overlap scans and inserts"
+            "{what}: every scan saw the same state, so scans and inserts did not overlap"
         );
-        let mut model = before;
-        model.extend(changed);
-        same_contents(&map, &model, &initial[..200]);
+        same_contents(&map, &model, &inserts[..200]);
     }
 }
