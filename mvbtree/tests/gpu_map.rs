@@ -35,7 +35,7 @@ fn operation_batches_match_std<K: TreeKey, V: TreeValue>() {
         return;
     };
     let mut rng = ChaCha8Rng::seed_from_u64(20);
-    let mut map = VersionedBTreeMap::<K, V>::new(&gpu).unwrap();
+    let mut map = map_with_nodes::<K, V>(&gpu, 1 << 10);
     assert!(map.is_empty().unwrap());
     let mut model = Model::new();
     let all: Vec<K> = (0..=KEY_SPACE).map(key).collect();

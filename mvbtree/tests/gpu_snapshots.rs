@@ -97,7 +97,8 @@ fn snapshot_sequences<K: TreeKey, V: TreeValue>(fixed: Option<Updates>) {
     });
     runner
         .run(&vec(step(), 12..28), |steps| {
-            let mut map = VersionedBTreeMap::<K, V>::new(&gpu).unwrap();
+            // A small pool, grown by the batches (and copied whole by every validate).
+            let mut map = map_with_nodes::<K, V>(&gpu, 1 << 10);
             let base: Vec<u32> = (0..=KEYS).step_by(2).collect();
             map.insert_many(&keys(&base), &vals(&base)).unwrap();
             let mut model: Model<K, V> = keys(&base).into_iter().zip(vals(&base)).collect();
