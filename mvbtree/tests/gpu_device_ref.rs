@@ -217,7 +217,7 @@ fn launch_user<K: TreeKey, V: TreeValue>(
     scanned
 }
 
-/// Initial keys 4i (i < 2000); 120 warps insert 4i + 1 and 4i + 3 out of place while 600
+/// Initial keys 4i (i < 2000); 100 warps insert 4i + 1 and 4i + 3 out of place while 600
 /// scanners take tile snapshots and query five ranges: the counts at one snapshot agree
 /// (three times), a later snapshot counts at least as many, a lookup at the snapshot
 /// agrees with the collected range, and all collected ranges are exact at their
@@ -265,7 +265,7 @@ fn tile_snapshots_in_a_user_kernel_are_exact<K: TreeKey, V: TreeValue>() {
         &map,
         Updates::OutOfPlace,
         &inserts,
-        120,
+        100,
         &ranges,
         &probes,
         cap,
