@@ -18,7 +18,7 @@ use gpuds_core::{launch, Program};
 use gpuds_mvbtree::node::UNSET_TS;
 use gpuds_mvbtree::{MvOp, MvReply, TreeKey, TreeValue, Updates};
 use rand::rngs::ChaCha8Rng;
-use rand::SeedableRng;
+use rand::{RngExt, SeedableRng};
 
 typed!(
     apply_queries_are_exact_at_their_snapshots,
@@ -26,7 +26,7 @@ typed!(
 );
 two_types!(gpu_btree_ranges_are_not_linearizable_versioned_ranges_are);
 
-/// Initial keys 4i (i < 3000); rounds of `apply` with many Range and RangeCount queries
+/// Initial keys 4i (i < 3000); rounds of `apply` with many Range, RangeCount and Get queries
 /// over a few overlapping ranges mixed with inserts of new keys (4i + 1, then 4i + 2),
 /// then erases of initial keys, then inserts of 4i + 3: every reply is exact at its
 /// snapshot; the map is valid and equals the oracle after each batch, with no older
@@ -79,12 +79,13 @@ fn apply_queries_are_exact_at_their_snapshots<K: TreeKey, V: TreeValue>() {
                 Change::Erase => MvOp::Remove(k),
             })
             .collect();
+        let targets: Vec<K> = changed.keys().copied().collect();
         for q in 0..2400 {
             let (lo, hi) = ranges[q % ranges.len()];
-            ops.push(if q % 4 == 3 {
-                MvOp::RangeCount(lo, hi)
-            } else {
-                MvOp::Range(lo, hi)
+            ops.push(match q % 4 {
+                3 => MvOp::RangeCount(lo, hi),
+                1 => MvOp::Get(targets[rng.random_range(0..targets.len())]),
+                _ => MvOp::Range(lo, hi),
             });
         }
         shuffle(&mut ops, &mut rng);

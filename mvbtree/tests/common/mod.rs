@@ -212,13 +212,22 @@ pub enum Change {
     Erase,
 }
 
-/// Checks the query replies of one `apply` batch whose updates all `change` the keys in
-/// `changed`, against `before` (the contents when the batch started): every reply is
-/// exact at its snapshot, i.e. there is for every changed key one timestamp from which
-/// on (insert) or before which (erase) every query whose range holds it sees it; so two
-/// queries with the same timestamp agree on their overlap and a larger timestamp sees a
-/// superset (inserts) or a subset (erases) of a smaller one's pairs. Returns the number
-/// of distinct range answers seen.
+/// What one Range or Get reply saw (a Get of k is the range [k, k]).
+struct View<K, V> {
+    i: usize,
+    ts: u32,
+    lo: K,
+    hi: K,
+    got: BTreeMap<K, V>,
+}
+
+/// Checks the query replies (Range, RangeCount, Get) of one `apply` batch whose updates
+/// all `change` the keys in `changed`, against `before` (the contents when the batch
+/// started): every reply is exact at its snapshot, i.e. for every changed key there is
+/// one timestamp from which on (insert) or before which (erase) every query whose range
+/// holds the key sees it; so two queries with the same timestamp agree on their overlap
+/// and a larger timestamp sees a superset (inserts) or a subset (erases) of a smaller
+/// one's pairs. Returns the number of distinct Range answers.
 pub fn check_replies<K: TreeKey, V: TreeValue>(
     ops: &[MvOp<K, V>],
     replies: &[MvReply<K, V>],
@@ -232,28 +241,39 @@ pub fn check_replies<K: TreeKey, V: TreeValue>(
         Change::Insert => present,
         Change::Erase => !present,
     };
-    // First (insert) or first missing (erase) timestamp of every changed key that some
-    // Range reply saw changed.
-    let mut first: BTreeMap<K, u32> = BTreeMap::new();
+    // What each Range and Get reply saw: (index, snapshot, range, pairs); a Get of k is
+    // the range [k, k].
+    let mut views: Vec<View<K, V>> = Vec::new();
     let mut answers = BTreeSet::new();
     for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
-        let MvOp::Range(lo, hi) = *op else {
-            continue;
+        let (lo, hi, got) = match *op {
+            MvOp::Range(lo, hi) => {
+                assert_eq!(
+                    r.count as usize,
+                    r.pairs.len(),
+                    "round {round}: query {i} count"
+                );
+                assert!(
+                    r.pairs.windows(2).all(|w| w[0].0 < w[1].0),
+                    "round {round}: query {i} not in key order"
+                );
+                answers.insert(r.pairs.iter().map(|p| raw(p.0)).collect::<Vec<u32>>());
+                (lo, hi, r.pairs.iter().copied().collect::<BTreeMap<K, V>>())
+            }
+            MvOp::Get(k) => {
+                assert_eq!(
+                    r.found,
+                    r.value.is_some(),
+                    "round {round}: query {i} found bit"
+                );
+                (k, k, r.value.map(|v| (k, v)).into_iter().collect())
+            }
+            _ => continue,
         };
         assert_ne!(
             r.ts, UNSET_TS,
             "round {round}: query {i} reports no snapshot"
         );
-        assert_eq!(
-            r.count as usize,
-            r.pairs.len(),
-            "round {round}: query {i} count"
-        );
-        assert!(
-            r.pairs.windows(2).all(|w| w[0].0 < w[1].0),
-            "round {round}: query {i} not in key order"
-        );
-        let got: BTreeMap<K, V> = r.pairs.iter().copied().collect();
         for (&k, &v) in &got {
             assert!(
                 lo <= k && k <= hi,
@@ -270,27 +290,33 @@ pub fn check_replies<K: TreeKey, V: TreeValue>(
                 );
             }
         }
-        for (&k, _) in changed.range(lo..=hi) {
-            if seen(got.contains_key(&k)) {
-                let t = first.entry(k).or_insert(r.ts);
-                *t = (*t).min(r.ts);
+        views.push(View {
+            i,
+            ts: r.ts,
+            lo,
+            hi,
+            got,
+        });
+    }
+    // First (insert) or first missing (erase) timestamp of every changed key that some
+    // reply saw changed.
+    let mut first: BTreeMap<K, u32> = BTreeMap::new();
+    for v in &views {
+        for (&k, _) in changed.range(v.lo..=v.hi) {
+            if seen(v.got.contains_key(&k)) {
+                let t = first.entry(k).or_insert(v.ts);
+                *t = (*t).min(v.ts);
             }
         }
-        answers.insert(r.pairs.iter().map(|p| raw(p.0)).collect::<Vec<u32>>());
     }
-    for (i, (op, r)) in ops.iter().zip(replies).enumerate() {
-        let MvOp::Range(lo, hi) = *op else {
-            continue;
-        };
-        let got: BTreeSet<K> = r.pairs.iter().map(|p| p.0).collect();
-        for (&k, _) in changed.range(lo..=hi) {
-            let changed_at = first.get(&k).is_some_and(|&t| t <= r.ts);
+    for View { i, ts, lo, hi, got } in &views {
+        for (&k, _) in changed.range(*lo..=*hi) {
+            let changed_at = first.get(&k).is_some_and(|t| t <= ts);
             assert_eq!(
-                seen(got.contains(&k)),
+                seen(got.contains_key(&k)),
                 changed_at,
-                "round {round}: query {i} at snapshot {} {} key {k:?}, which a query at snapshot {:?} saw {}",
-                r.ts,
-                if got.contains(&k) { "sees" } else { "misses" },
+                "round {round}: query {i} at snapshot {ts} {} key {k:?}, which a query at snapshot {:?} saw {}",
+                if got.contains_key(&k) { "sees" } else { "misses" },
                 first.get(&k),
                 if change == Change::Insert { "inserted" } else { "erased" },
             );
