@@ -606,3 +606,122 @@ fn gpu_btree_ranges_are_not_linearizable_versioned_ranges_are<K: TreeKey, V: Tre
         same_contents(&map, &model, &inserts[..200]);
     }
 }
+
+/// The scan checks on the host (no GPU): chains and prefixes pass, incomparable scans and
+/// a scan with a gap in the insertion order are found.
+#[test]
+fn scan_checks_find_incomparable_and_out_of_order_scans() {
+    let m = 4u32; // inserted keys 4i + 1, 4i + 2, 4i + 3: bits 0 .. 12
+    let initial: Vec<u32> = (0..m).map(|i| 4 * i).collect();
+    let scan = |extra: &[u32]| {
+        let mut all: Vec<u32> = initial.iter().chain(extra).copied().collect();
+        all.sort_unstable();
+        keys::<u64>(&all)
+    };
+    // Insertion order: 1, 15, 2, 14 (bits 0, 11, 1, 10), the rest after.
+    let order = [1u32, 15, 2, 14, 3, 13, 5, 11, 6, 10, 7, 9];
+    let mut pos = vec![0u32; 3 * m as usize];
+    for (at, &x) in order.iter().enumerate() {
+        pos[(x / 4 * 3 + x % 4 - 1) as usize] = at as u32;
+    }
+    let mut chain = Scans::new();
+    chain.add(&scan(&[]), m, "empty");
+    chain.add(&scan(&[1, 15]), m, "two");
+    chain.add(&scan(&[1]), m, "one");
+    chain.add(&scan(&[1, 15, 2]), m, "three");
+    assert_eq!(chain.incomparable(), None);
+    assert_eq!(chain.non_prefix(&pos), None);
+    assert_eq!(chain.distinct(), 4);
+    let mut crossed = Scans::new();
+    crossed.add(&scan(&[1]), m, "left");
+    crossed.add(&scan(&[1, 15, 2, 14]), m, "all four");
+    crossed.add(&scan(&[15]), m, "right");
+    assert!(
+        crossed.incomparable().is_some(),
+        "{{1}} and {{15}} are incomparable"
+    );
+    assert_eq!(
+        crossed.non_prefix(&pos),
+        Some(2),
+        "{{15}} misses the earlier 1"
+    );
+    let mut lost = Scans::new();
+    lost.add_unchecked(&keys::<u64>(&[0, 4, 1]), m, "short");
+    assert_eq!(lost.lost, 1);
+}
+
+/// `check_replies` on the host (no GPU): exact replies pass; a larger snapshot that
+/// misses an insertion a smaller one saw, or two replies at one snapshot that differ,
+/// are caught.
+#[test]
+fn reply_checks_catch_replies_that_are_not_exact() {
+    type Reply = MvReply<u32, u32>;
+    let before: Model<u32, u32> = [(0, 10), (4, 14)].into_iter().collect();
+    let changed: BTreeMap<u32, u32> = [(1, 11), (2, 12)].into_iter().collect();
+    let range = |ts: u32, pairs: &[(u32, u32)]| Reply {
+        ts,
+        found: false,
+        value: None,
+        successor: None,
+        count: pairs.len() as u32,
+        pairs: pairs.to_vec(),
+    };
+    let get = |ts: u32, value: Option<u32>| Reply {
+        ts,
+        found: value.is_some(),
+        value,
+        successor: None,
+        count: 0,
+        pairs: Vec::new(),
+    };
+    let ops = [
+        MvOp::Range(0, 4),
+        MvOp::Range(0, 4),
+        MvOp::Get(2),
+        MvOp::Range(1, 1),
+    ];
+    let good = [
+        range(5, &[(0, 10), (1, 11), (4, 14)]),
+        range(7, &[(0, 10), (1, 11), (2, 12), (4, 14)]),
+        get(6, None),
+        range(5, &[(1, 11)]),
+    ];
+    assert_eq!(
+        check_replies(&ops, &good, &before, &changed, Change::Insert, 0),
+        3
+    );
+    let fails = |replies: [Reply; 4]| {
+        std::panic::catch_unwind(|| {
+            check_replies(&ops, &replies, &before, &changed, Change::Insert, 0)
+        })
+        .is_err()
+    };
+    // ts 7 misses key 1, which ts 5 saw.
+    assert!(fails([
+        range(5, &[(0, 10), (1, 11), (4, 14)]),
+        range(7, &[(0, 10), (2, 12), (4, 14)]),
+        get(6, None),
+        range(5, &[(1, 11)]),
+    ]));
+    // Two replies at ts 5 disagree on key 1.
+    assert!(fails([
+        range(5, &[(0, 10), (1, 11), (4, 14)]),
+        range(7, &[(0, 10), (1, 11), (2, 12), (4, 14)]),
+        get(6, None),
+        range(5, &[]),
+    ]));
+    // The Get at ts 8 misses key 2, which ts 7 saw.
+    assert!(fails([
+        range(5, &[(0, 10), (1, 11), (4, 14)]),
+        range(7, &[(0, 10), (1, 11), (2, 12), (4, 14)]),
+        get(8, None),
+        range(5, &[(1, 11)]),
+    ]));
+    // An untouched key missing.
+    assert!(fails([
+        range(5, &[(1, 11), (4, 14)]),
+        range(7, &[(0, 10), (1, 11), (2, 12), (4, 14)]),
+        get(6, None),
+        range(5, &[(1, 11)]),
+    ]));
+}
