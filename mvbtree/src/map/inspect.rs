@@ -1,7 +1,7 @@
 //! Host copies of the tree: statistics, validation, and the build from scratch.
 
 use super::*;
-use crate::validate::{walk_versions, VersionWalk};
+use crate::validate::{walk_at, walk_versions, VersionWalk};
 use gpuds_btree::validate::TreeShape;
 
 /// Shape, versions and memory of a map: what [`VersionedBTreeMap::stats`] returns.
@@ -101,6 +101,22 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         Ok(walk)
     }
 
+    /// The pairs a query at `ts` sees (LATEST: the newest state), from a host copy of the
+    /// pool: the tree at `ts` is walked and checked as by validation.
+    pub(super) fn pairs_at(&self, ts: u32) -> Result<Vec<(K, V)>> {
+        let pool = self.pool.snapshot()?;
+        let fetch = |a: u32| {
+            if pool.is_allocated(a) {
+                pool.unit(a).map(|w| w.to_vec())
+            } else {
+                None
+            }
+        };
+        let (_, pairs) =
+            walk_at::<K, V>(self.layout, self.root, &fetch, ts).map_err(Error::Invalid)?;
+        Ok(pairs)
+    }
+
     /// Shape, versions and memory, from a host copy of the pool (checked as by
     /// [`VersionedBTreeMap::validate`]). Synchronizes.
     ///
@@ -186,6 +202,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
                 _ => unique.push(p),
             }
         }
+        // Nothing may stay in the reclaimer's limbo: it would be freed again after the reset.
+        self.reclaimer.drain(&self.pool)?;
         self.pool.reset()?;
         self.init_root()?;
         let (k, v): (Vec<K>, Vec<V>) = unique.into_iter().unzip();

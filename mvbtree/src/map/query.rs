@@ -216,19 +216,16 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         Ok(Some((lo, hi, counts)))
     }
 
-    /// Every pair of the newest state in key order. Synchronizes.
+    /// Every pair of the newest state in key order, read from a host copy of the node
+    /// pool (which is checked on the way: see [`crate::validate::walk_at`]). Synchronizes.
     pub fn to_vec(&self) -> Result<Vec<(K, V)>> {
-        self.all_at(LATEST)
+        self.pairs_at(LATEST)
     }
 
-    /// Every pair at the snapshot, in key order. Synchronizes.
+    /// Every pair at the snapshot, in key order, read from a host copy of the node pool.
+    /// Synchronizes.
     pub fn to_vec_at(&self, snap: &Snapshot) -> Result<Vec<(K, V)>> {
-        self.all_at(at(&self.snapshots, snap)?)
-    }
-
-    fn all_at(&self, ts: u32) -> Result<Vec<(K, V)>> {
-        let all = (K::from_u64(0), K::from_u64(u64::MAX));
-        Ok(self.ranges_at(ts, &[all])?.pop().unwrap_or_default())
+        self.pairs_at(at(&self.snapshots, snap)?)
     }
 
     /// A grid of whole warps for `n` query requests.
