@@ -18,11 +18,13 @@ use crate::snapshot::{Snapshot, Snapshots};
 use crate::tree_ref::VersionedTreeRef;
 
 mod collect;
+mod device;
 mod inspect;
 mod mixed;
 mod query;
 mod update;
 
+pub use device::{MvReplyBuffers, RangeOffsets};
 pub use inspect::VersionStats;
 
 /// Threads per block of every launch.
