@@ -172,6 +172,9 @@ pub enum Command {
     /// GpuBTreeMap's range rows.
     #[command(about = about("btree-range"))]
     BtreeRange,
+    /// VersionedBTreeMap.
+    #[command(about = about("mvbtree"))]
+    Mvbtree,
     /// SlabHashMap.
     #[command(about = about("slabhash"))]
     Slabhash,
@@ -228,6 +231,7 @@ impl Command {
             Command::Alloc => "alloc",
             Command::Btree => "btree",
             Command::BtreeRange => "btree-range",
+            Command::Mvbtree => "mvbtree",
             Command::Slabhash => "slabhash",
             Command::SlabhashTargets => "slabhash-targets",
             Command::Compare(_) | Command::Plot { .. } | Command::Completions { .. } => {
