@@ -159,6 +159,20 @@ fn mv_clear(map: &mut Mv) -> Result<()> {
     map.bulk_build(&[], &[]).map_err(core_error)
 }
 
+/// A row of `structure` doing `work` units of `operation` in `timing`.
+fn row(
+    name: &str,
+    structure: &str,
+    operation: &str,
+    work: usize,
+    timing: Timing,
+    unit: Unit,
+) -> Row {
+    Row::new(NAME, name, work as u64, timing, work as f64, unit)
+        .with_structure(structure)
+        .with_operation(operation)
+}
+
 fn checked(ok: bool, note: &str) -> String {
     if ok {
         format!("{note}; checked")
@@ -246,28 +260,24 @@ fn build_find(bench: &mut Bench, n: usize, targets: bool) -> Result<Vec<Row>> {
     drop(t);
     let (bt_build_rate, bt_find_rate) = (bt_build.giga_rate(n as f64), bt_find.giga_rate(n as f64));
     let mut rows = vec![
-        Row::new(
-            NAME,
+        row(
             "Fig. 4.2 build",
-            n as u64,
+            BTREE,
+            "build",
+            n,
             bt_build,
-            n as f64,
             Unit::GigaKeysPerSecond,
         )
-        .with_structure(BTREE)
-        .with_operation("build")
         .in_figure("fig4.2a", x)
         .with_note(checked(bt_ok, "insertion into an empty tree, baseline")),
-        Row::new(
-            NAME,
+        row(
             "Fig. 4.2 find",
-            n as u64,
+            BTREE,
+            "find",
+            n,
             bt_find,
-            n as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_structure(BTREE)
-        .with_operation("find")
         .in_figure("fig4.2b", x)
         .with_note(checked(bt_find_ok, "every key, tile 8, baseline")),
     ];
@@ -298,16 +308,14 @@ fn build_find(bench: &mut Bench, n: usize, targets: bool) -> Result<Vec<Row>> {
             && stream.clone_dtoh(&out)? == stream.clone_dtoh(&values)?;
         let (b, f) = (build.giga_rate(n as f64), find.giga_rate(n as f64));
         rows.push(
-            Row::new(
-                NAME,
+            row(
                 "Fig. 4.2 build",
-                n as u64,
+                structure,
+                "build",
+                n,
                 build,
-                n as f64,
                 Unit::GigaKeysPerSecond,
             )
-            .with_structure(structure)
-            .with_operation("build")
             .in_figure("fig4.2a", x)
             .with_baseline(this_run(bt_build_rate))
             .with_note(checked(
@@ -317,16 +325,14 @@ fn build_find(bench: &mut Bench, n: usize, targets: bool) -> Result<Vec<Row>> {
             )),
         );
         rows.push(
-            Row::new(
-                NAME,
+            row(
                 "Fig. 4.2 find",
-                n as u64,
+                structure,
+                "find",
+                n,
                 find,
-                n as f64,
                 Unit::GigaQueriesPerSecond,
             )
-            .with_structure(structure)
-            .with_operation("find")
             .in_figure("fig4.2b", x)
             .with_baseline(this_run(bt_find_rate))
             .with_note(checked(
@@ -347,16 +353,14 @@ fn build_find(bench: &mut Bench, n: usize, targets: bool) -> Result<Vec<Row>> {
             ("insert out of place", "insert out of place (VoB)")
         };
         rows.push(
-            Row::new(
-                NAME,
+            row(
                 &format!("{what}{size}"),
-                n as u64,
+                structure,
+                op,
+                n,
                 build,
-                n as f64,
                 Unit::GigaKeysPerSecond,
             )
-            .with_structure(structure)
-            .with_operation(op)
             .with_baseline(peer(bench, op))
             .with_note(checked(
                 ok,
@@ -365,16 +369,14 @@ fn build_find(bench: &mut Bench, n: usize, targets: bool) -> Result<Vec<Row>> {
         );
         if structure == VIB {
             rows.push(
-                Row::new(
-                    NAME,
+                row(
                     &format!("find (newest){size}"),
-                    n as u64,
+                    structure,
+                    "find",
+                    n,
                     find,
-                    n as f64,
                     Unit::GigaQueriesPerSecond,
                 )
-                .with_structure(structure)
-                .with_operation("find")
                 .with_baseline(peer(bench, "find"))
                 .with_note(checked(
                     ok,
@@ -392,20 +394,18 @@ fn build_find(bench: &mut Bench, n: usize, targets: bool) -> Result<Vec<Row>> {
                     "TARGET MISSED: more than 10 % slower"
                 };
                 rows.push(
-                    Row::new(
-                        NAME,
+                    row(
                         &format!("snapshot cost: ViB {what} vs {BTREE}{size}"),
-                        n as u64,
+                        VIB,
+                        &format!("snapshot cost, {what}"),
+                        n,
                         timing,
-                        n as f64,
                         if what == "build" {
                             Unit::GigaKeysPerSecond
                         } else {
                             Unit::GigaQueriesPerSecond
                         },
                     )
-                    .with_structure(VIB)
-                    .with_operation(format!("snapshot cost, {what}"))
                     .with_baseline(this_run(base))
                     .with_note(format!(
                         "ViB at {:.1} % of {BTREE}'s rate, {verdict}",
@@ -509,24 +509,22 @@ fn snapshot_ranges(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                     ""
                 }
             );
-            let row = Row::new(
-                NAME,
+            let base = row(
                 &name,
-                q as u64,
+                VIB,
+                &format!("range {len}"),
+                q,
                 timing,
-                q as f64,
                 Unit::GigaQueriesPerSecond,
-            )
-            .with_structure(VIB)
-            .with_operation(format!("range {len}"));
+            );
             rows.push(if after {
-                row.with_baseline(this_run(bt_rate)).with_note(checked(
+                base.with_baseline(this_run(bt_rate)).with_note(checked(
                     ok,
                     "n/4 queries at the snapshot; the later odd keys inside the ranges are not \
                      seen (versions walked); baseline: GpuBTreeMap before the inserts",
                 ))
             } else {
-                row.with_baseline(peer(bench, &format!("range {len}")))
+                base.with_baseline(peer(bench, &format!("range {len}")))
                     .with_note(checked(
                         ok,
                         &format!(
@@ -541,16 +539,14 @@ fn snapshot_ranges(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                     .iter()
                     .all(|&c| c as usize == len);
                 rows.push(
-                    Row::new(
-                        NAME,
+                    row(
                         &format!("range, {len} per query (baseline)"),
-                        q as u64,
+                        BTREE,
+                        &format!("range {len}"),
+                        q,
                         bt,
-                        q as f64,
                         Unit::GigaQueriesPerSecond,
                     )
-                    .with_structure(BTREE)
-                    .with_operation(format!("range {len}"))
                     .with_note(checked(bt_ok, "one pass, capacity per query, tile 8")),
                 );
             }
@@ -626,16 +622,14 @@ fn erase_half(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let (rate, bt_rate) = (timing.giga_rate(m as f64), bt.giga_rate(m as f64));
     let size = size_label(n as u64);
     Ok(vec![
-        Row::new(
-            NAME,
+        row(
             &format!("erase half, {size} keys"),
-            m as u64,
+            VIB,
+            "erase",
+            m,
             timing,
-            m as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_structure(VIB)
-        .with_operation("erase")
         .with_baseline(peer(bench, "erase"))
         .with_note(checked(
             ok,
@@ -644,16 +638,14 @@ fn erase_half(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                 versus(rate, bt_rate)
             ),
         )),
-        Row::new(
-            NAME,
+        row(
             &format!("erase half, {size} keys (baseline)"),
-            m as u64,
+            BTREE,
+            "erase",
+            m,
             bt,
-            m as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_structure(BTREE)
-        .with_operation("erase")
         .with_note(checked(bt_ok, "of a tree built by insertion")),
     ])
 }
@@ -864,29 +856,18 @@ fn mixed_rows(
 ) -> Vec<Row> {
     let bt_rate = bt.giga_rate(ops as f64);
     vec![
-        Row::new(
-            NAME,
-            name,
-            ops as u64,
-            vob,
-            ops as f64,
-            Unit::GigaQueriesPerSecond,
-        )
-        .with_structure(VOB)
-        .with_operation(operation)
-        .in_figure(figure, Some(x))
-        .with_baseline(this_run(bt_rate))
-        .with_note(note),
-        Row::new(
-            NAME,
+        row(name, VOB, operation, ops, vob, Unit::GigaQueriesPerSecond)
+            .in_figure(figure, Some(x))
+            .with_baseline(this_run(bt_rate))
+            .with_note(note),
+        row(
             &format!("{name} (baseline)"),
-            ops as u64,
+            BTREE,
+            operation,
+            ops,
             bt,
-            ops as f64,
             Unit::GigaQueriesPerSecond,
         )
-        .with_structure(BTREE)
-        .with_operation(operation)
         .in_figure(figure, Some(x)),
     ]
 }
@@ -1025,16 +1006,14 @@ fn memory(bench: &mut Bench, initial: usize, ops: usize, batches: usize) -> Resu
         let timing = Timing::from_samples(&[ms])
             .ok_or_else(|| gpuds_core::Error::InvalidArgument("no time".into()))?;
         rows.push(
-            Row::new(
-                NAME,
+            row(
                 &format!("Fig. 4.6 batch {}", batch + 1),
-                ops as u64,
+                VOB,
+                "insert + range 8",
+                ops,
                 timing,
-                ops as f64,
                 Unit::GigaQueriesPerSecond,
             )
-            .with_structure(VOB)
-            .with_operation("insert + range 8")
             .in_figure("fig4.6", Some((batch + 1) as f64))
             .with_note(checked(
                 ok,
@@ -1070,16 +1049,7 @@ fn memory(bench: &mut Bench, initial: usize, ops: usize, batches: usize) -> Resu
         "TARGET MISSED: over 5 %"
     };
     rows.push(
-        Row::new(
-            NAME,
-            &format!("Fig. 4.6 memory overhead after {batches} batches: {overhead:.2} %"),
-            (batches * ops) as u64,
-            timing,
-            (batches * ops) as f64,
-            Unit::GigaQueriesPerSecond,
-        )
-        .with_structure(VOB)
-        .with_operation("memory overhead")
+        row(&format!("Fig. 4.6 memory overhead after {batches} batches: {overhead:.2} %"), VOB, "memory overhead", batches * ops, timing, Unit::GigaQueriesPerSecond)
         .with_note(checked(
             ok,
             &format!(
