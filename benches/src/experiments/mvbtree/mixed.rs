@@ -100,7 +100,7 @@ fn insert_range_batch(
             b.inserts += 1;
             push(&mut b, [0, k, 0, k], [0, k, k]);
         } else {
-            let lo = h as u32;
+            let lo = mix(h) as u32;
             let hi = lo.saturating_add(width);
             push(&mut b, [5, lo, hi, 0], [4, lo, hi]);
         }
@@ -295,7 +295,7 @@ pub(super) fn erase_find(
     let mut gone = vec![false; initial];
     for i in 0..ops as u64 {
         let h = mix(i ^ 0xe7a5e);
-        let j = (h >> 20) % initial as u64;
+        let j = mix(h) % initial as u64;
         let k = random_word(j, SEED_INITIAL);
         if unit(h) < alpha {
             gone[j as usize] = true;
@@ -380,10 +380,12 @@ pub(super) fn memory(
                 .map_err(core_error)
         })?;
         ok &= map.check().is_ok() && ones(bench, out.failed())? == 0;
-        let before = map.stats().map_err(core_error)?;
-        map.collect_versions().map_err(core_error)?;
+        // No snapshot outlives the batch: the collector frees every older version, so
+        // before it ran the pool held what it holds now and what it freed.
+        let freed = map.collect_versions().map_err(core_error)?;
         let after = map.stats().map_err(core_error)?;
-        ok &= after.len == (initial + inserted.len()) as u64;
+        ok &= after.len == (initial + inserted.len()) as u64 && after.versions == 0;
+        let before = (after.units_in_use + freed) * after.bytes_per_node as u64;
         times.push(ms);
         let timing = Timing::from_samples(&[ms])
             .ok_or_else(|| gpuds_core::Error::InvalidArgument("no time".into()))?;
@@ -402,8 +404,8 @@ pub(super) fn memory(
                 &format!(
                     "one run; in use {} after the batch ({} older versions), {} after \
                      collection; reclaimed so far {}",
-                    bytes_label(before.bytes_in_use() as usize),
-                    before.versions,
+                    bytes_label(before as usize),
+                    freed,
                     bytes_label(after.bytes_in_use() as usize),
                     bytes_label(after.reclaimed_bytes() as usize)
                 ),
@@ -412,6 +414,7 @@ pub(super) fn memory(
     }
     let used = map.stats().map_err(core_error)?;
     drop(map);
+    drop(out);
     let mut all = stream.clone_dtoh(&init)?;
     all.extend(&inserted);
     let all = stream.clone_htod(&all)?;
