@@ -84,7 +84,7 @@ pub struct RunOptions {
     /// Key type (u64: linear, hive, btree, slabhash and quick).
     #[arg(long, global = true, value_enum, default_value_t = Word::U32)]
     pub key: Word,
-    /// Value type (u64: linear, hive, btree, slabhash and quick).
+    /// Value type (u64: linear, hive with u64 keys, btree, slabhash and quick).
     #[arg(long, global = true, value_enum, default_value_t = Word::U32)]
     pub value: Word,
 }

@@ -67,15 +67,14 @@ pub fn run(gpu: &Gpu, args: &RunConfig) -> Result<Report> {
 
 /// The cases of the named experiments in order: `quick` expands to every experiment's
 /// quick plan, any other name to that experiment's full plan. Under `quick`, `--keys` and
-/// `--load` reach only the experiments that take them, and 64-bit words run only the
-/// experiments that take them.
+/// `--load` reach only the experiments that take them, and only the experiments whose
+/// forms take the `--key` and `--value` words run.
 fn plan(names: &[String], params: &Params) -> Vec<Case> {
     let mut cases = Vec::new();
     for name in names {
         if name == QUICK {
-            let wide = crate::experiments::wide::asked(params);
             for e in registry() {
-                if wide && !e.accepts.u64 {
+                if !e.accepts.words.takes(params.key, params.value) {
                     continue;
                 }
                 let mut p = params.clone();
@@ -95,4 +94,36 @@ fn plan(names: &[String], params: &Params) -> Vec<Case> {
         }
     }
     cases
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plan;
+    use crate::experiments::{Params, Scale, Word};
+
+    fn labels(key: Word, value: Word) -> Vec<String> {
+        let params = Params {
+            key,
+            value,
+            ..Params::new(Scale::Full)
+        };
+        plan(&["quick".to_string()], &params)
+            .into_iter()
+            .map(|c| c.label)
+            .collect()
+    }
+
+    #[test]
+    fn quick_runs_each_wide_structure_only_at_its_declared_forms() {
+        let mixed = labels(Word::U32, Word::U64);
+        assert!(mixed.iter().any(|l| l.starts_with("slabhash u32/u64,")));
+        assert!(mixed.iter().any(|l| l.starts_with("btree u32/u64,")));
+        assert!(!mixed.iter().any(|l| l.starts_with("hive")), "{mixed:?}");
+        let wide = labels(Word::U64, Word::U64);
+        assert!(wide.iter().any(|l| l.starts_with("hive u64/u64,")));
+        // Experiments with u32 words only do not run with 64-bit ones.
+        let narrow = labels(Word::U32, Word::U32);
+        assert!(narrow.len() > wide.len());
+        assert!(narrow.iter().all(|l| !l.contains("u64")));
+    }
 }

@@ -145,7 +145,12 @@ fn experiment_options_are_checked_before_any_gpu_work() {
         ),
         (
             &["hive", "--value", "u64"],
-            "HiveMap stores u64 values with u64 keys only",
+            "--key u32 --value u64 does not apply to hive",
+        ),
+        (
+            &["hive", "--key", "u32", "--value", "u64"],
+            "--key u32 --value u64 does not apply to hive (its key/value forms: u32/u32, \
+             u64/u32, u64/u64)",
         ),
         (
             &["btree", "--load", "0.5"],

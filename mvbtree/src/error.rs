@@ -24,9 +24,9 @@ pub enum Error {
     /// A [`crate::Snapshot`] of another map was passed to a query.
     #[error("the snapshot belongs to another VersionedBTreeMap")]
     ForeignSnapshot,
-    /// The global timestamp reached its maximum (`u32::MAX - 1` snapshots were taken);
-    /// no more snapshots can be taken.
-    #[error("the snapshot clock is exhausted (u32::MAX - 1 snapshots taken)")]
+    /// The global timestamp reached its maximum (2^31 - 2 snapshots were taken:
+    /// timestamps are 31 bits); no more snapshots can be taken.
+    #[error("the snapshot clock is exhausted (2^31 - 2 snapshots taken)")]
     ClockExhausted,
 }
 

@@ -9,18 +9,16 @@ use crate::error::Result;
 
 const SOURCE: &str = include_str!("../cuda/kernels/mvbtree.cu");
 
-/// Lanes per query tile: a 16-slot node is read by 16 lanes with one load each.
-pub(crate) const QUERY_TILE: u32 = 16;
-
-/// The module of `K`, `V` (64-bit pairs: 256-byte nodes, the B-Tree's default).
-pub(crate) fn program<K: TreeKey, V: TreeValue>() -> Program {
+/// The module of `K`, `V` with query tiles of `tile` lanes (64-bit pairs: 256-byte nodes,
+/// the B-Tree's default); kernels suffixed `_<k>_<v>_t<tile>`.
+pub(crate) fn program<K: TreeKey, V: TreeValue>(tile: u32) -> Program {
     let layout = NodeLayout::of::<K, V>(crate::WIDE_NODE_BYTES);
-    let suffix = format!("{}_{}", K::SUFFIX, V::SUFFIX);
+    let suffix = format!("{}_{}_t{tile}", K::SUFFIX, V::SUFFIX);
     let program = Program::new(format!("mvbtree_{suffix}"), SOURCE)
         .headers(crate::cuda_headers())
         .define("KEY_T", K::CUDA_TYPE)
         .define("VALUE_T", V::CUDA_TYPE)
-        .define("QUERY_TILE", QUERY_TILE)
+        .define("QUERY_TILE", tile)
         .define("KERNEL_SUFFIX", suffix);
     if layout == NodeLayout::NARROW {
         program
@@ -45,9 +43,9 @@ pub(crate) struct Kernels {
 }
 
 impl Kernels {
-    pub fn load<K: TreeKey, V: TreeValue>(gpu: &Gpu) -> Result<Self> {
-        let module = gpu.load(&program::<K, V>())?;
-        let ty = format!("{}_{}", K::SUFFIX, V::SUFFIX);
+    pub fn load<K: TreeKey, V: TreeValue>(gpu: &Gpu, tile: u32) -> Result<Self> {
+        let module = gpu.load(&program::<K, V>(tile))?;
+        let ty = format!("{}_{}_t{tile}", K::SUFFIX, V::SUFFIX);
         let k = |name: &str| module.kernel(&format!("{name}_{ty}"));
         Ok(Self {
             init: k("mv_init")?,

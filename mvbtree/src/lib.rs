@@ -68,7 +68,7 @@ pub(crate) const LOG_FULL: u32 = gpuds_core::Status::FIRST_STRUCTURE_BIT << 2;
 /// Status flag: the snapshot clock is exhausted.
 pub(crate) const CLOCK_FULL: u32 = gpuds_core::Status::FIRST_STRUCTURE_BIT << 3;
 
-/// The kernel module of every key and value type, so that a test can compile all of them
+/// The kernel module of every key and value type and query tile, so that a test can compile all of them
 /// without a GPU.
 ///
 /// ```no_run
@@ -78,12 +78,14 @@ pub(crate) const CLOCK_FULL: u32 = gpuds_core::Status::FIRST_STRUCTURE_BIT << 3;
 /// # Ok::<(), gpuds_core::Error>(())
 /// ```
 pub fn programs() -> Vec<gpuds_core::Program> {
-    vec![
-        kernels::program::<u32, u32>(),
-        kernels::program::<u64, u32>(),
-        kernels::program::<u32, u64>(),
-        kernels::program::<u64, u64>(),
-    ]
+    let mut all = Vec::new();
+    for tile in [8, 16, 32] {
+        all.push(kernels::program::<u32, u32>(tile));
+        all.push(kernels::program::<u64, u32>(tile));
+        all.push(kernels::program::<u32, u64>(tile));
+        all.push(kernels::program::<u64, u64>(tile));
+    }
+    all
 }
 
 /// gpuds-mvbtree's device headers and those of the crates below, as (include name, text).

@@ -28,7 +28,11 @@ use gpuds_btree::node::{Node, NodeLayout, NULL_NODE};
 use gpuds_core::DeviceType;
 
 /// The timestamp of a version not stamped yet (also never visible to a snapshot).
-pub const UNSET_TS: u32 = u32::MAX;
+/// Timestamps are 31 bits: bit 31 of the timestamp word is [`RETIRED_OLDER`].
+pub const UNSET_TS: u32 = 0x7fff_ffff;
+/// Bit 31 of a version's timestamp word: its older link names a unit that a kernel
+/// handed to epoch-based reclamation (it may be reused): for the host the list ends here.
+pub const RETIRED_OLDER: u32 = 1 << 31;
 /// The latch word of an older version (a copy): immutable, never latched.
 pub const LATCH_COPY: u32 = 2;
 
@@ -159,10 +163,11 @@ impl<K: DeviceType, V: DeviceType> VersionedNode<K, V> {
             *p = zero;
         }
         let (ts, older) = layout.slot(words, version_slot(layout));
+        let retired = ts as u32 & RETIRED_OLDER != 0;
         Some(VersionedNode {
             node,
-            ts: ts as u32,
-            older: older as u32,
+            ts: ts as u32 & !RETIRED_OLDER,
+            older: if retired { NULL_NODE } else { older as u32 },
         })
     }
 

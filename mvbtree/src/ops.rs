@@ -55,7 +55,7 @@ impl<K, V> MvOp<K, V> {
 /// The result of one [`MvOp`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MvReply<K, V> {
-    /// The snapshot a query ran at; `u32::MAX` (unset) for updates.
+    /// The snapshot a query ran at; [`crate::node::UNSET_TS`] for updates.
     pub ts: u32,
     /// Insert: replaced an existing value; Remove: removed; Get / Successor: found.
     pub found: bool,

@@ -38,8 +38,10 @@ fn kernel_names_are_the_ones_the_host_loads() {
             "mv_apply",
             "mv_collect",
         ] {
-            let name = format!("{name}_{types}");
-            assert!(ptx.contains(&format!(".entry {name}(")), "no kernel {name}");
+            for tile in [8, 16, 32] {
+                let name = format!("{name}_{types}_t{tile}");
+                assert!(ptx.contains(&format!(".entry {name}(")), "no kernel {name}");
+            }
         }
     }
 }

@@ -28,7 +28,7 @@ use gpuds_core::primitives::RadixSorter;
 use gpuds_core::Result;
 
 use super::core_error;
-use super::{Accepts, Case, Experiment, Params, Scale};
+use super::{Accepts, Case, Experiment, Forms, Params, Scale};
 use crate::bench::Bench;
 use crate::peers;
 use crate::report::{size_label, Baseline, Row, Unit};
@@ -40,7 +40,7 @@ pub const EXPERIMENT: Experiment = Experiment {
     about:
         "GpuBTreeMap (Awad 2022, ch. 3): Table 3.3, Fig. 3.2-3.5, targets; sorted array baseline",
     accepts: Accepts {
-        u64: true,
+        words: Forms::EVERY,
         ..Accepts::KEYS
     },
     plan,

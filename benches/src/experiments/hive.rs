@@ -37,7 +37,7 @@ use gpuds_hive::{HashPair, HiveConfig, HiveMap, LinearConfig, LinearProbeMap, Wh
 use gpuds_slabhash::{DeviceBatch, MapOp, OpResult, SlabHashMap};
 
 use super::core_error;
-use super::{Accepts, Case, Experiment, Params, Scale};
+use super::{Accepts, Case, Experiment, Forms, Params, Scale, Word};
 use crate::bench::Bench;
 use crate::peers;
 use crate::report::{Row, Unit};
@@ -47,9 +47,20 @@ use crate::timing::{time_once, Timing};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "hive",
     about: "HiveMap (Hive paper): Fig. 5-9 (hash pairs, bulk insert/find vs keys, mixed, load factor), resize",
-    accepts: Accepts::WIDE_KEYS_LOAD,
+    accepts: Accepts {
+        words: FORMS,
+        ..Accepts::WIDE_KEYS_LOAD
+    },
     plan,
 };
+
+/// HiveMap's key/value forms: u64 values only with u64 keys (`HiveValue<K>`: a packed
+/// u32 slot has room for a u32 value only).
+const FORMS: Forms = Forms::new(&[
+    (Word::U32, Word::U32),
+    (Word::U64, Word::U32),
+    (Word::U64, Word::U64),
+]);
 
 /// `hive-targets`: only the 2^24 rows the targets speak about (loads 0.8 and 0.95
 /// with 16-slot buckets, and 32-slot buckets at 0.8), without the LinearProbeMap

@@ -36,11 +36,7 @@ use crate::timing::{time_once, Timing};
 pub const EXPERIMENT: Experiment = Experiment {
     name: "linear",
     about: "LinearProbeMap: the simple lock-free table's fill experiment and bulk operations",
-    accepts: Accepts {
-        keys: true,
-        load: true,
-        u64: true,
-    },
+    accepts: Accepts::WIDE_KEYS_LOAD,
     plan,
 };
 

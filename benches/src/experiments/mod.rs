@@ -137,6 +137,57 @@ impl Params {
     }
 }
 
+/// The key and value types an experiment measures (`--key`, `--value`): a list of
+/// (key, value) forms, u32/u32 among them. [`check`] refuses any other form at the
+/// command line, `quick` skips the experiment at it, and a plan that switches on the
+/// types reads the same list (see [`wide::plan`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Forms(&'static [(Word, Word)]);
+
+impl Forms {
+    /// u32 keys and values only.
+    pub const NARROW: Forms = Forms(&[(Word::U32, Word::U32)]);
+    /// Every combination of u32 and u64 keys and values.
+    pub const EVERY: Forms = Forms(&[
+        (Word::U32, Word::U32),
+        (Word::U32, Word::U64),
+        (Word::U64, Word::U32),
+        (Word::U64, Word::U64),
+    ]);
+
+    /// The forms `forms`, each a (key, value) pair; list u32/u32 among them.
+    ///
+    /// ```
+    /// use gpuds_benches::experiments::{Forms, Word};
+    /// const NO_WIDE_VALUES: Forms = Forms::new(&[(Word::U32, Word::U32), (Word::U64, Word::U32)]);
+    /// assert!(NO_WIDE_VALUES.takes(Word::U64, Word::U32));
+    /// assert!(!NO_WIDE_VALUES.takes(Word::U32, Word::U64));
+    /// ```
+    pub const fn new(forms: &'static [(Word, Word)]) -> Forms {
+        Forms(forms)
+    }
+
+    /// Whether `key` keys with `value` values are measured.
+    pub fn takes(self, key: Word, value: Word) -> bool {
+        self.0.contains(&(key, value))
+    }
+
+    /// Whether some form has a 64-bit key or value.
+    pub fn wide(self) -> bool {
+        self.0.iter().any(|&f| f != (Word::U32, Word::U32))
+    }
+
+    /// The forms as `key/value` names, e.g. `u32/u32, u64/u64`.
+    pub fn names(self) -> String {
+        let names: Vec<String> = self
+            .0
+            .iter()
+            .map(|(k, v)| format!("{}/{}", k.name(), v.name()))
+            .collect();
+        names.join(", ")
+    }
+}
+
 /// Which of the command line's experiment options an experiment takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Accepts {
@@ -144,8 +195,8 @@ pub struct Accepts {
     pub keys: bool,
     /// `--load` changes its loads.
     pub load: bool,
-    /// `--key u64` and `--value u64` are measured.
-    pub u64: bool,
+    /// The `--key` and `--value` forms it measures.
+    pub words: Forms,
 }
 
 impl Accepts {
@@ -153,52 +204,56 @@ impl Accepts {
     pub const NONE: Accepts = Accepts {
         keys: false,
         load: false,
-        u64: false,
+        words: Forms::NARROW,
     };
     /// Takes `--keys` only (u32 words, no load axis).
     pub const KEYS: Accepts = Accepts {
         keys: true,
         load: false,
-        u64: false,
+        words: Forms::NARROW,
     };
     /// Takes `--keys` and `--load` (u32 words).
     pub const KEYS_LOAD: Accepts = Accepts {
         keys: true,
         load: true,
-        u64: false,
+        words: Forms::NARROW,
     };
-    /// Takes `--keys`, `--load` and 64-bit words.
+    /// Takes `--keys`, `--load` and every combination of 64-bit words.
     pub const WIDE_KEYS_LOAD: Accepts = Accepts {
         keys: true,
         load: true,
-        u64: true,
+        words: Forms::EVERY,
     };
 }
 
 /// Whether `experiment` (`quick` or a registry name) can run with `params`: a message for
 /// the command line (exit code 2) when it cannot. `quick` takes `--keys` and `--load`
-/// where its experiments do and ignores them elsewhere; with 64-bit words it runs only the
-/// experiments that take them.
+/// where its experiments do and ignores them elsewhere; with other words than u32/u32 it
+/// runs only the experiments whose [`Forms`] take them.
 pub fn check(experiment: &str, params: &Params) -> Result<(), String> {
-    let words = |accepts: Accepts, name: &str| {
-        for (word, what) in [(params.key, "keys"), (params.value, "values")] {
-            if word == Word::U64 && !accepts.u64 {
-                return Err(format!(
-                    "u64 {what} do not apply to {name} (it has no 64-bit form)"
-                ));
-            }
-        }
-        Ok(())
-    };
     if experiment == crate::cli::QUICK {
         return Ok(());
     }
     let Some(e) = find(experiment) else {
         return Err(format!("no experiment called {experiment}"));
     };
-    words(e.accepts, e.name)?;
-    if e.name == "hive" && params.key == Word::U32 && params.value == Word::U64 {
-        return Err("HiveMap stores u64 values with u64 keys only (--key u64)".into());
+    let (key, value) = (params.key, params.value);
+    let words = e.accepts.words;
+    if !words.takes(key, value) {
+        if !words.wide() {
+            let what = if key == Word::U64 { "keys" } else { "values" };
+            return Err(format!(
+                "u64 {what} do not apply to {} (it has no 64-bit form)",
+                e.name
+            ));
+        }
+        return Err(format!(
+            "--key {} --value {} does not apply to {} (its key/value forms: {})",
+            key.name(),
+            value.name(),
+            e.name,
+            words.names()
+        ));
     }
     if params.keys.is_some() && !e.accepts.keys {
         return Err(format!(
@@ -271,4 +326,82 @@ pub fn registry() -> Vec<Experiment> {
 /// The experiment called `name`.
 pub fn find(name: &str) -> Option<Experiment> {
     registry().into_iter().find(|e| e.name == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WORDS: [Word; 2] = [Word::U32, Word::U64];
+
+    fn params(scale: Scale, key: Word, value: Word) -> Params {
+        Params {
+            key,
+            value,
+            ..Params::new(scale)
+        }
+    }
+
+    #[test]
+    fn every_experiment_takes_u32_words() {
+        for e in registry() {
+            assert!(e.accepts.words.takes(Word::U32, Word::U32), "{}", e.name);
+        }
+    }
+
+    #[test]
+    fn check_refuses_exactly_the_forms_not_declared() {
+        for e in registry() {
+            for key in WORDS {
+                for value in WORDS {
+                    let checked = check(e.name, &params(Scale::Full, key, value));
+                    assert_eq!(
+                        checked.is_ok(),
+                        e.accepts.words.takes(key, value),
+                        "{} {key:?}/{value:?}: {checked:?}",
+                        e.name
+                    );
+                }
+            }
+        }
+        assert!(!hive::EXPERIMENT.accepts.words.takes(Word::U32, Word::U64));
+        assert!(hive::EXPERIMENT.accepts.words.takes(Word::U64, Word::U64));
+        assert!(!btree::RANGE.accepts.words.wide());
+    }
+
+    #[test]
+    fn wide_plans_have_cases_exactly_at_the_declared_forms() {
+        for e in [slabhash::EXPERIMENT, hive::EXPERIMENT, btree::EXPERIMENT] {
+            for scale in [Scale::Quick, Scale::Full] {
+                for key in WORDS {
+                    for value in WORDS {
+                        let p = params(scale, key, value);
+                        if !wide::asked(&p) {
+                            continue;
+                        }
+                        let cases = (e.plan)(&p);
+                        assert_eq!(
+                            cases.is_empty(),
+                            !e.accepts.words.takes(key, value),
+                            "{} {key:?}/{value:?} at {scale:?}",
+                            e.name
+                        );
+                        let form = format!("{} {}/{},", e.name, key.name(), value.name());
+                        assert!(cases.iter().all(|c| c.label.starts_with(&form)));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn forms_are_named_in_order() {
+        assert_eq!(Forms::NARROW.names(), "u32/u32");
+        assert!(!Forms::NARROW.wide());
+        assert!(Forms::EVERY.wide());
+        assert_eq!(
+            hive::EXPERIMENT.accepts.words.names(),
+            "u32/u32, u64/u32, u64/u64"
+        );
+    }
 }

@@ -28,7 +28,7 @@ use gpuds_slabhash::{SlabHashMap, SlabKey, SlabValue};
 
 use super::core_error;
 use super::linear::Inputs;
-use super::{Case, Params, Scale, Word};
+use super::{Case, Experiment, Params, Scale, Word};
 use crate::bench::Bench;
 use crate::report::{size_label, Baseline, Row, Unit};
 use crate::timing::Timing;
@@ -45,11 +45,12 @@ pub enum Structure {
 }
 
 impl Structure {
-    fn experiment(self) -> &'static str {
+    /// The structure's experiment, whose [`Accepts`](super::Accepts) declare its forms.
+    fn experiment(self) -> Experiment {
         match self {
-            Structure::SlabHash => "slabhash",
-            Structure::Hive => "hive",
-            Structure::BTree => "btree",
+            Structure::SlabHash => super::slabhash::EXPERIMENT,
+            Structure::Hive => super::hive::EXPERIMENT,
+            Structure::BTree => super::btree::EXPERIMENT,
         }
     }
 
@@ -66,11 +67,12 @@ pub fn asked(params: &Params) -> bool {
 }
 
 /// The plan of `structure`'s 64-bit form: one case at `--keys` (2^24 by default, 2^22
-/// under `quick`) for
-/// each `--load` (the structure's own load by default).
+/// under `quick`) for each `--load` (the structure's own load by default); no case at a
+/// key/value form its experiment does not declare (`check` refuses those, `quick` skips
+/// them).
 pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
-    if structure == Structure::Hive && params.key == Word::U32 && params.value == Word::U64 {
-        // HiveMap has no u32/u64 form (`check` refuses it; `quick` skips it).
+    let experiment = structure.experiment();
+    if !experiment.accepts.words.takes(params.key, params.value) {
         return Vec::new();
     }
     let n = params.keys_or(match params.scale {
@@ -85,7 +87,7 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
             Case::new(
                 format!(
                     "{} {}/{}, {}, load {load}",
-                    structure.experiment(),
+                    experiment.name,
                     key.name(),
                     value.name(),
                     size_label(n as u64)
@@ -104,7 +106,9 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
                         (Word::U64, Word::U64) => {
                             case::<u64, u64, HiveMap<u64, u64>, HiveMap>(bench, n, load, no_rows)
                         }
-                        (Word::U32, Word::U64) => unreachable!("plan has no HiveMap u32/u64 case"),
+                        (Word::U32, Word::U64) => {
+                            unreachable!("not among hive's forms: plan has no such case")
+                        }
                     },
                     Structure::BTree => {
                         typed!(bench, n, load, key, value, GpuBTreeMap, node_rows)

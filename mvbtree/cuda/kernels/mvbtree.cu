@@ -81,13 +81,14 @@ extern "C" __global__ void GPUDS_KERNEL(mv_snapshot)(tree t, unsigned* out) {
 extern "C" __global__ void GPUDS_KERNEL(mv_insert)(tree t, const K* keys, const V* values, unsigned n,
                                                    unsigned* replaced_bits, unsigned* failed_bits) {
   warp_allocator allocator(t.tree.alloc);
+  gpuds::alloc::null_block none;
   long long added = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const K my_key = active ? keys[i] : K(0);
     const V my_value = active ? values[i] : V(0);
     gpuds::btree::insert_outcome outcome = gpuds::btree::INSERT_FAILED;
     tile_work_share<32>(active, [&](unsigned src) {
-      const auto r = detail::insert(t, allocator, warp::shfl(my_key, src), warp::shfl(my_value, src));
+      const auto r = detail::insert(t, allocator, &none, warp::shfl(my_key, src), warp::shfl(my_value, src));
       if (lane_id() == src) outcome = r;
     });
     added += __popc(__ballot_sync(FULL_MASK, outcome == gpuds::btree::INSERT_ADDED));
@@ -101,6 +102,7 @@ extern "C" __global__ void GPUDS_KERNEL(mv_insert)(tree t, const K* keys, const 
 extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree t, const K* keys, unsigned n, V* old_values,
                                                   unsigned* removed_bits, unsigned* failed_bits) {
   warp_allocator allocator(t.tree.alloc);
+  gpuds::alloc::null_block none;
   long long removed = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const K my_key = active ? keys[i] : K(0);
@@ -108,7 +110,7 @@ extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree t, const K* keys, unsigne
     V mine = V(0);
     tile_work_share<32>(active, [&](unsigned src) {
       V v = V(0);
-      const auto r = detail::erase(t, allocator, warp::shfl(my_key, src), v);
+      const auto r = detail::erase(t, allocator, &none, warp::shfl(my_key, src), v);
       if (lane_id() == src) {
         outcome = r;
         mine = v;
@@ -127,12 +129,14 @@ extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree t, const K* keys, unsigne
 extern "C" __global__ void GPUDS_KERNEL(mv_find)(tree t, unsigned ts, const K* keys, unsigned n, V* values,
                                                  unsigned* found) {
   for_each_query(n, [&](unsigned i, unsigned src) {
-    V v = V(0);
-    const bool hit = t.find<QUERY_TILE, cached>(keys[i], ts, v);
-    if (qtile::rank() == src) {
-      values[i] = hit ? v : V(0);
-      found[i] = hit;
-    }
+    with_layout(t, [&](const auto& tl) {
+      V v = V(0);
+      const bool hit = detail::find<QUERY_TILE, cached>(tl, keys[i], ts, v);
+      if (qtile::rank() == src) {
+        values[i] = hit ? v : V(0);
+        found[i] = hit;
+      }
+    });
   });
 }
 
@@ -140,14 +144,16 @@ extern "C" __global__ void GPUDS_KERNEL(mv_find)(tree t, unsigned ts, const K* k
 extern "C" __global__ void GPUDS_KERNEL(mv_successor)(tree t, unsigned ts, const K* keys, unsigned n, K* out_keys,
                                                       V* out_values, unsigned* found) {
   for_each_query(n, [&](unsigned i, unsigned src) {
-    K k = K(0);
-    V v = V(0);
-    const bool hit = t.successor<QUERY_TILE, cached>(keys[i], ts, k, v);
-    if (qtile::rank() == src) {
-      out_keys[i] = hit ? k : K(0);
-      out_values[i] = hit ? v : V(0);
-      found[i] = hit;
-    }
+    with_layout(t, [&](const auto& tl) {
+      K k = K(0);
+      V v = V(0);
+      const bool hit = detail::successor<QUERY_TILE, cached>(tl, keys[i], ts, k, v);
+      if (qtile::rank() == src) {
+        out_keys[i] = hit ? k : K(0);
+        out_values[i] = hit ? v : V(0);
+        found[i] = hit;
+      }
+    });
   });
 }
 
@@ -155,8 +161,10 @@ extern "C" __global__ void GPUDS_KERNEL(mv_successor)(tree t, unsigned ts, const
 extern "C" __global__ void GPUDS_KERNEL(mv_range_count)(tree t, unsigned ts, const K* lo, const K* hi, unsigned n,
                                                         unsigned* counts) {
   for_each_query(n, [&](unsigned i, unsigned src) {
-    const unsigned c = t.range_count<QUERY_TILE, cached>(lo[i], hi[i], ts);
-    if (qtile::rank() == src) counts[i] = c;
+    with_layout(t, [&](const auto& tl) {
+      const unsigned c = detail::range<QUERY_TILE, cached, false>(tl, lo[i], hi[i], ts, nullptr, nullptr, 0);
+      if (qtile::rank() == src) counts[i] = c;
+    });
   });
 }
 
@@ -168,7 +176,9 @@ extern "C" __global__ void GPUDS_KERNEL(mv_range_collect)(tree t, unsigned ts, c
   for_each_query(n, [&](unsigned i, unsigned src) {
     const unsigned long long at = offsets[i];
     const unsigned cap = static_cast<unsigned>(offsets[i + 1] - at);
-    t.range_collect<QUERY_TILE, cached>(lo[i], hi[i], ts, out_keys + at, out_values + at, cap);
+    with_layout(t, [&](const auto& tl) {
+      detail::range<QUERY_TILE, cached, true>(tl, lo[i], hi[i], ts, out_keys + at, out_values + at, cap);
+    });
     (void)src;
   });
 }
@@ -182,14 +192,29 @@ enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR
 // successor's key), out_value (a found, removed or successor value), count (a range's);
 // a range writes its first range_cap pairs at i * range_cap. Found bit: replaced / removed
 // / found; failed bit: an update that failed and changed nothing.
-extern "C" __global__ void __launch_bounds__(256, 4)
-    GPUDS_KERNEL(mv_apply)(tree t, const unsigned* ops, const K* keys, const K* arg_keys, const V* arg_values,
-                           unsigned n, unsigned range_cap, unsigned* ts_out, K* out_keys, V* out_values,
-                           unsigned* counts, unsigned* found_bits, unsigned* failed_bits, K* range_keys,
-                           V* range_values) {
+// A persistent grid of at most the reclaimer's slots blocks: each block takes MV_BLOCK
+// requests per round, between enter() and leave() of its epoch-based reclaimer, which the
+// older versions the round makes are handed to (when no host snapshot is live).
+constexpr unsigned MV_BLOCK = 256;
+constexpr unsigned SHARED_BAG = 128;  // units per epoch bag in shared memory (§4.5: 128)
+extern "C" __global__ void __launch_bounds__(MV_BLOCK, 4)
+    GPUDS_KERNEL(mv_apply)(tree t, gpuds::alloc::ebr_ref reclaimer, const unsigned* ops, const K* keys,
+                           const K* arg_keys, const V* arg_values, unsigned n, unsigned range_cap, unsigned* ts_out,
+                           K* out_keys, V* out_values, unsigned* counts, unsigned* found_bits, unsigned* failed_bits,
+                           K* range_keys, V* range_values) {
+  __shared__ gpuds::alloc::ebr_block<SHARED_BAG> ebr;
+  if (!ebr.begin(reclaimer)) return;
   warp_allocator allocator(t.tree.alloc);
   long long delta = 0;
-  for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
+  const unsigned warp_in_block = threadIdx.x / 32;
+  // Block-uniform rounds: every warp of the block runs the same number of them.
+  for (unsigned long long base = static_cast<unsigned long long>(blockIdx.x) * MV_BLOCK; base < n;
+       base += static_cast<unsigned long long>(gridDim.x) * MV_BLOCK) {
+    ebr.enter();
+    const unsigned chunk = static_cast<unsigned>(base / 32) + warp_in_block;
+    const unsigned long long i64 = base + threadIdx.x;
+    const bool active = i64 < n;
+    const unsigned i = static_cast<unsigned>(active ? i64 : 0);
     bool found = false, failed = false;
     int change = 0;
     tile_work_share<32>(active, [&](unsigned src) {
@@ -203,14 +228,14 @@ extern "C" __global__ void __launch_bounds__(256, 4)
       int d = 0;
       switch (op) {
         case OP_INSERT: {
-          const auto r = detail::insert(t, allocator, k, arg_values[at]);
+          const auto r = detail::insert(t, allocator, &ebr, k, arg_values[at]);
           hit = r == gpuds::btree::INSERT_REPLACED;
           fail = r == gpuds::btree::INSERT_FAILED;
           d = r == gpuds::btree::INSERT_ADDED;
           break;
         }
         case OP_REMOVE: {
-          const auto r = detail::erase(t, allocator, k, rv);
+          const auto r = detail::erase(t, allocator, &ebr, k, rv);
           hit = r == gpuds::btree::REMOVE_DONE;
           fail = r == gpuds::btree::REMOVE_FAILED;
           d = -static_cast<int>(hit);
@@ -230,9 +255,8 @@ extern "C" __global__ void __launch_bounds__(256, 4)
           break;
         case OP_RANGE: {
           ts = t.take_snapshot<32>();
-          const unsigned long long base = static_cast<unsigned long long>(at) * range_cap;
-          count = t.range_collect<32, coherent>(k, arg_keys[at], ts, range_keys + base, range_values + base,
-                                                range_cap);
+          const unsigned long long out = static_cast<unsigned long long>(at) * range_cap;
+          count = t.range_collect<32, coherent>(k, arg_keys[at], ts, range_keys + out, range_values + out, range_cap);
           break;
         }
         default:
@@ -251,10 +275,14 @@ extern "C" __global__ void __launch_bounds__(256, 4)
       }
     });
     delta += __popc(__ballot_sync(FULL_MASK, change > 0)) - __popc(__ballot_sync(FULL_MASK, change < 0));
-    put_bits(found_bits, chunk, found);
-    put_bits(failed_bits, chunk, active && failed);
-  });
+    if (base + warp_in_block * 32 < n) {
+      put_bits(found_bits, chunk, found);
+      put_bits(failed_bits, chunk, active && failed);
+    }
+    ebr.leave();
+  }
   add_size(t, delta);
+  ebr.end();
 }
 
 // The version collector, between batches (nothing else changes the tree): for each head
@@ -269,19 +297,30 @@ extern "C" __global__ void GPUDS_KERNEL(mv_collect)(tree t, const unsigned* log_
   if (i >= n) return;
   const node_addr head = log_in[i];
   const auto word = [&](node_addr a, unsigned w) { return reinterpret_cast<unsigned*>(t.words(a)) + w; };
+  // The older link of a version, or null where the list ends for the host (RETIRED_OLDER:
+  // the link names a unit a kernel handed to its reclaimer).
+  const auto older_of = [&](node_addr a) {
+    const unsigned ts = gpuds::mem::ld_relaxed(word(a, S::TS_WORD));
+    return (ts & RETIRED_OLDER) != 0 ? null_node : gpuds::mem::ld_relaxed(word(a, S::OLDER_WORD));
+  };
   node_addr cut = head;
   for (unsigned step = 0; step < t.max_steps(); ++step) {
     if (keep == UNSET_TS) break;
-    if (gpuds::mem::ld_relaxed(word(cut, S::TS_WORD)) <= keep) break;
-    const node_addr older = gpuds::mem::ld_relaxed(word(cut, S::OLDER_WORD));
+    if ((gpuds::mem::ld_relaxed(word(cut, S::TS_WORD)) & TS_MASK) <= keep) break;
+    const node_addr older = older_of(cut);
     if (older == null_node) break;  // no version old enough: keep them all
     cut = older;
   }
-  node_addr x = gpuds::mem::ld_relaxed(word(cut, S::OLDER_WORD));
-  if (x != null_node) gpuds::mem::st_relaxed(word(cut, S::OLDER_WORD), null_node);
+  node_addr x = older_of(cut);
+  // Cut: no older link (and no mark) left on the last version kept.
+  const unsigned cut_ts = gpuds::mem::ld_relaxed(word(cut, S::TS_WORD));
+  if (x != null_node || (cut_ts & RETIRED_OLDER) != 0) {
+    gpuds::mem::st_relaxed(word(cut, S::OLDER_WORD), null_node);
+    gpuds::mem::st_relaxed(word(cut, S::TS_WORD), cut_ts & TS_MASK);
+  }
   unsigned long long count = 0;
   for (unsigned step = 0; x != null_node && step < t.max_steps(); ++step) {
-    const node_addr next = gpuds::mem::ld_relaxed(word(x, S::OLDER_WORD));
+    const node_addr next = older_of(x);
     t.tree.alloc.deallocate(x);
     ++count;
     x = next;

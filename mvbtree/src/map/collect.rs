@@ -5,7 +5,9 @@ use super::*;
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Frees every older version that no live [`Snapshot`] can reach: each version list
     /// is cut after the first version stamped at or before the oldest live snapshot (with
-    /// no live snapshot, after the head). Returns the units freed. The update calls run
+    /// no live snapshot, after the head), and what kernels handed to the epoch-based
+    /// reclaimer and is still in limbo goes back to the pool. Returns the units freed from
+    /// version lists. The update calls run
     /// it themselves when versions may have become free; call it after `_device` updates
     /// or after dropping snapshots to free memory at once. Synchronizes.
     ///
@@ -23,6 +25,9 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn collect_versions(&mut self) -> Result<u64> {
+        // Versions kernels handed to the reclaimer and still in limbo: no kernel runs now.
+        let drained = self.reclaimer.drain(&self.pool)?;
+        self.used_bound = self.used_bound.saturating_sub(drained);
         let stream = self.gpu.stream().clone();
         let len = stream
             .clone_dtoh(&self.log_len)?

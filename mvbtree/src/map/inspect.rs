@@ -27,6 +27,10 @@ pub struct VersionStats {
     pub reclaimed_units: u64,
     /// Times the collector ran.
     pub collector_runs: u64,
+    /// Older versions kernels handed to the epoch-based reclaimer (units).
+    pub retired_in_kernels: u64,
+    /// Of those, units handed back to the pool.
+    pub reclaimed_in_kernels: u64,
     /// The global timestamp (the next snapshot's).
     pub clock: u32,
     /// The oldest live snapshot, if any.
@@ -114,6 +118,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     pub fn stats(&self) -> Result<VersionStats> {
         let walk = self.walk(false)?;
         let live = self.snapshots.timestamps();
+        let ebr = self.reclaimer.stats()?;
         Ok(VersionStats {
             len: self.len()? as u64,
             heads: walk.heads,
@@ -124,6 +129,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             bytes_per_node: self.layout.node_bytes,
             reclaimed_units: self.collector.freed,
             collector_runs: self.collector.runs,
+            retired_in_kernels: ebr.retired,
+            reclaimed_in_kernels: ebr.reclaimed,
             clock: self.clock_now()?,
             oldest_live_snapshot: live.first().copied(),
             live_snapshots: live.len(),

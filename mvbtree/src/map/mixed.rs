@@ -7,7 +7,10 @@ use gpuds_core::failures::indices;
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Runs a mixed batch in one kernel, every operation concurrently with the others:
     /// updates out of place ([`Updates::OutOfPlace`]), each query at a tile-wide snapshot
-    /// it takes when it starts (reported in [`MvReply::ts`]). Every query is exact at its
+    /// it takes when it starts (reported in [`MvReply::ts`]). The kernel is a persistent
+    /// grid; when no host snapshot is live, the older versions it makes go to its
+    /// epoch-based reclaimer as soon as no running query can need them (§4.4.4), so memory
+    /// stays bounded however long the batch. Every query is exact at its
     /// snapshot: two queries with the same timestamp see the same pairs, and a query with
     /// a larger timestamp sees every update a smaller one saw. A `Range` returns at most
     /// `range_cap` pairs (its count is exact). Synchronizes; then collects versions.
@@ -82,9 +85,17 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let mut rk = stream.alloc_zeros::<K>(slots.max(1) as usize)?;
         let mut rv = stream.alloc_zeros::<V>(slots.max(1) as usize)?;
         let r = self.device_ref(Updates::OutOfPlace);
-        let shape = self.grid(&self.kernels.apply, n as usize)?;
+        let e = self.reclaimer.device_ref(&self.pool);
+        // A persistent grid: at most one block per reclaimer slot, blocks of BLOCK requests.
+        let mut shape = self.reclaimer.grid(&self.kernels.apply, BLOCK, 0)?;
+        shape.grid_dim.0 = shape
+            .grid_dim
+            .0
+            .min((n as usize).div_ceil(BLOCK as usize) as u32)
+            .max(1);
         let mut args = stream.launch_builder(self.kernels.apply.func());
         args.arg(&r)
+            .arg(&e)
             .arg(&d_codes)
             .arg(&d_keys)
             .arg(&d_ak)
@@ -107,7 +118,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let counts = stream.clone_dtoh(&counts)?;
         let found = stream.clone_dtoh(&found)?;
         let (rk, rv) = (stream.clone_dtoh(&rk)?, stream.clone_dtoh(&rv)?);
-        let flags = self.take_status()?;
+        let flags = self.take_status()? | self.reclaimer_status()?;
         let failed_bits = if flags.is_ok() {
             Vec::new()
         } else {
@@ -138,10 +149,24 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             }
             replies.push(reply);
         }
+        // No kernel runs: what the batch handed to the reclaimer goes back to the pool.
+        let drained = self.reclaimer.drain(&self.pool)?;
+        self.used_bound = self.used_bound.saturating_sub(drained);
         self.collect_if_due()?;
         if !flags.is_ok() {
             return Err(self.failure(flags, indices(&failed_bits, n as usize)));
         }
         Ok(replies)
+    }
+}
+
+impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
+    /// The reclaimer's status flags (`LIMBO_FULL`: a unit stayed allocated). Synchronizes.
+    fn reclaimer_status(&self) -> Result<Status> {
+        match self.reclaimer.check_status() {
+            Ok(()) => Ok(Status::OK),
+            Err(gpuds_alloc::Error::Core(gpuds_core::Error::Status(flags))) => Ok(flags),
+            Err(e) => Err(e.into()),
+        }
     }
 }

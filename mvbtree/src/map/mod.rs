@@ -4,7 +4,7 @@
 
 use std::marker::PhantomData;
 
-use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+use gpuds_alloc::{Collector, CollectorConfig, EbrRef, SlabAlloc, SlabAllocConfig};
 use gpuds_btree::node::{NodeLayout, NULL_NODE};
 use gpuds_btree::{BTreeConfig, TreeKey, TreeRef, TreeValue};
 use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -26,6 +26,9 @@ mod update;
 
 pub use device::{MvReplyBuffers, RangeOffsets};
 pub use inspect::VersionStats;
+
+/// The timestamp argument of a query of the newest state (the heads).
+pub(crate) const LATEST: u32 = u32::MAX;
 
 /// Threads per block of every launch.
 pub(crate) const BLOCK: u32 = 256;
@@ -67,7 +70,9 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
     root: u32,
     kernels: Kernels,
     snapshots: Snapshots,
-    collector: Collector,
+    collector: Versions,
+    /// Epoch-based reclamation for versions made inside kernels (§4.4.4).
+    reclaimer: Collector,
     /// Upper bound of the units in use (see `ensure_room`).
     used_bound: u64,
     _marker: PhantomData<(K, V)>,
@@ -75,7 +80,7 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
 
 /// What the version collector remembers between runs.
 #[derive(Clone, Copy, Debug, Default)]
-struct Collector {
+struct Versions {
     /// The oldest live snapshot at the last run (None: none was live, or never ran).
     last_keep: Option<u32>,
     /// The log's length after the last run.
@@ -96,8 +101,8 @@ impl<K: TreeKey, V: TreeValue> std::fmt::Debug for VersionedBTreeMap<K, V> {
 }
 
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
-    /// An empty map with the default [`BTreeConfig`] (its `query_tile` and `bulk_fill`
-    /// are not used). Synchronizes.
+    /// An empty map with the default [`BTreeConfig`] (its `bulk_fill` is not used; its
+    /// `query_tile` sets the lanes of the host's queries). Synchronizes.
     pub fn new(gpu: &Gpu) -> Result<Self> {
         Self::with_config(gpu, BTreeConfig::default())
     }
@@ -113,6 +118,27 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn with_config(gpu: &Gpu, config: BTreeConfig) -> Result<Self> {
+        Self::with_reclaimer(gpu, config, CollectorConfig::default())
+    }
+
+    /// An empty map whose epoch-based reclaimer (for versions made inside kernels) has the
+    /// given config: its `poison` fills reclaimed units with a word first, so that a test
+    /// can show no query reads a freed version (queries report `CORRUPTED` when an older
+    /// link leads to anything but an older version). Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_mvbtree::{BTreeConfig, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let reclaimer = gpuds_alloc::CollectorConfig { poison: 0xdead_beef, ..Default::default() };
+    /// let map = VersionedBTreeMap::<u32, u32>::with_reclaimer(&gpu, BTreeConfig::default(), reclaimer)?;
+    /// # let _ = map;
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn with_reclaimer(
+        gpu: &Gpu,
+        config: BTreeConfig,
+        reclaimer: CollectorConfig,
+    ) -> Result<Self> {
         config.validate()?;
         let layout = NodeLayout::of::<K, V>(crate::WIDE_NODE_BYTES);
         let pool = SlabAlloc::new(
@@ -135,9 +161,10 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             log: stream.alloc_zeros::<u32>(log_cap as usize)?,
             log_len: stream.alloc_zeros::<u32>(1)?,
             root: NULL_NODE,
-            kernels: Kernels::load::<K, V>(gpu)?,
+            kernels: Kernels::load::<K, V>(gpu, config.query_tile)?,
             snapshots: Snapshots::new(),
-            collector: Collector::default(),
+            collector: Versions::default(),
+            reclaimer: Collector::new(gpu, reclaimer)?,
             used_bound: 0,
             pool,
             config,
@@ -195,7 +222,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Takes a snapshot of the newest state (a device-wide barrier: it runs after every
     /// kernel enqueued before it on the map's stream). Synchronizes.
     ///
-    /// Fails with [`Error::ClockExhausted`] after `u32::MAX - 1` snapshots.
+    /// Fails with [`Error::ClockExhausted`] after 2^31 - 2 snapshots (timestamps are 31 bits).
     pub fn snapshot(&self) -> Result<Snapshot> {
         let stream = self.gpu.stream();
         let mut out = stream.alloc_zeros::<u32>(1)?;
@@ -208,13 +235,68 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             .clone_dtoh(&out)?
             .first()
             .copied()
-            .unwrap_or(u32::MAX);
+            .unwrap_or(crate::node::UNSET_TS);
         let flags = self.status.lock().take()?;
-        if ts == u32::MAX || flags.contains(Status(crate::CLOCK_FULL)) {
+        if ts == crate::node::UNSET_TS || flags.contains(Status(crate::CLOCK_FULL)) {
             return Err(Error::ClockExhausted);
         }
         flags.into_result()?;
         Ok(self.snapshots.hold(ts))
+    }
+
+    /// Takes a snapshot on `stream` (an on-stream snapshot, §4.3.2): it runs after the
+    /// work enqueued before it on `stream` and may run while update kernels run on other
+    /// streams, which must then update out of place ([`Updates::OutOfPlace`], e.g.
+    /// [`VersionedBTreeMap::insert_many_device`]): their changes are each in the snapshot
+    /// entirely or not at all. Synchronizes `stream` only.
+    ///
+    /// ```no_run
+    /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let keys = gpu.stream().clone_htod(&[1u32, 2, 3])?;
+    /// map.insert_many_device(&keys, &keys, Updates::OutOfPlace)?; // on the map's stream
+    /// let side = gpu.new_stream()?;
+    /// let s = map.snapshot_on(&side)?; // may land before, between or after the inserts
+    /// map.check()?;
+    /// let n = map.range_count_many_at(&s, &[(0, 9)])?[0];
+    /// assert!(n <= 3);
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn snapshot_on(
+        &self,
+        stream: &std::sync::Arc<gpuds_core::cudarc::driver::CudaStream>,
+    ) -> Result<Snapshot> {
+        let mut out = stream.alloc_zeros::<u32>(1)?;
+        let r = self.device_ref(Updates::OutOfPlace);
+        let mut args = stream.launch_builder(self.kernels.snapshot.func());
+        args.arg(&r).arg(&mut out);
+        // SAFETY: the kernel's arguments are the tree ref and one output word.
+        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
+        let ts = stream
+            .clone_dtoh(&out)?
+            .first()
+            .copied()
+            .unwrap_or(crate::node::UNSET_TS);
+        if ts == crate::node::UNSET_TS {
+            return Err(Error::ClockExhausted);
+        }
+        Ok(self.snapshots.hold(ts))
+    }
+
+    /// The epoch-based reclaimer for user kernels that update through
+    /// [`VersionedBTreeMap::device_ref`] with an `ebr_block` (gpuds/alloc/ebr.cuh; see
+    /// `versioned_tree_ref::insert` with a reclaimer): such a kernel runs as a persistent
+    /// grid of at most [`VersionedBTreeMap::reclaimer_slots`] blocks. Call
+    /// [`VersionedBTreeMap::collect_versions`] after it, which also hands back what is still
+    /// in limbo.
+    pub fn reclaimer_ref(&self) -> EbrRef {
+        self.reclaimer.device_ref(&self.pool)
+    }
+
+    /// The most blocks a kernel that reclaims may run with.
+    pub fn reclaimer_slots(&self) -> u32 {
+        self.reclaimer.slots()
     }
 
     /// The timestamps of the live snapshots, ascending.

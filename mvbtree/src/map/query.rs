@@ -13,7 +13,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn get_many(&self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        self.find_at(crate::node::UNSET_TS, keys)
+        self.find_at(LATEST, keys)
     }
 
     /// The value of each key at the snapshot. Synchronizes.
@@ -218,7 +218,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
 
     /// Every pair of the newest state in key order. Synchronizes.
     pub fn to_vec(&self) -> Result<Vec<(K, V)>> {
-        self.all_at(crate::node::UNSET_TS)
+        self.all_at(LATEST)
     }
 
     /// Every pair at the snapshot, in key order. Synchronizes.

@@ -97,6 +97,7 @@ struct hive_ref : hive_locate<K, V> {
   using base::meta;
   using base::meta_of;
   using base::reserved;
+  using base::retry_on_buckets;
   using base::settle;
   using base::stash_of;
   using base::status;
@@ -116,14 +117,8 @@ struct hive_ref : hive_locate<K, V> {
       return STEP_FAILED;
     }
     const word wd = S::pack(k, v);
-    const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
-    const bucket_meta meta1 = meta_of(b1);
-    for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      if (attempt > 0) {
-        backoff(attempt - 1);
-        m = meta1.observe();
-      }
+    unsigned step = STEP_FAILED;  // also after RETRY_CAP attempts (retry_on_buckets)
+    retry_on_buckets(k, m, [&](unsigned b1, unsigned b2, const bucket_meta& meta1, unsigned long long m) {
       match mt;
       const word w = lane_word<S, true>(bucket(b1));
       // Step 1: replace, lock-free (b2 only where b1 says something spilled).
@@ -131,44 +126,41 @@ struct hive_ref : hive_locate<K, V> {
           ((m & META_SPILL) != 0 && b2 != b1 && wcme<S, true>(bucket(b2), k, mt))) {
         unsigned done = 0;
         if (tile::rank() == 0) done = S::replace(mt.at, mt.word, wd);
-        if (tile::shfl(done, 0)) {
-          settle(mt.word);
-          old = S::value_of(mt.word);
-          t.steps[0] += 1;
-          return STEP_REPLACE;
-        }
-        continue;
+        if (!tile::shfl(done, 0)) return false;
+        settle(mt.word);
+        old = S::value_of(mt.word);
+        t.steps[0] += 1;
+        step = STEP_REPLACE;
+        return true;
       }
-      if ((m & META_LOCK) != 0) continue;
+      if ((m & META_LOCK) != 0) return false;
       const unsigned free_bits = free_of(m);
       if ((m & (META_SPILL | META_STASHED)) == 0 && free_bits != 0) {
         // Step 2 in b1, lock-free: k is absent if b1 is as read.
-        if (pending<S>(m, w) != 0) continue;
+        if (pending<S>(m, w) != 0) return false;
         const unsigned slot = __ffs(free_bits) - 1;
-        if (meta1.claim_from(m, slot)) {
-          if (tile::rank() == 0) S::publish(bucket(b1) + slot, wd);
-          t.steps[1] += 1;
-          t.len += 1;
-          return STEP_CLAIM;
-        }
-        continue;
+        if (!meta1.claim_from(m, slot)) return false;
+        if (tile::rank() == 0) S::publish(bucket(b1) + slot, wd);
+        t.steps[1] += 1;
+        t.len += 1;
+        step = STEP_CLAIM;
+        return true;
       }
-      if (!meta1.lock_from(m)) continue;
+      if (!meta1.lock_from(m)) return false;
       const outcome r = insert_locked(k, wd, b1, b2);
       meta1.unlock();
-      const unsigned step = result::step(r);
+      step = result::step(r);
       t.moves += result::moves(r);
-      if (step == STEP_FAILED) return STEP_FAILED;
+      if (step == STEP_FAILED) return true;  // reported by insert_locked: done, not applied
       t.steps[step - 1] += 1;
       if (step == STEP_REPLACE) {
         old = result::old(r);
       } else {
         t.len += 1;
       }
-      return step;
-    }
-    status::report(status, status::RETRY_LIMIT);
-    return STEP_FAILED;
+      return true;
+    });
+    return step;
   }
 
   __device__ unsigned insert(K k, V v, V& old, tally& t) const {

@@ -28,7 +28,13 @@ using btree::latched;
 using btree::node_addr;
 using btree::null_node;
 
-constexpr unsigned UNSET_TS = 0xffffffffu;  // a version not yet stamped (vCAS)
+// Timestamps are 31 bits; bit 31 of the timestamp word is RETIRED_OLDER: the version's
+// older link names a unit handed to epoch-based reclamation by the kernel that made it
+// (it may be reused once that kernel's readers are gone). Only readers whose snapshot was
+// taken in a running kernel may still need it; for the host, the list ends there.
+constexpr unsigned TS_MASK = 0x7fffffffu;
+constexpr unsigned RETIRED_OLDER = 0x80000000u;
+constexpr unsigned UNSET_TS = 0x7fffffffu;  // a version not yet stamped (vCAS)
 constexpr unsigned LATEST = 0xffffffffu;    // a query of the newest versions (the heads)
 constexpr unsigned LATCH_COPY = 2u;         // the latch word of an older version
 // Status flags of this crate (structure bits).
@@ -55,7 +61,12 @@ struct vshape {
 template <unsigned TILE, class K, class V>
 struct vview : btree::node_view<TILE, K, V> {
   using S = vshape<K, V>;
-  __device__ __forceinline__ unsigned ts() const { return static_cast<unsigned>(this->key_at(S::VERSION_PAIR)); }
+  // The timestamp word: the timestamp and the RETIRED_OLDER bit.
+  __device__ __forceinline__ unsigned ts_word() const {
+    return static_cast<unsigned>(this->key_at(S::VERSION_PAIR));
+  }
+  __device__ __forceinline__ unsigned ts() const { return ts_word() & TS_MASK; }
+  __device__ __forceinline__ bool retired_older() const { return (ts_word() & RETIRED_OLDER) != 0; }
   __device__ __forceinline__ node_addr older() const {
     return static_cast<node_addr>(this->val_at(S::VERSION_PAIR));
   }
@@ -65,21 +76,29 @@ struct vview : btree::node_view<TILE, K, V> {
 // Sets the unset timestamp of the version at `words` to the global time (one CAS by one
 // lane, the vCAS rule). Returns the timestamp the version has now (set by this tile or by
 // whoever did first), the same on every lane.
+// The RETIRED_OLDER bit is kept. A few attempts: the word changes only when a version is
+// stamped or a latch holder publishes a new one (then the caller reads the node again).
 template <unsigned TILE, class Slot>
 __device__ __forceinline__ unsigned stamp(Slot* words, unsigned ts_word, unsigned* clock) {
   using tile = gpuds::warp::tile<TILE>;
   unsigned r = 0;
   if (tile::rank() == 0) {
-    const unsigned now = mem::ld_acquire(clock);
-    const unsigned old = mem::cas_acq_rel(reinterpret_cast<unsigned*>(words) + ts_word, UNSET_TS, now);
-    r = old == UNSET_TS ? now : old;
+    unsigned* p = reinterpret_cast<unsigned*>(words) + ts_word;
+    unsigned w = mem::ld_relaxed(p);
+    for (unsigned attempt = 0; attempt < 8 && (w & TS_MASK) == UNSET_TS; ++attempt) {
+      const unsigned now = mem::ld_acquire(clock);
+      const unsigned old = mem::cas_acq_rel(p, w, (w & RETIRED_OLDER) | now);
+      w = old == w ? ((w & RETIRED_OLDER) | now) : old;
+    }
+    r = w & TS_MASK;
   }
   return tile::shfl(r, 0);
 }
 
 // Takes a snapshot (§4.4.2): reads the time t and moves it to t + 1 with one CAS. When
 // another tile moved it first, t is still a valid snapshot (its increment came after
-// the read). Every lane gets t; UNSET_TS (and CLOCK_FULL reported) when the clock is full.
+// the read). Every lane gets t; UNSET_TS (and CLOCK_FULL reported) when the clock is full
+// (2^31 - 2 snapshots: timestamps are 31 bits).
 template <unsigned TILE>
 __device__ __forceinline__ unsigned take_snapshot(unsigned* clock, unsigned* status) {
   using tile = gpuds::warp::tile<TILE>;

@@ -27,6 +27,7 @@
 // }
 // ```
 #pragma once
+#include <gpuds/alloc/ebr.cuh>
 #include <gpuds/mvbtree/version.cuh>
 
 namespace gpuds {
@@ -71,10 +72,48 @@ struct versioned_tree_ref {
   template <unsigned TILE, class Mode = coherent>
   __device__ unsigned range_collect(K lo, K hi, unsigned ts, K* keys, V* values, unsigned cap) const;
   // Inserts (k, v), replacing the value of an existing k. A full converged warp.
-  __device__ btree::insert_outcome insert(gpuds::alloc::warp_allocator& allocator, K k, V v) const;
+  __device__ btree::insert_outcome insert(gpuds::alloc::warp_allocator& allocator, K k, V v) const {
+    gpuds::alloc::null_block none;
+    return insert(allocator, k, v, none);
+  }
+  // The same, handing the older versions it makes to an epoch-based reclaimer (the alloc
+  // crate's `ebr_block`, entered by the block: gpuds/alloc/ebr.cuh) when no host snapshot
+  // is live, so that a long-running kernel keeps its memory bounded (§4.4.4).
+  template <class R>
+  __device__ btree::insert_outcome insert(gpuds::alloc::warp_allocator& allocator, K k, V v, R& reclaim) const;
   // Removes k; `value` gets the removed value. A full converged warp.
-  __device__ btree::remove_outcome erase(gpuds::alloc::warp_allocator& allocator, K k, V& value) const;
+  __device__ btree::remove_outcome erase(gpuds::alloc::warp_allocator& allocator, K k, V& value) const {
+    gpuds::alloc::null_block none;
+    return erase(allocator, k, value, none);
+  }
+  // The same with an epoch-based reclaimer (see insert).
+  template <class R>
+  __device__ btree::remove_outcome erase(gpuds::alloc::warp_allocator& allocator, K k, V& value, R& reclaim) const;
 };
+
+// The same tree when its node pool has the light layout (one linear range of units):
+// words() without the branch on the pool's layout (see btree::light_tree_ref). Kernels
+// choose once per launch with `with_layout`; the detail:: functions take either.
+template <class K, class V>
+struct light_versioned_ref : versioned_tree_ref<K, V> {
+  using slot = typename versioned_tree_ref<K, V>::slot;
+  __device__ __forceinline__ slot* words(node_addr a) const {
+    return reinterpret_cast<slot*>(this->tree.alloc.base +
+                                   static_cast<unsigned long long>(a) * btree::layout<K, V>::NODE_BYTES);
+  }
+};
+
+// Calls f(tree) with t as a light_versioned_ref when its pool has the light layout, else
+// as t itself (a uniform branch per launch).
+template <class K, class V, class F>
+__device__ __forceinline__ void with_layout(const versioned_tree_ref<K, V>& t, F&& f) {
+  if (t.tree.alloc.base != nullptr) {
+    const light_versioned_ref<K, V> light{t};
+    f(light);
+  } else {
+    f(t);
+  }
+}
 
 }  // namespace mvbtree
 }  // namespace gpuds
@@ -107,16 +146,18 @@ __device__ unsigned versioned_tree_ref<K, V>::range_collect(K lo, K hi, unsigned
   return detail::range<TILE, Mode, true>(*this, lo, hi, ts, keys, values, cap);
 }
 template <class K, class V>
-__device__ btree::insert_outcome versioned_tree_ref<K, V>::insert(gpuds::alloc::warp_allocator& allocator, K k,
-                                                                   V v) const {
-  const btree::insert_outcome r = detail::insert(*this, allocator, k, v);
+template <class R>
+__device__ btree::insert_outcome versioned_tree_ref<K, V>::insert(gpuds::alloc::warp_allocator& allocator, K k, V v,
+                                                                   R& reclaim) const {
+  const btree::insert_outcome r = detail::insert(*this, allocator, &reclaim, k, v);
   if (r == btree::INSERT_ADDED && gpuds::warp::lane_id() == 0) mem::fetch_add_relaxed(tree.size, 1ull);
   return r;
 }
 template <class K, class V>
+template <class R>
 __device__ btree::remove_outcome versioned_tree_ref<K, V>::erase(gpuds::alloc::warp_allocator& allocator, K k,
-                                                                  V& value) const {
-  const btree::remove_outcome r = detail::erase(*this, allocator, k, value);
+                                                                  V& value, R& reclaim) const {
+  const btree::remove_outcome r = detail::erase(*this, allocator, &reclaim, k, value);
   if (r == btree::REMOVE_DONE && gpuds::warp::lane_id() == 0) mem::fetch_add_relaxed(tree.size, ~0ull);
   return r;
 }

@@ -169,41 +169,62 @@ struct hive_locate {
     return true;
   }
 
+  // The retry loop of every operation on k with writers in flight (locate_concurrent
+  // for lookups and deletes, hive_ref::insert_with for inserts): hashes k to its buckets
+  // b1 and b2 and calls `attempt(b1, b2, meta1, m)`, meta1 being b1's metadata word and
+  // m its value: the caller's `m` (read with acquire semantics before) at the first
+  // attempt, read again after a back-off at every later one. An attempt returns whether
+  // the operation is done (true is returned). After RETRY_CAP attempts that were not,
+  // the status says RETRY_LIMIT, `*gave_up` (when not null) is set and false is returned.
+  template <typename Attempt>
+  __device__ __forceinline__ bool retry_on_buckets(K k, unsigned long long m, Attempt&& attempt,
+                                                   bool* gave_up = nullptr) const {
+    const hash_pair h = hashes(k);
+    const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
+    const bucket_meta meta1 = meta_of(b1);
+    for (unsigned tries = 0; tries < RETRY_CAP; ++tries) {
+      if (tries > 0) {
+        backoff(tries - 1);
+        m = meta1.observe();
+      }
+      if (attempt(b1, b2, meta1, m)) return true;
+    }
+    status::report(status, status::RETRY_LIMIT);
+    if (gave_up != nullptr) *gave_up = true;
+    return false;
+  }
+
   // Looks for k with writers in flight and hands each place it is found at to `found`
   // (with where it was seen, seen_at), which returns whether the operation is done there
   // (true is returned) or must look again. A miss (false) is concluded only from an
   // unlocked first bucket whose word did not change while the lookup looked (and, for
   // wide slots, where no slot looked at was BUSY_KEY: that may be k in the middle of a
   // replace or a move); `m` is that word as the caller read it (with acquire semantics)
-  // before. Every look after the first backs off and reads the word again; after
-  // RETRY_CAP looks the status says RETRY_LIMIT, `*gave_up` (when not null) is set and
-  // false is returned: the operation was not done.
+  // before. Every look after the first backs off and reads the word again
+  // (retry_on_buckets); after RETRY_CAP looks the status says RETRY_LIMIT, `*gave_up`
+  // (when not null) is set and false is returned: the operation was not done.
   template <typename Found>
   __device__ __forceinline__ bool locate_concurrent(K k, unsigned long long m, Found&& found,
                                                     bool* gave_up = nullptr) const {
     if (reserved(k)) return false;
-    const hash_pair h = hashes(k);
-    const unsigned b1 = bucket_of(h.h1), b2 = bucket_of(h.h2);
-    const bucket_meta meta1 = meta_of(b1);
-    for (unsigned attempt = 0; attempt < RETRY_CAP; ++attempt) {
-      if (attempt > 0) {
-        backoff(attempt - 1);
-        m = meta1.observe();
-      }
-      match mt;
-      seen_at seen;
-      seen.at = meta + b1;
-      seen.before = m;
-      if (wcme<S, true>(bucket(b1), k, mt, &seen.busy) || locate_beyond<true>(k, b1, b2, m, mt, &seen)) {
-        if (found(mt, seen)) return true;
-        continue;
-      }
-      if (S::WIDE && seen.busy) continue;
-      if ((m & META_LOCK) == 0 && meta1.unchanged(m)) return false;
-    }
-    status::report(status, status::RETRY_LIMIT);
-    if (gave_up != nullptr) *gave_up = true;
-    return false;
+    bool hit = false;
+    retry_on_buckets(
+        k, m,
+        [&](unsigned b1, unsigned b2, const bucket_meta& meta1, unsigned long long m) {
+          match mt;
+          seen_at seen;
+          seen.at = meta + b1;
+          seen.before = m;
+          if (wcme<S, true>(bucket(b1), k, mt, &seen.busy) || locate_beyond<true>(k, b1, b2, m, mt, &seen)) {
+            hit = found(mt, seen);
+            return hit;
+          }
+          if (S::WIDE && seen.busy) return false;
+          // A miss, done, where b1 was unlocked and has not changed.
+          return (m & META_LOCK) == 0 && meta1.unchanged(m);
+        },
+        gave_up);
+    return hit;
   }
 
   // Makes a word that rank 0 updated (a replace or delete of a wide slot reads the value

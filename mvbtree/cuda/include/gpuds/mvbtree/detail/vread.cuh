@@ -58,6 +58,13 @@ __device__ __forceinline__ bool load_at(const Tree& t, node_addr head, unsigned 
       return false;
     }
     n.template load<Mode>(t.words(older));  // copies are immutable: one line or not, one read
+    // An older version is a copy; anything else is a unit that was freed and reused (a
+    // collector bug; in tests, reclaimed units are poisoned to show it).
+    if (static_cast<unsigned>(n.key_at(btree::layout<typename Tree::key_type, typename Tree::value_type>::META_PAIR)) !=
+        LATCH_COPY) {
+      t.template report<TILE>(gpuds::status::CORRUPTED);
+      return false;
+    }
   }
   return true;
 }

@@ -17,7 +17,16 @@
 //     G can have seen it).
 // A copy is written to a fresh unit (latch word LATCH_COPY, the old timestamp and older
 // link) and fenced before the head that links it is published. The first copy of a head
-// adds the head to the version log, the collector's work list.
+// adds the head to the version log, the host collector's work list.
+//
+// Reclamation inside kernels (§4.4.4): a writer given an epoch-based reclaimer (the alloc
+// crate's ebr_block) hands its copy to it instead of the log when no host snapshot is live
+// (copy_below == 0) and the head had no logged versions: after the new head is published
+// AND stamped, so that every snapshot taken after the retirement reads the new head or a
+// newer one; only tiles that took their snapshot before it may still walk to the copy, and
+// the reclaimer waits for them. The head's timestamp word then carries RETIRED_OLDER: the
+// host collector and validation end the list there. (On-stream snapshots must not be taken
+// while such a kernel runs: they would outlive it.)
 #pragma once
 
 namespace gpuds {
@@ -26,6 +35,30 @@ namespace detail {
 
 template <class K, class V>
 using wview = vview<32, K, V>;
+
+// Whether a reclaimer type hands units back (the alloc crate's null_block does not).
+template <class R>
+struct reclaims {
+  static constexpr bool value = true;
+};
+template <>
+struct reclaims<gpuds::alloc::null_block> {
+  static constexpr bool value = false;
+};
+
+// Whether the copy of head n goes to the reclaimer (see the header comment).
+template <class R, class K, class V>
+__device__ __forceinline__ bool retire_copy(const versioned_tree_ref<K, V>& t, const wview<K, V>& n) {
+  return reclaims<R>::value && t.copy_below == 0 && (n.older() == null_node || n.retired_older());
+}
+
+// Hands a copy to the reclaimer (one lane).
+template <class R>
+__device__ __forceinline__ void retire(R* reclaim, node_addr c) {
+  if constexpr (reclaims<R>::value) {
+    if (gpuds::warp::lane_id() == 0) reclaim->retire(c);
+  }
+}
 
 // Copy rule: a head stamped `ts` is copied before a change when ts < threshold.
 template <class K, class V>
@@ -89,15 +122,31 @@ __device__ __forceinline__ unsigned stamped(const versioned_tree_ref<K, V>& t, n
   return ts != UNSET_TS ? ts : stamp<32>(t.words(a), vshape<K, V>::TS_WORD, t.clock);
 }
 
-// Writes the copy of head n (stamped ts) to the fresh unit c, logs the head when it had
-// no older version, and fences: the caller then publishes the head with older = c.
+// Writes the copy of head n (stamped ts) to the fresh unit c and fences: the caller then
+// publishes the head with older = c. Unless the copy is to be retired, logs the head when
+// it had no logged older version.
 template <class K, class V>
 __device__ __forceinline__ void write_copy(const versioned_tree_ref<K, V>& t, node_addr head, node_addr c,
-                                           const wview<K, V>& n, unsigned ts) {
+                                           const wview<K, V>& n, unsigned ts, bool retiring) {
   const node_addr older = n.older();
-  store_fresh<K, V>(t.words(c), n.key[0], n.val[0], ts, older, LATCH_COPY, n.meta, n.high, n.link);
+  const unsigned flag = n.retired_older() ? RETIRED_OLDER : 0u;
+  store_fresh<K, V>(t.words(c), n.key[0], n.val[0], ts | flag, older, LATCH_COPY, n.meta, n.high, n.link);
   btree::fence_new_node<32>();
-  if (older == null_node) log_head(t, head);
+  if (!retiring && (older == null_node || flag != 0u)) log_head(t, head);
+}
+
+// The timestamp word and older link of a head after a change: with a copy, the copy (marked
+// RETIRED_OLDER when it goes to the reclaimer); without, the head's own older link and mark.
+template <class K, class V>
+__device__ __forceinline__ void next_version(const wview<K, V>& n, bool copy, bool retiring, node_addr c,
+                                             unsigned ts, unsigned& word, node_addr& older) {
+  if (copy) {
+    word = ts | (retiring ? RETIRED_OLDER : 0u);
+    older = c;
+  } else {
+    word = ts | (n.retired_older() ? RETIRED_OLDER : 0u);
+    older = n.older();
+  }
 }
 
 // Writes pairs [from, from + count) of n as pairs 0..count-1 of the fresh unit w: a split
@@ -160,22 +209,25 @@ __device__ __forceinline__ bool take(gpuds::alloc::warp_allocator& allocator, bo
 // Changes the latched leaf `a` (read as n): replaces value i (i >= 0) or inserts (k, v)
 // (i < 0, insert) or removes pair i (remove). Publishes, releasing the latch; false (latch
 // still held, nothing changed) when the pool has no unit for a copy.
-template <class K, class V>
-__device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator,
+template <class R, class K, class V>
+__device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, R* reclaim,
                             node_addr a, const wview<K, V>& n, int i, bool remove, K key, V value) {
   using L = btree::layout<K, V>;
   using tile = gpuds::warp::tile<32>;
   const unsigned ts = stamped(t, a, n);
   const unsigned now = mem::ld_acquire(t.clock);
   const bool copy = ts < copy_threshold(t, false, now);
+  const bool retiring = copy && retire_copy<R>(t, n);
   units u;
   if (!take(allocator, copy, false, false, u)) {
     give_back(t, u);
     return false;
   }
-  if (copy) write_copy(t, a, u.a, n, ts);
+  if (copy) write_copy(t, a, u.a, n, ts, retiring);
   const unsigned new_ts = t.mode == OUT_OF_PLACE ? UNSET_TS : now;
-  const node_addr older = copy ? u.a : n.older();
+  unsigned word;
+  node_addr older;
+  next_version(n, copy, retiring, u.a, new_ts, word, older);
   const unsigned pair = wview<K, V>::pair();
   K k = n.key[0];
   V v = n.val[0];
@@ -195,8 +247,9 @@ __device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::war
     with_inserted(n, key, value, k, v);
     count += 1;
   }
-  vpublish<K, V>(t.words(a), k, v, btree::make_meta(count, n.level()), n.high, n.link, new_ts, older);
+  vpublish<K, V>(t.words(a), k, v, btree::make_meta(count, n.level()), n.high, n.link, word, older);
   if (new_ts == UNSET_TS) stamp<32>(t.words(a), vshape<K, V>::TS_WORD, t.clock);  // the writer's own vCAS
+  if (retiring) retire(reclaim, u.a);  // after the stamp
   return true;
 }
 
@@ -204,54 +257,63 @@ __device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::war
 // its true parent, not full) into itself and a fresh right node; publishes the parent and
 // then cur, releasing both latches. False (both still latched, nothing changed) when the
 // pool has too few units.
-template <class K, class V>
-__device__ bool split(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, node_addr cur,
-                      const wview<K, V>& n, node_addr parent, const wview<K, V>& p, K split_key, node_addr& right) {
+template <class R, class K, class V>
+__device__ bool split(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, R* reclaim,
+                      node_addr cur, const wview<K, V>& n, node_addr parent, const wview<K, V>& p, K split_key,
+                      node_addr& right) {
   using S = vshape<K, V>;
   const unsigned nts = stamped(t, cur, n);
   const unsigned pts = stamped(t, parent, p);
   const unsigned now = mem::ld_acquire(t.clock);
   const unsigned limit = copy_threshold(t, true, now);
   const bool copy_n = nts < limit, copy_p = pts < limit;
+  const bool retire_n = copy_n && retire_copy<R>(t, n), retire_p = copy_p && retire_copy<R>(t, p);
   units u;
   if (!take(allocator, true, copy_n, copy_p, u)) {
     give_back(t, u);
     return false;
   }
   right = u.a;
-  if (copy_n) write_copy(t, cur, u.b, n, nts);
-  if (copy_p) write_copy(t, parent, u.c, p, pts);
+  if (copy_n) write_copy(t, cur, u.b, n, nts, retire_n);
+  if (copy_p) write_copy(t, parent, u.c, p, pts, retire_p);
   write_half(t.words(right), n, S::SPLIT_AT, S::NODE_PAIRS - S::SPLIT_AT, now, n.high, n.link);
   btree::fence_new_node<32>();
   K k;
   V v;
+  unsigned word;
+  node_addr older;
   with_inserted(p, split_key, static_cast<V>(right), k, v);
-  vpublish<K, V>(t.words(parent), k, v, btree::make_meta(p.count() + 1, p.level()), p.high, p.link, now,
-                 copy_p ? u.c : p.older());
+  next_version(p, copy_p, retire_p, u.c, now, word, older);
+  vpublish<K, V>(t.words(parent), k, v, btree::make_meta(p.count() + 1, p.level()), p.high, p.link, word, older);
   const bool keep = wview<K, V>::pair() < S::SPLIT_AT;
+  next_version(n, copy_n, retire_n, u.b, now, word, older);
   vpublish<K, V>(t.words(cur), keep ? n.key[0] : K(0), keep ? n.val[0] : V(0),
-                 btree::make_meta(S::SPLIT_AT, n.level()), split_key, right, now, copy_n ? u.b : n.older());
+                 btree::make_meta(S::SPLIT_AT, n.level()), split_key, right, word, older);
+  // Both heads are stamped (explicitly) by their publication.
+  if (retire_n) retire(reclaim, u.b);
+  if (retire_p) retire(reclaim, u.c);
   return true;
 }
 
 // Splits the latched full root (read as n) into two fresh nodes one level down and makes
 // the root their parent; publishes the root. False (root unchanged, still latched) when
 // the pool has too few units.
-template <class K, class V>
-__device__ bool split_root(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator,
+template <class R, class K, class V>
+__device__ bool split_root(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, R* reclaim,
                            const wview<K, V>& n) {
   using S = vshape<K, V>;
   const node_addr root = t.tree.root;
   const unsigned ts = stamped(t, root, n);
   const unsigned now = mem::ld_acquire(t.clock);
   const bool copy = ts < copy_threshold(t, true, now);
+  const bool retiring = copy && retire_copy<R>(t, n);
   units u;
   if (!take(allocator, true, true, copy, u)) {
     give_back(t, u);
     return false;
   }
   const K split_key = n.key_at(S::SPLIT_AT);
-  if (copy) write_copy(t, root, u.c, n, ts);
+  if (copy) write_copy(t, root, u.c, n, ts, retiring);
   write_half(t.words(u.a), n, 0, S::SPLIT_AT, now, split_key, u.b);
   write_half(t.words(u.b), n, S::SPLIT_AT, S::NODE_PAIRS - S::SPLIT_AT, now, n.high, n.link);
   btree::fence_new_node<32>();
@@ -259,16 +321,19 @@ __device__ bool split_root(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp
   // pivot 0 is the root's low bound, 0
   const K k = pair == 0 ? K(0) : (pair == 1 ? split_key : K(0));
   const V v = pair == 0 ? static_cast<V>(u.a) : (pair == 1 ? static_cast<V>(u.b) : V(0));
-  vpublish<K, V>(t.words(root), k, v, btree::make_meta(2, n.level() + 1), n.high, n.link, now,
-                 copy ? u.c : n.older());
+  unsigned word;
+  node_addr older;
+  next_version(n, copy, retiring, u.c, now, word, older);
+  vpublish<K, V>(t.words(root), k, v, btree::make_meta(2, n.level() + 1), n.high, n.link, word, older);
+  if (retiring) retire(reclaim, u.c);
   return true;
 }
 
 // Listing 4.2 on the B-link insertion of gpuds-btree (Algorithm 3.2). A full converged
 // warp; the outcome is uniform.
-template <class K, class V>
+template <class R, class K, class V>
 __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator,
-                                        K k, V v) {
+                                        R* reclaim, K k, V v) {
   using S = vshape<K, V>;
   using view = wview<K, V>;
   const node_addr root = t.tree.root;
@@ -314,7 +379,7 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
     }
     if (n.full()) {
       if (cur == root) {
-        if (!split_root(t, allocator, n)) {
+        if (!split_root(t, allocator, reclaim, n)) {
           btree::unlatch<32>(w);
           return btree::INSERT_FAILED;
         }
@@ -348,7 +413,7 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
         continue;
       }
       node_addr right = null_node;
-      if (!split(t, allocator, cur, n, parent, p, split_key, right)) {
+      if (!split(t, allocator, reclaim, cur, n, parent, p, split_key, right)) {
         btree::unlatch<32>(pw);
         btree::unlatch<32>(w);
         return btree::INSERT_FAILED;
@@ -362,7 +427,7 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
       continue;
     }
     const int i = n.find(k);
-    if (!change_leaf(t, allocator, cur, n, i, false, k, v)) {
+    if (!change_leaf(t, allocator, reclaim, cur, n, i, false, k, v)) {
       btree::unlatch<32>(w);
       return btree::INSERT_FAILED;
     }
@@ -375,9 +440,9 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
 // §4.4.3: descend by the newest versions to k's leaf, latch it (bounded spin), check it is
 // still a leaf holding k's range (a root that was a leaf may have split; a leaf may have
 // been split: move right), then change it as insertion does. A full converged warp.
-template <class K, class V>
+template <class R, class K, class V>
 __device__ btree::remove_outcome erase(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator,
-                                       K k, V& value) {
+                                       R* reclaim, K k, V& value) {
   using view = wview<K, V>;
   view n;
   node_addr addr = t.tree.root;
@@ -411,7 +476,7 @@ __device__ btree::remove_outcome erase(const versioned_tree_ref<K, V>& t, gpuds:
       return btree::REMOVE_ABSENT;
     }
     value = n.val_at(static_cast<unsigned>(i));
-    if (!change_leaf(t, allocator, addr, n, i, true, k, value)) {
+    if (!change_leaf(t, allocator, reclaim, addr, n, i, true, k, value)) {
       btree::unlatch<32>(w);
       return btree::REMOVE_FAILED;
     }
