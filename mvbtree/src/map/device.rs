@@ -218,7 +218,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// The timestamp a `_device` query reads at: the snapshot's (of this map), or the
     /// newest state's.
     fn read_ts(&self, snap: Option<&Snapshot>) -> Result<u32> {
-        snap.map_or(Ok(crate::node::UNSET_TS), |s| at(&self.snapshots, s))
+        snap.map_or(Ok(LATEST), |s| at(&self.snapshots, s))
     }
 
     /// [`VersionedBTreeMap::get_many_at`] (`snap`: `Some`) or
@@ -364,9 +364,13 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// snapshot it takes when it starts. Another code changes nothing and is reported as
     /// `OUT_OF_BOUNDS`.
     ///
-    /// Does not synchronize unless the pool must grow, does not retry failed updates
-    /// (their `failed` bits are set and [`VersionedBTreeMap::check`] reports why) and does
-    /// not collect versions: call [`VersionedBTreeMap::collect_versions`] after.
+    /// The kernel is a persistent grid whose blocks hand the older versions they make to
+    /// the map's epoch-based reclaimer when no host snapshot is live (as
+    /// [`VersionedBTreeMap::apply`]). Does not synchronize unless the pool must grow, does
+    /// not retry failed updates (their `failed` bits are set and
+    /// [`VersionedBTreeMap::check`] reports why) and does not collect versions: call
+    /// [`VersionedBTreeMap::collect_versions`] after, which also hands what the reclaimer
+    /// still holds back to the pool.
     ///
     /// ```no_run
     /// use gpuds_mvbtree::{MvReplyBuffers, VersionedBTreeMap};
@@ -406,9 +410,11 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         self.ensure_room(node_bound(n as usize, pairs, true))?;
         let stream = self.gpu.stream().clone();
         let r = self.device_ref(Updates::OutOfPlace);
-        let shape = self.grid(&self.kernels.apply, n as usize)?;
+        let e = self.reclaimer.device_ref(&self.pool);
+        let shape = self.apply_grid(n)?;
         let mut args = stream.launch_builder(self.kernels.apply.func());
         args.arg(&r)
+            .arg(&e)
             .arg(codes)
             .arg(keys)
             .arg(arg_keys)
@@ -428,6 +434,16 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         // n * range_cap pairs (made so by MvReplyBuffers::new).
         unsafe { args.launch(shape) }?;
         Ok(())
+    }
+
+    /// The mixed batch's grid for `n` operations: persistent, at most one block per
+    /// reclaimer slot (each block enters and leaves its epoch), blocks of [`BLOCK`]
+    /// requests.
+    pub(super) fn apply_grid(&self, n: u32) -> Result<LaunchConfig> {
+        let mut shape = self.reclaimer.grid(&self.kernels.apply, BLOCK, 0)?;
+        let blocks = (n as usize).div_ceil(BLOCK as usize) as u32;
+        shape.grid_dim.0 = shape.grid_dim.0.min(blocks).max(1);
+        Ok(shape)
     }
 }
 

@@ -364,6 +364,9 @@ pub(super) fn memory(
         SEED_FRESH,
         (batches * ops) as u64,
     );
+    let mut prev = map.stats().map_err(core_error)?;
+    let unit_bytes = prev.bytes_per_node as u64;
+    let bytes = |units: u64| bytes_label((units * unit_bytes) as usize);
     for batch in 0..batches {
         let size = initial + inserted.len();
         let b = insert_range_batch(size, ops, 0.5, 8, (batch * ops) as u64);
@@ -380,12 +383,15 @@ pub(super) fn memory(
                 .map_err(core_error)
         })?;
         ok &= map.check().is_ok() && ones(bench, out.failed())? == 0;
-        // No snapshot outlives the batch: the collector frees every older version, so
-        // before it ran the pool held what it holds now and what it freed.
+        // No snapshot outlives the batch: after the collector (version lists) and the
+        // drain of the kernel's reclaimer no older version is left, and every unit the
+        // batch allocated is either in use or was reclaimed by one of the two.
         let freed = map.collect_versions().map_err(core_error)?;
-        let after = map.stats().map_err(core_error)?;
-        ok &= after.len == (initial + inserted.len()) as u64 && after.versions == 0;
-        let before = (after.units_in_use + freed) * after.bytes_per_node as u64;
+        let now = map.stats().map_err(core_error)?;
+        ok &= now.len == (initial + inserted.len()) as u64 && now.versions == 0;
+        let by_kernel = now.reclaimed_in_kernels - prev.reclaimed_in_kernels;
+        let reclaimed = by_kernel + freed;
+        let allocated = (now.units_in_use + reclaimed).saturating_sub(prev.units_in_use);
         times.push(ms);
         let timing = Timing::from_samples(&[ms])
             .ok_or_else(|| gpuds_core::Error::InvalidArgument("no time".into()))?;
@@ -402,15 +408,17 @@ pub(super) fn memory(
             .with_note(checked(
                 ok,
                 &format!(
-                    "one run; in use {} after the batch ({} older versions), {} after \
-                     collection; reclaimed so far {}",
-                    bytes_label(before as usize),
-                    freed,
-                    bytes_label(after.bytes_in_use() as usize),
-                    bytes_label(after.reclaimed_bytes() as usize)
+                    "one run; allocated {}, reclaimed {} ({} by the kernel's reclaimer and its \
+                     drain, {} by the version collector), in use {} after the batch",
+                    bytes(allocated),
+                    bytes(reclaimed),
+                    bytes(by_kernel),
+                    bytes(freed),
+                    bytes(now.units_in_use)
                 ),
             )),
         );
+        prev = now;
     }
     let used = map.stats().map_err(core_error)?;
     drop(map);
@@ -443,7 +451,7 @@ pub(super) fn memory(
                 bytes_label(used.bytes_in_use() as usize),
                 bytes_label(fresh.bytes_in_use() as usize),
                 size_label(used.len),
-                bytes_label(used.reclaimed_bytes() as usize)
+                bytes(used.reclaimed_units + used.reclaimed_in_kernels)
             ),
         )),
     );
