@@ -119,7 +119,7 @@ pub(super) fn build_find(bench: &mut Bench, n: usize, targets: bool) -> Result<V
             .with_baseline(this_run(bt_find_rate))
             .with_note(checked(
                 find_ok,
-                "every key, newest state, tile 16, values compared",
+                "every key, newest state, tile 8, values compared",
             )),
         );
         measured.push((structure, build, b, find, f, ok && find_ok));
@@ -226,114 +226,123 @@ fn even_ranges(n: usize, q: usize, len: usize) -> (Vec<u32>, Vec<u32>) {
 /// per query) on a ViB tree of the even keys: at a snapshot taken after the build, then
 /// at the same snapshot after n/4 insertions of odd keys (inside the ranges: the queries
 /// must walk the version lists to leave them out); GpuBTreeMap's one-pass capped ranges
-/// on the same keys as the baseline.
+/// on the same keys as the baseline. Ranges of 8 with 8-lane query tiles, of 32 with 16
+/// (the faster tile for each, see `BTreeConfig::query_tile`), for both structures.
 pub(super) fn snapshot_ranges(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let keys = shuffled_even_keys(n);
+    let mut rows = Vec::new();
+    for (len, tile) in [(8, 8), (32, 16)] {
+        rows.extend(snapshot_range(bench, &keys, len, tile)?);
+    }
+    Ok(rows)
+}
+
+/// [`snapshot_ranges`] of `len` pairs with query tiles of `tile` lanes.
+fn snapshot_range(bench: &mut Bench, keys: &[u32], len: usize, tile: u32) -> Result<Vec<Row>> {
+    let n = keys.len();
     let stream = bench.gpu.stream().clone();
-    let keys = stream.clone_htod(&shuffled_even_keys(n))?;
-    let mut map = mv_map(bench, n)?;
+    let keys = stream.clone_htod(keys)?;
+    let tiled = BTreeConfig {
+        query_tile: tile,
+        ..config(n)
+    };
+    let mut map = Mv::with_config(&bench.gpu, tiled.clone()).map_err(core_error)?;
     map.insert_many_device(&keys, &keys, Updates::InPlace)
         .map_err(core_error)?;
     map.check().map_err(core_error)?;
-    let mut t = btree(bench, n)?;
+    let mut t = Tree::with_config(&bench.gpu, tiled).map_err(core_error)?;
     t.insert_many_device(&keys, &keys).map_err(core_error)?;
     t.check().map_err(core_error)?;
     let snap = map.snapshot().map_err(core_error)?;
     let q = (n / 4).max(1);
+    let (lo_h, hi_h) = even_ranges(n, q, len);
+    let (lo, hi) = (stream.clone_htod(&lo_h)?, stream.clone_htod(&hi_h)?);
+    let mut rk = stream.alloc_zeros::<u32>(q * len)?;
+    let mut rv = stream.alloc_zeros::<u32>(q * len)?;
+    let mut counts = stream.alloc_zeros::<u32>(q)?;
+    let bt = bench.timer.measure(|rep| {
+        rep.time(|| {
+            t.range_collect_capped_device(&lo, &hi, len as u32, &mut rk, &mut rv, &mut counts)
+                .map_err(core_error)
+        })
+    })?;
+    let bt_ok = exact_ranges(&stream.clone_dtoh(&rk)?, &lo_h, len)
+        && stream
+            .clone_dtoh(&counts)?
+            .iter()
+            .all(|&c| c as usize == len);
+    let bt_rate = bt.giga_rate(q as f64);
+    let operation = format!("range {len}");
+    let mut rows = vec![row(
+        &format!("range, {len} per query (baseline)"),
+        BTREE,
+        &operation,
+        q,
+        bt,
+        Unit::GigaQueriesPerSecond,
+    )
+    .with_note(checked(
+        bt_ok,
+        &format!("one pass, capacity {len} per query, tile {tile}"),
+    ))];
+    let offsets = RangeOffsets::capped(&bench.gpu, q, len as u32).map_err(core_error)?;
     let later: Vec<u32> = (0..q)
         .map(|i| 2 * (mix(i as u64 ^ 0x0dd) % n as u64) as u32 + 1)
         .collect();
     let later = stream.clone_htod(&later)?;
-    let mut rows = Vec::new();
-    let mut updated = false;
     for after in [false, true] {
+        let mut updated = true;
         if after {
             map.insert_many_device(&later, &later, Updates::InPlace)
                 .map_err(core_error)?;
             map.check().map_err(core_error)?;
             updated = map.validate().is_ok();
         }
-        for len in [8usize, 32] {
-            let (lo_h, hi_h) = even_ranges(n, q, len);
-            let (lo, hi) = (stream.clone_htod(&lo_h)?, stream.clone_htod(&hi_h)?);
-            let mut rk = stream.alloc_zeros::<u32>(q * len)?;
-            let mut rv = stream.alloc_zeros::<u32>(q * len)?;
-            let mut counts = stream.alloc_zeros::<u32>(q)?;
-            let bt = bench.timer.measure(|rep| {
-                rep.time(|| {
-                    t.range_collect_capped_device(
-                        &lo,
-                        &hi,
-                        len as u32,
-                        &mut rk,
-                        &mut rv,
-                        &mut counts,
-                    )
+        // GpuBTreeMap's pairs (the same) must not pass for the versioned tree's.
+        stream.memset_zeros(&mut rk)?;
+        let timing = bench.timer.measure(|rep| {
+            rep.time(|| {
+                map.range_collect_at_device(Some(&snap), &lo, &hi, &offsets, &mut rk, &mut rv)
                     .map_err(core_error)
-                })
-            })?;
-            let bt_rate = bt.giga_rate(q as f64);
-            let offsets = RangeOffsets::capped(&bench.gpu, q, len as u32).map_err(core_error)?;
-            stream.memset_zeros(&mut rk)?;
-            let timing = bench.timer.measure(|rep| {
-                rep.time(|| {
-                    map.range_collect_at_device(Some(&snap), &lo, &hi, &offsets, &mut rk, &mut rv)
-                        .map_err(core_error)
-                })
-            })?;
-            let ok = exact_ranges(&stream.clone_dtoh(&rk)?, &lo_h, len)
-                && exact_counts(bench, &map, &snap, &lo, &hi, len)?
-                && (!after || updated);
-            let rate = timing.giga_rate(q as f64);
-            let name = format!(
+            })
+        })?;
+        let ok = updated
+            && exact_ranges(&stream.clone_dtoh(&rk)?, &lo_h, len)
+            && exact_counts(bench, &map, &snap, &lo, &hi, len)?;
+        let rate = timing.giga_rate(q as f64);
+        let base = row(
+            &format!(
                 "snapshot range, {len} per query{}",
                 if after {
                     ", after n/4 later inserts"
                 } else {
                     ""
                 }
-            );
-            let base = row(
-                &name,
-                VIB,
-                &format!("range {len}"),
-                q,
-                timing,
-                Unit::GigaQueriesPerSecond,
-            );
-            rows.push(if after {
-                base.with_baseline(this_run(bt_rate)).with_note(checked(
+            ),
+            VIB,
+            &operation,
+            q,
+            timing,
+            Unit::GigaQueriesPerSecond,
+        );
+        rows.push(if after {
+            base.with_baseline(this_run(bt_rate)).with_note(checked(
+                ok,
+                &format!(
+                    "n/4 queries at the snapshot, tile {tile}; the later odd keys inside the \
+                     ranges are not seen (versions walked); baseline: {BTREE} before the inserts"
+                ),
+            ))
+        } else {
+            base.with_baseline(peer(bench, &operation))
+                .with_note(checked(
                     ok,
-                    "n/4 queries at the snapshot; the later odd keys inside the ranges are not \
-                     seen (versions walked); baseline: GpuBTreeMap before the inserts",
+                    &format!(
+                    "n/4 queries at a snapshot, one pass, tile {tile}; target 1.5 x original; {}",
+                    versus(rate, bt_rate)
+                ),
                 ))
-            } else {
-                base.with_baseline(peer(bench, &format!("range {len}")))
-                    .with_note(checked(
-                        ok,
-                        &format!(
-                            "n/4 queries at a snapshot, one pass; target 1.5 x original; {}",
-                            versus(rate, bt_rate)
-                        ),
-                    ))
-            });
-            if !after {
-                let bt_ok = stream
-                    .clone_dtoh(&counts)?
-                    .iter()
-                    .all(|&c| c as usize == len);
-                rows.push(
-                    row(
-                        &format!("range, {len} per query (baseline)"),
-                        BTREE,
-                        &format!("range {len}"),
-                        q,
-                        bt,
-                        Unit::GigaQueriesPerSecond,
-                    )
-                    .with_note(checked(bt_ok, "one pass, capacity per query, tile 8")),
-                );
-            }
-        }
+        });
     }
     drop(snap);
     Ok(rows)
