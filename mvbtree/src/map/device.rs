@@ -84,7 +84,7 @@ fn exclusive_scan(sizes: impl Iterator<Item = u64>) -> Vec<u64> {
 /// return at most [`MvReplyBuffers::range_cap`] pairs each. Operation `i`'s results, as
 /// in [`crate::MvReply`]:
 ///
-/// - [`ts`](MvReplyBuffers::ts)`[i]`: the snapshot a query ran at (`u32::MAX` for updates);
+/// - [`ts`](MvReplyBuffers::ts)`[i]`: the snapshot a query ran at ([`crate::node::UNSET_TS`] for updates);
 /// - [`keys`](MvReplyBuffers::keys)`[i]`, [`values`](MvReplyBuffers::values)`[i]`: a
 ///   successor's pair; the value found (get) or removed (remove);
 /// - [`counts`](MvReplyBuffers::counts)`[i]`: the pairs in a range (exact, even above the cap);
@@ -148,7 +148,7 @@ impl<K: TreeKey, V: TreeValue> MvReplyBuffers<K, V> {
         self.range_cap
     }
 
-    /// The queries' snapshots (`u32::MAX` for updates).
+    /// The queries' snapshots ([`crate::node::UNSET_TS`] for updates).
     pub fn ts(&self) -> &CudaSlice<u32> {
         &self.ts
     }
