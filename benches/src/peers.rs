@@ -99,6 +99,35 @@ pub fn btree(device: &str, op: &str) -> Option<Baseline> {
     })
 }
 
+/// Published figures of the original multiversion B-Tree (MVGpuBTree, versioned tree) on
+/// the same GPU (u32 keys and values, 2^24 keys), in G operations/s, for `op`: `insert`
+/// (in place), `insert out of place`, `find`, `range 8` and `range 32` (snapshot ranges,
+/// n/4 queries returning exactly 8 or 32 pairs), `erase` (half the keys).
+pub fn mvbtree(device: &str, op: &str) -> Option<Baseline> {
+    // (insert, insert out of place, find, range 8, range 32, erase)
+    let (gpu, figures) = if device.contains("H100") && device.contains("HBM3") {
+        ("H100", [0.561, 0.432, 1.666, 1.048, 0.828, 1.478])
+    } else if device.contains("H200") {
+        ("H200", [0.633, 0.480, 1.668, 1.049, 0.829, 1.488])
+    } else {
+        return None;
+    };
+    let i = [
+        "insert",
+        "insert out of place",
+        "find",
+        "range 8",
+        "range 32",
+        "erase",
+    ]
+    .iter()
+    .position(|&o| o == op)?;
+    Some(Baseline {
+        label: format!("original, published {gpu}"),
+        rate: figures[i],
+    })
+}
+
 /// Published figures of the original bucketed cuckoo table (BGHT, buckets of 16 slots)
 /// on the same GPU (u32 keys and values, 2^24 keys), in G operations/s, for `op`
 /// (`insert`, `find hit`, `find miss`) at load 0.5 or 0.8. At load 0.95, where no figure
@@ -182,5 +211,23 @@ mod bucketed_cuckoo_tests {
         assert!(bucketed_cuckoo("NVIDIA H200", "erase", 0.8).is_none());
         assert!(bucketed_cuckoo("NVIDIA H200", "insert", 0.7).is_none());
         assert!(bucketed_cuckoo("NVIDIA A100-SXM4-80GB", "insert", 0.8).is_none());
+    }
+}
+
+#[cfg(test)]
+mod mvbtree_tests {
+    use super::mvbtree;
+
+    #[test]
+    fn figures_per_gpu_and_operation() {
+        let b = mvbtree("NVIDIA H100 80GB HBM3", "insert out of place").unwrap();
+        assert_eq!(
+            (b.label.as_str(), b.rate),
+            ("original, published H100", 0.432)
+        );
+        assert_eq!(mvbtree("NVIDIA H200", "range 32").unwrap().rate, 0.829);
+        assert_eq!(mvbtree("NVIDIA H200", "erase").unwrap().rate, 1.488);
+        assert!(mvbtree("NVIDIA H200", "successor").is_none());
+        assert!(mvbtree("NVIDIA A100-SXM4-80GB", "find").is_none());
     }
 }

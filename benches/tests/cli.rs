@@ -15,7 +15,7 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-const SUBCOMMANDS: [&str; 14] = [
+const SUBCOMMANDS: [&str; 15] = [
     "quick",
     "limits",
     "primitives",
@@ -25,6 +25,7 @@ const SUBCOMMANDS: [&str; 14] = [
     "alloc",
     "btree",
     "btree-range",
+    "mvbtree",
     "slabhash",
     "slabhash-targets",
     "compare",
@@ -50,6 +51,10 @@ fn every_subcommand_has_help() {
     assert!(
         top.contains("Fig. 4-7"),
         "the slab hash line names its figures"
+    );
+    assert!(
+        top.contains("VersionedBTreeMap"),
+        "the multiversion B-Tree line names its structure"
     );
 }
 
@@ -130,6 +135,14 @@ fn experiment_options_are_checked_before_any_gpu_work() {
             "u64 values do not apply to btree-range",
         ),
         (&["alloc", "--key", "u64"], "u64 keys do not apply to alloc"),
+        (
+            &["mvbtree", "--value", "u64"],
+            "u64 values do not apply to mvbtree",
+        ),
+        (
+            &["mvbtree", "--load", "0.5"],
+            "--load does not apply to mvbtree",
+        ),
         (
             &["hive", "--value", "u64"],
             "--key u32 --value u64 does not apply to hive",

@@ -13,6 +13,7 @@ pub mod btree;
 pub mod hive;
 pub mod limits;
 pub mod linear;
+pub mod mvbtree;
 pub mod primitives;
 pub mod slabhash;
 pub mod wide;
@@ -316,6 +317,7 @@ pub fn registry() -> Vec<Experiment> {
         alloc::EXPERIMENT,
         btree::EXPERIMENT,
         btree::RANGE,
+        mvbtree::EXPERIMENT,
         slabhash::EXPERIMENT,
         slabhash::TARGETS,
     ]

@@ -18,11 +18,13 @@ use crate::snapshot::{Snapshot, Snapshots};
 use crate::tree_ref::VersionedTreeRef;
 
 mod collect;
+mod device;
 mod inspect;
 mod mixed;
 mod query;
 mod update;
 
+pub use device::{MvReplyBuffers, RangeOffsets};
 pub use inspect::VersionStats;
 
 /// The timestamp argument of a query of the newest state (the heads).
