@@ -54,7 +54,7 @@ pub mod validate;
 
 pub use error::{Error, Result};
 pub use gpuds_btree::{BTreeConfig, TreeKey, TreeValue};
-pub use map::{MvReplyBuffers, RangeOffsets, VersionStats, VersionedBTreeMap};
+pub use map::{MvReplyBuffers, RangeOffsets, VersionStats, VersionedBTreeMap, RECLAIMER};
 pub use ops::{MvOp, MvReply, Updates};
 pub use snapshot::Snapshot;
 pub use tree_ref::VersionedTreeRef;

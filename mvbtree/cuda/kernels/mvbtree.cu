@@ -285,17 +285,27 @@ extern "C" __global__ void __launch_bounds__(MV_BLOCK, 4)
   ebr.end();
 }
 
+__device__ void collect_one(const tree& t, node_addr head, unsigned keep, unsigned* log_out, unsigned* log_out_len,
+                            unsigned long long* freed);
+
 // The version collector, between batches (nothing else changes the tree): for each head
 // in the log, keeps its list up to the first version stamped at or before `keep` (the
 // oldest live snapshot; UNSET_TS: none is live, keep the head only) and frees every older
 // version; heads that still have older versions are written to log_out. One thread per
-// head. *freed counts the units freed.
+// head (a grid-stride loop). *freed counts the units freed.
 extern "C" __global__ void GPUDS_KERNEL(mv_collect)(tree t, const unsigned* log_in, unsigned n, unsigned keep,
                                                     unsigned* log_out, unsigned* log_out_len,
                                                     unsigned long long* freed) {
-  const unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const node_addr head = log_in[i];
+  const unsigned long long threads = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += threads) {
+    collect_one(t, log_in[i], keep, log_out, log_out_len, freed);
+  }
+}
+
+// The collector's work on one logged head (see mv_collect).
+__device__ void collect_one(const tree& t, node_addr head, unsigned keep, unsigned* log_out, unsigned* log_out_len,
+                            unsigned long long* freed) {
   const auto word = [&](node_addr a, unsigned w) { return reinterpret_cast<unsigned*>(t.words(a)) + w; };
   // The older link of a version, or null where the list ends for the host (RETIRED_OLDER:
   // the link names a unit a kernel handed to its reclaimer).

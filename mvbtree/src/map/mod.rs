@@ -27,6 +27,16 @@ mod update;
 pub use device::{MvReplyBuffers, RangeOffsets};
 pub use inspect::VersionStats;
 
+/// The reclaimer config of [`VersionedBTreeMap::new`]: one slot per block of the mixed
+/// batch's persistent grid, and room for 8192 units per block and epoch beyond the 128 in
+/// shared memory (a block that retires more in one epoch leaves the rest allocated and
+/// reports `LIMBO_FULL`).
+pub const RECLAIMER: CollectorConfig = CollectorConfig {
+    slots: 0,
+    bag_capacity: 8192,
+    poison: 0,
+};
+
 /// The timestamp argument of a query of the newest state (the heads).
 pub(crate) const LATEST: u32 = u32::MAX;
 
@@ -118,13 +128,15 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn with_config(gpu: &Gpu, config: BTreeConfig) -> Result<Self> {
-        Self::with_reclaimer(gpu, config, CollectorConfig::default())
+        Self::with_reclaimer(gpu, config, RECLAIMER)
     }
 
     /// An empty map whose epoch-based reclaimer (for versions made inside kernels) has the
     /// given config: its `poison` fills reclaimed units with a word first, so that a test
     /// can show no query reads a freed version (queries report `CORRUPTED` when an older
-    /// link leads to anything but an older version). Synchronizes.
+    /// link leads to anything but an older version). `slots` 0 gives one slot per block
+    /// of the mixed batch's persistent grid (the fewer the slots, the sooner an epoch
+    /// passes). [`VersionedBTreeMap::new`] uses [`RECLAIMER`]. Synchronizes.
     ///
     /// ```no_run
     /// use gpuds_mvbtree::{BTreeConfig, VersionedBTreeMap};
@@ -152,6 +164,11 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         )?;
         let stream = gpu.stream();
         let log_cap = log_capacity(pool.capacity_units())?;
+        let kernels = Kernels::load::<K, V>(gpu, config.query_tile)?;
+        let mut reclaimer = reclaimer;
+        if reclaimer.slots == 0 {
+            reclaimer.slots = gpu.persistent_grid(&kernels.apply, BLOCK, 0)?.grid_dim.0;
+        }
         let mut map = Self {
             gpu: gpu.clone(),
             layout,
@@ -161,7 +178,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             log: stream.alloc_zeros::<u32>(log_cap as usize)?,
             log_len: stream.alloc_zeros::<u32>(1)?,
             root: NULL_NODE,
-            kernels: Kernels::load::<K, V>(gpu, config.query_tile)?,
+            kernels,
             snapshots: Snapshots::new(),
             collector: Versions::default(),
             reclaimer: Collector::new(gpu, reclaimer)?,
@@ -304,12 +321,15 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         self.snapshots.timestamps()
     }
 
-    /// Reads and clears both status words. Synchronizes.
+    /// Reads and clears the status words: the pool's, the tree's and the reclaimer's.
+    /// Synchronizes.
     pub fn check(&self) -> Result<()> {
         let pool = self.pool.check_status();
         let own = self.status.lock().check();
+        let reclaimer = self.reclaimer.check_status();
         pool?;
         own?;
+        reclaimer?;
         Ok(())
     }
 
