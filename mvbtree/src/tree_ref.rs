@@ -36,6 +36,9 @@ pub struct VersionedTreeRef<K = u32, V = u32> {
     pub log_len: u64,
     /// Entries the log can hold.
     pub log_cap: u32,
+    /// In-place updates: the clock while the batch runs, or `UNSET_TS` (read it at each
+    /// change; what the host hands out, the crate's kernels read it once per warp).
+    pub now: u32,
 }
 
 impl<K, V> Clone for VersionedTreeRef<K, V> {

@@ -50,7 +50,8 @@ fn versioned_tree_ref_layout_matches_cpp<K: TreeKey, V: TreeValue>() {
         mode,
         log,
         log_len,
-        log_cap
+        log_cap,
+        now
     );
 }
 

@@ -222,6 +222,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             log: self.log.device_ptr(stream).0,
             log_len: self.log_len.device_ptr(stream).0,
             log_cap: self.log.len() as u32,
+            now: crate::node::UNSET_TS,
         }
     }
 

@@ -45,6 +45,7 @@ struct versioned_tree_ref {
   unsigned* log;               // heads that have older versions (the collector's work list)
   unsigned* log_len;
   unsigned log_cap;
+  unsigned now;                // IN_PLACE: the clock during the batch, or UNSET_TS: read it
 
   __device__ __forceinline__ slot* words(node_addr a) const { return tree.words(a); }
   __device__ __forceinline__ unsigned max_steps() const { return tree.max_steps; }
@@ -83,6 +84,7 @@ struct versioned_tree_ref {
   __device__ btree::insert_outcome insert(gpuds::alloc::warp_allocator& allocator, K k, V v, R& reclaim) const;
   // Removes k; `value` gets the removed value. A full converged warp.
   __device__ btree::remove_outcome erase(gpuds::alloc::warp_allocator& allocator, K k, V& value) const {
+    // (coherent descent: other warps may split nodes meanwhile)
     gpuds::alloc::null_block none;
     return erase(allocator, k, value, none);
   }

@@ -60,6 +60,14 @@ __device__ __forceinline__ void retire(R* reclaim, node_addr c) {
   }
 }
 
+// The time a change stamps its heads with: the batch's (`now`, read once per warp) when
+// the clock cannot move (IN_PLACE), else the clock's value now.
+template <class K, class V>
+__device__ __forceinline__ unsigned time_now(const versioned_tree_ref<K, V>& t) {
+  if (t.mode == IN_PLACE && t.now != UNSET_TS) return t.now;
+  return mem::ld_acquire(t.clock);
+}
+
 // Copy rule: a head stamped `ts` is copied before a change when ts < threshold.
 template <class K, class V>
 __device__ __forceinline__ unsigned copy_threshold(const versioned_tree_ref<K, V>& t, bool split, unsigned now) {
@@ -215,7 +223,7 @@ __device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::war
   using L = btree::layout<K, V>;
   using tile = gpuds::warp::tile<32>;
   const unsigned ts = stamped(t, a, n);
-  const unsigned now = mem::ld_acquire(t.clock);
+  const unsigned now = time_now(t);
   const bool copy = ts < copy_threshold(t, false, now);
   const bool retiring = copy && retire_copy<R>(t, n);
   units u;
@@ -264,7 +272,7 @@ __device__ bool split(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allo
   using S = vshape<K, V>;
   const unsigned nts = stamped(t, cur, n);
   const unsigned pts = stamped(t, parent, p);
-  const unsigned now = mem::ld_acquire(t.clock);
+  const unsigned now = time_now(t);
   const unsigned limit = copy_threshold(t, true, now);
   const bool copy_n = nts < limit, copy_p = pts < limit;
   const bool retire_n = copy_n && retire_copy<R>(t, n), retire_p = copy_p && retire_copy<R>(t, p);
@@ -304,7 +312,7 @@ __device__ bool split_root(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp
   using S = vshape<K, V>;
   const node_addr root = t.tree.root;
   const unsigned ts = stamped(t, root, n);
-  const unsigned now = mem::ld_acquire(t.clock);
+  const unsigned now = time_now(t);
   const bool copy = ts < copy_threshold(t, true, now);
   const bool retiring = copy && retire_copy<R>(t, n);
   units u;
@@ -440,34 +448,41 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
 // §4.4.3: descend by the newest versions to k's leaf, latch it (bounded spin), check it is
 // still a leaf holding k's range (a root that was a leaf may have split; a leaf may have
 // been split: move right), then change it as insertion does. A full converged warp.
-template <class R, class K, class V>
+template <class R, class Descent = coherent, class K, class V>
 __device__ btree::remove_outcome erase(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator,
                                        R* reclaim, K k, V& value) {
   using view = wview<K, V>;
   view n;
   node_addr addr = t.tree.root;
+  // Descent: internal nodes loaded with Descent (`cached` when no kernel in flight splits,
+  // e.g. a batch of removals only); a leaf named by a level-1 node is not loaded before
+  // it is latched (the read after latching is its first).
+  bool leaf_known = false;
   for (unsigned step = 0; step < t.max_steps(); ++step) {
     auto* w = t.words(addr);
-    if (!n.template load<coherent>(w)) break;
-    if (n.beyond(k)) {
-      addr = n.link;
-      continue;
-    }
-    if (!n.is_leaf()) {
-      addr = n.child_for(k);
-      if (addr == null_node) break;
-      continue;
+    if (!leaf_known) {
+      if (!n.template load<Descent>(w)) break;
+      if (n.beyond(k)) {
+        addr = n.link;
+        continue;
+      }
+      if (!n.is_leaf()) {
+        leaf_known = n.level() == 1;
+        addr = n.child_for(k);
+        if (addr == null_node) break;
+        continue;
+      }
     }
     if (!btree::latch_spin<32>(w, t.max_steps())) break;
     n.template load<latched>(w);
-    if (!n.is_leaf()) {  // the root was split since: descend again
+    if (!n.is_leaf()) {  // the root was split since: descend again, coherently
       btree::unlatch<32>(w);
-      addr = t.tree.root;
-      continue;
+      return erase<R, coherent>(t, allocator, reclaim, k, value);
     }
     if (n.beyond(k)) {
       btree::unlatch<32>(w);
       addr = n.link;
+      leaf_known = true;  // a sibling: a leaf too
       continue;
     }
     const int i = n.find(k);
