@@ -110,9 +110,33 @@ extern "C" __global__ void GPUDS_KERNEL(mv_insert)(tree tree_arg, const K* keys,
 extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree tree_arg, const K* keys, unsigned n, V* old_values,
                                                   unsigned* removed_bits, unsigned* failed_bits) {
   const tree t = batch_time(tree_arg);
+  long long removed = 0;
+  if (t.mode == IN_PLACE && t.copy_below == 0) {
+    // No version can be made: tiles of 16 lanes, two removals at a time per warp.
+    using half = gpuds::warp::tile<16>;
+    for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
+      const K my_key = active ? keys[i] : K(0);
+      gpuds::btree::remove_outcome outcome = gpuds::btree::REMOVE_FAILED;
+      V mine = V(0);
+      tile_work_share<16>(active, [&](unsigned src) {
+        V v = V(0);
+        const auto r = detail::erase_unversioned<16, cached>(t, half::shfl(my_key, src), v);
+        if (half::rank() == src) {
+          outcome = r;
+          mine = v;
+        }
+      });
+      const bool done = outcome == gpuds::btree::REMOVE_DONE;
+      if (active) old_values[i] = done ? mine : V(0);
+      removed += __popc(__ballot_sync(FULL_MASK, done));
+      put_bits(removed_bits, chunk, done);
+      put_bits(failed_bits, chunk, active && outcome == gpuds::btree::REMOVE_FAILED);
+    });
+    add_size(t, -removed);
+    return;
+  }
   warp_allocator allocator(t.tree.alloc);
   gpuds::alloc::null_block none;
-  long long removed = 0;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const K my_key = active ? keys[i] : K(0);
     gpuds::btree::remove_outcome outcome = gpuds::btree::REMOVE_FAILED;

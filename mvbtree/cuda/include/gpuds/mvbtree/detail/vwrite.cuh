@@ -501,6 +501,74 @@ __device__ btree::remove_outcome erase(const versioned_tree_ref<K, V>& t, gpuds:
   return btree::REMOVE_FAILED;
 }
 
+
+// A removal that can make no version: IN_PLACE with no live snapshot (copy_below == 0),
+// so no unit is ever needed and a tile of TILE >= SLOTS lanes does it, as
+// GpuBTreeMap's removal does (two per warp with 16 lanes). The head keeps its older link
+// and mark and is stamped with the batch's time.
+template <unsigned TILE, class Descent, class K, class V>
+__device__ btree::remove_outcome erase_unversioned(const versioned_tree_ref<K, V>& t, K k, V& value) {
+  using L = btree::layout<K, V>;
+  using S = vshape<K, V>;
+  static_assert(TILE >= L::SLOTS, "a node is written by one instruction of one lane per slot");
+  using tile = gpuds::warp::tile<TILE>;
+  using view = vview<TILE, K, V>;
+  view n;
+  node_addr addr = t.tree.root;
+  bool leaf_known = false;
+  for (unsigned step = 0; step < t.max_steps(); ++step) {
+    auto* w = t.words(addr);
+    if (!leaf_known) {
+      if (!n.template load<Descent>(w)) break;
+      if (n.beyond(k)) {
+        addr = n.link;
+        continue;
+      }
+      if (!n.is_leaf()) {
+        leaf_known = n.level() == 1;
+        addr = n.child_for(k);
+        if (addr == null_node) break;
+        continue;
+      }
+    }
+    if (!btree::latch_spin<TILE>(w, t.max_steps())) break;
+    n.template load<latched>(w);
+    if (!n.is_leaf()) {  // the root was split since: descend again, coherently
+      btree::unlatch<TILE>(w);
+      return erase_unversioned<TILE, coherent>(t, k, value);
+    }
+    if (n.beyond(k)) {
+      btree::unlatch<TILE>(w);
+      addr = n.link;
+      leaf_known = true;
+      continue;
+    }
+    const int i = n.find(k);
+    if (i < 0) {
+      btree::unlatch<TILE>(w);
+      return btree::REMOVE_ABSENT;
+    }
+    value = n.val_at(static_cast<unsigned>(i));
+    const unsigned pair = view::pair();
+    const unsigned src = pair < L::SLOTS - 1 ? pair + 1 : L::SLOTS - 1;
+    const K nk = tile::shfl(n.key[0], src);
+    const V nv = tile::shfl(n.val[0], src);
+    const bool shift = pair >= static_cast<unsigned>(i) && pair + 1 < n.count();
+    K key = shift ? nk : n.key[0];
+    V val = shift ? nv : n.val[0];
+    const unsigned word = time_now(t) | (n.retired_older() ? RETIRED_OLDER : 0u);
+    const node_addr older = n.older();
+    if (pair == S::VERSION_PAIR) {
+      key = static_cast<K>(word);
+      val = static_cast<V>(older);
+    }
+    btree::publish<TILE>(w, key, val, btree::make_meta(n.count() - 1, n.level()), n.high, n.link);
+    return btree::REMOVE_DONE;
+  }
+  t.template report<TILE>(gpuds::status::RETRY_LIMIT);
+  return btree::REMOVE_FAILED;
+}
+
 }  // namespace detail
 }  // namespace mvbtree
 }  // namespace gpuds
