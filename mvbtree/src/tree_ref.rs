@@ -6,7 +6,9 @@ use gpuds_core::cudarc::driver::DeviceRepr;
 /// The versioned tree as kernels see it: the mirror of
 /// `gpuds::mvbtree::versioned_tree_ref<K, V>` (`#include <gpuds/mvbtree/versioned_tree_ref.cuh>`),
 /// passed by value to a user kernel. Fetch it again after any call that takes
-/// `&mut self` (the pool and the version log may have grown).
+/// `&mut self` (the pool and the version log may have grown) and after a snapshot is
+/// taken or dropped on the host (`copy_below` says which nodes a live snapshot can see,
+/// and whether kernels may hand versions to the reclaimer).
 ///
 /// # Examples
 /// ```no_run

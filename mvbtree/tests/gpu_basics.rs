@@ -343,3 +343,44 @@ fn mixed_batches_reclaim_inside_the_kernel() {
     assert_eq!(map.stats().unwrap().versions, 0);
     map.validate().unwrap();
 }
+
+/// Capped ranges at a snapshot: the first `cap` pairs of each range in key order and the
+/// full counts, after later batches changed the ranges.
+#[test]
+fn capped_ranges_at_a_snapshot() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let keys: Vec<u32> = (0..50_000).map(|i| i * 3).collect();
+    map.insert_many(&keys, &keys).unwrap();
+    let seen: BTreeMap<u32, u32> = keys.iter().map(|&k| (k, k)).collect();
+    let s = map.snapshot().unwrap();
+    let more: Vec<u32> = (0..50_000).map(|i| i * 3 + 1).collect();
+    map.insert_many(&more, &more).unwrap();
+    map.remove_many(&keys[..10_000]).unwrap();
+    let ranges = [
+        (0, 299),
+        (1000, 1000),
+        (7, 3),
+        (30_000, 149_999),
+        (u32::MAX - 5, u32::MAX),
+    ];
+    for cap in [0u32, 1, 16, 100, 1000] {
+        let (pairs, counts) = map.range_many_capped_at(&s, &ranges, cap).unwrap();
+        for (i, &(lo, hi)) in ranges.iter().enumerate() {
+            let want: Vec<(u32, u32)> = if lo > hi {
+                Vec::new()
+            } else {
+                seen.range(lo..=hi).map(|(&k, &v)| (k, v)).collect()
+            };
+            assert_eq!(
+                counts[i] as usize,
+                want.len(),
+                "count of range {i}, cap {cap}"
+            );
+            let cut = want.len().min(cap as usize);
+            assert_eq!(pairs[i], want[..cut], "pairs of range {i}, cap {cap}");
+        }
+    }
+}

@@ -356,12 +356,24 @@ __device__ void collect_one(const tree& t, node_addr head, unsigned keep, unsign
     return (ts & RETIRED_OLDER) != 0 ? null_node : gpuds::mem::ld_relaxed(word(a, S::OLDER_WORD));
   };
   node_addr cut = head;
-  for (unsigned step = 0; step < t.max_steps(); ++step) {
-    if (keep == UNSET_TS) break;
-    if ((gpuds::mem::ld_relaxed(word(cut, S::TS_WORD)) & TS_MASK) <= keep) break;
+  bool found = keep == UNSET_TS;
+  for (unsigned step = 0; step < t.max_steps() && !found; ++step) {
+    if ((gpuds::mem::ld_relaxed(word(cut, S::TS_WORD)) & TS_MASK) <= keep) {
+      found = true;
+      break;
+    }
     const node_addr older = older_of(cut);
-    if (older == null_node) break;  // no version old enough: keep them all
+    if (older == null_node) {  // no version old enough: keep them all
+      found = true;
+      break;
+    }
     cut = older;
+  }
+  if (!found) {  // a list longer than max_steps: keep it whole, and say so
+    gpuds::status::report(t.tree.status, gpuds::status::RETRY_LIMIT);
+    const unsigned at = gpuds::mem::fetch_add_relaxed(log_out_len, 1u);
+    log_out[at] = head;
+    return;
   }
   node_addr x = older_of(cut);
   // Cut: no older link (and no mark) left on the last version kept.

@@ -147,8 +147,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let Some((lo, hi, counts)) = self.range_counts(ts, ranges)? else {
             return Ok(Vec::new());
         };
-        let stream = self.gpu.stream();
-        let counts = stream.clone_dtoh(&counts)?;
+        let counts = self.gpu.stream().clone_dtoh(&counts)?;
         let mut offsets = Vec::with_capacity(counts.len() + 1);
         let mut total = 0u64;
         offsets.push(0u64);
@@ -156,24 +155,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             total += c as u64;
             offsets.push(total);
         }
-        let n = counts.len() as u32;
-        let d_offsets = stream.clone_htod(&offsets)?;
-        let mut keys = stream.alloc_zeros::<K>(total.max(1) as usize)?;
-        let mut values = stream.alloc_zeros::<V>(total.max(1) as usize)?;
-        let r = self.device_ref(Updates::InPlace);
-        let shape = self.query_grid(&self.kernels.range_collect, n as usize)?;
-        let mut args = stream.launch_builder(self.kernels.range_collect.func());
-        args.arg(&r)
-            .arg(&ts)
-            .arg(&lo)
-            .arg(&hi)
-            .arg(&n)
-            .arg(&d_offsets)
-            .arg(&mut keys)
-            .arg(&mut values);
-        // SAFETY: lo and hi hold n elements, offsets n + 1, keys and values the total.
-        unsafe { args.launch(shape) }?;
-        let (keys, values) = (stream.clone_dtoh(&keys)?, stream.clone_dtoh(&values)?);
+        let (keys, values) = self.collect_into(ts, &lo, &hi, &offsets)?;
         self.query_status()?;
         Ok(offsets
             .windows(2)
@@ -183,6 +165,91 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
                     .collect()
             })
             .collect())
+    }
+
+    /// The pairs of each inclusive range `(lo, hi)` at the snapshot, at most `cap` per
+    /// range (the first in key order), and each range's full count, so that a count above
+    /// `cap` shows a cut range (the shape of `GpuBTreeMap::range_many_capped`). A count
+    /// pass, then a collect pass into `cap` slots per range. Synchronizes.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_mvbtree::VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// map.insert_many(&[1, 2, 3], &[10, 20, 30])?;
+    /// let s = map.snapshot()?;
+    /// map.remove_many(&[1])?;
+    /// let (ranges, counts) = map.range_many_capped_at(&s, &[(0, 9), (3, 3)], 2)?;
+    /// assert_eq!(ranges, vec![vec![(1, 10), (2, 20)], vec![(3, 30)]]);
+    /// assert_eq!(counts, vec![3, 1]);
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn range_many_capped_at(
+        &self,
+        snap: &Snapshot,
+        ranges: &[(K, K)],
+        cap: u32,
+    ) -> Result<(Vec<Vec<(K, V)>>, Vec<u32>)> {
+        let ts = at(&self.snapshots, snap)?;
+        let n = batch_len(ranges.len())? as u64;
+        let slots = n * cap as u64;
+        if slots > u32::MAX as u64 {
+            return Err(gpuds_core::Error::CapacityOverflow(format!(
+                "{n} ranges of capacity {cap} need {slots} output pairs; at most {} per call",
+                u32::MAX
+            ))
+            .into());
+        }
+        self.clear_status()?;
+        let Some((lo, hi, counts)) = self.range_counts(ts, ranges)? else {
+            return Ok((Vec::new(), Vec::new()));
+        };
+        let counts = self.gpu.stream().clone_dtoh(&counts)?;
+        let offsets: Vec<u64> = (0..=n).map(|i| i * cap as u64).collect();
+        let (keys, values) = self.collect_into(ts, &lo, &hi, &offsets)?;
+        self.query_status()?;
+        let pairs = counts
+            .iter()
+            .enumerate()
+            .map(|(i, &c)| {
+                let from = i * cap as usize;
+                (from..from + c.min(cap) as usize)
+                    .map(|j| (keys[j], values[j]))
+                    .collect()
+            })
+            .collect();
+        Ok((pairs, counts))
+    }
+
+    /// The collect pass at `ts`: range i writes its first `offsets[i + 1] - offsets[i]`
+    /// pairs from `offsets[i]`; the keys and values, on the host.
+    fn collect_into(
+        &self,
+        ts: u32,
+        lo: &CudaSlice<K>,
+        hi: &CudaSlice<K>,
+        offsets: &[u64],
+    ) -> Result<(Vec<K>, Vec<V>)> {
+        let stream = self.gpu.stream();
+        let n = (offsets.len() - 1) as u32;
+        let total = offsets.last().copied().unwrap_or(0);
+        let d_offsets = stream.clone_htod(offsets)?;
+        let mut keys = stream.alloc_zeros::<K>(total.max(1) as usize)?;
+        let mut values = stream.alloc_zeros::<V>(total.max(1) as usize)?;
+        let r = self.device_ref(Updates::InPlace);
+        let shape = self.query_grid(&self.kernels.range_collect, n as usize)?;
+        let mut args = stream.launch_builder(self.kernels.range_collect.func());
+        args.arg(&r)
+            .arg(&ts)
+            .arg(lo)
+            .arg(hi)
+            .arg(&n)
+            .arg(&d_offsets)
+            .arg(&mut keys)
+            .arg(&mut values);
+        // SAFETY: lo and hi hold n elements, offsets n + 1, keys and values the total.
+        unsafe { args.launch(shape) }?;
+        Ok((stream.clone_dtoh(&keys)?, stream.clone_dtoh(&values)?))
     }
 
     /// Launches the range counts at `ts`: (lo, hi, counts) on the device, None for no

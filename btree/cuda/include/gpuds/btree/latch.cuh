@@ -70,24 +70,33 @@ __device__ __forceinline__ void store_pair(typename layout<K, V>::slot* words, u
 // node.cuh), which coherent readers check. The release orders the tile's earlier writes
 // (a fresh sibling) before the node's. `meta`'s sequence bits are ignored.
 template <unsigned TILE, class K, class V>
+__device__ __forceinline__ void publish_slot(typename layout<K, V>::slot* words, typename layout<K, V>::slot mine,
+                                             unsigned meta, K high, node_addr link);
+
+template <unsigned TILE, class K, class V>
 __device__ __forceinline__ void publish(typename layout<K, V>::slot* words, K key, V val, unsigned meta, K high,
                                         node_addr link) {
+  publish_slot<TILE, K, V>(words, layout<K, V>::make(key, val), meta, high, link);
+}
+
+// `publish` with this lane's slot given whole (a structure that keeps something other than
+// a (key, value) pair in a slot writes it this way); the metadata and link slots are made
+// from `meta`, `high` and `link` as in `publish`.
+template <unsigned TILE, class K, class V>
+__device__ __forceinline__ void publish_slot(typename layout<K, V>::slot* words, typename layout<K, V>::slot mine,
+                                             unsigned meta, K high, node_addr link) {
   using L = layout<K, V>;
   static_assert(TILE >= L::SLOTS, "a node is written by one instruction of one lane per slot");
   using tile = gpuds::warp::tile<TILE>;
   const unsigned pair = tile::rank() & (L::SLOTS - 1);
-  K a = key;
-  V b = val;
   if (pair == L::META_PAIR) {
-    a = static_cast<K>(LATCH_FREE);
-    b = static_cast<V>(meta);
+    mine = L::make(static_cast<K>(LATCH_FREE), static_cast<V>(meta));
   } else if (pair == L::LINK_PAIR) {
-    a = high;
-    b = static_cast<V>(link);
+    mine = L::make(high, static_cast<V>(link));
   }
   __syncwarp(tile::mask());
   if constexpr (!L::TWO_LINES) {
-    if (tile::rank() < L::SLOTS) L::store_release(words + pair, L::make(a, b));
+    if (tile::rank() < L::SLOTS) L::store_release(words + pair, mine);
   } else {
     // Two lines are two transactions (see SEQ_ONE in node.cuh): the sequence number goes
     // odd, the other slots are written, then the metadata word with the next even number
@@ -103,7 +112,7 @@ __device__ __forceinline__ void publish(typename layout<K, V>::slot* words, K ke
     seq = tile::shfl(seq, 0);
     __syncwarp(tile::mask());
     const bool writer = tile::rank() < L::SLOTS;
-    if (writer && pair != L::META_PAIR) L::store_release(words + pair, L::make(a, b));
+    if (writer && pair != L::META_PAIR) L::store_release(words + pair, mine);
     if (writer) mem::fence_acq_rel();
     __syncwarp(tile::mask());
     if (writer && pair == L::META_PAIR) {

@@ -55,6 +55,19 @@ struct vshape {
   static constexpr unsigned TS_WORD = VERSION_PAIR * L::SLOT_BYTES / 4;
   // The 32-bit word of the older address (the low half of the value part).
   static constexpr unsigned OLDER_WORD = TS_WORD + L::SLOT_BYTES / 8;
+  // The version slot as stored. Its first 8 bytes hold the timestamp word and the older
+  // address (in a 16-byte slot the older address is repeated in the key part's high half),
+  // so that a stamp is one 64-bit CAS that also checks which version it stamps: a head
+  // whose version was replaced meanwhile has another older address (every unstamped
+  // version links a fresh copy), so a stale stamp fails instead of stamping the new one.
+  __device__ __forceinline__ static typename L::slot make_version(unsigned ts_word, node_addr older) {
+    if constexpr (L::SLOT_BYTES == 8) {
+      return btree::pack(ts_word, older);
+    } else {
+      return make_ulonglong2(static_cast<unsigned long long>(ts_word) | (static_cast<unsigned long long>(older) << 32),
+                             static_cast<unsigned long long>(older));
+    }
+  }
 };
 
 // A versioned node as a tile holds it (see btree::node_view).
@@ -75,22 +88,27 @@ struct vview : btree::node_view<TILE, K, V> {
 
 // Sets the unset timestamp of the version at `words` to the global time (one CAS by one
 // lane, the vCAS rule). Returns the timestamp the version has now (set by this tile or by
-// whoever did first), the same on every lane.
-// The RETIRED_OLDER bit is kept. A few attempts: the word changes only when a version is
-// stamped or a latch holder publishes a new one (then the caller reads the node again).
+// whoever did first), the same on every lane. The CAS covers the timestamp word and the
+// older address (see vshape::make_version): it succeeds only on the version whose word was
+// read before the clock, never on a newer version published meanwhile (the timestamp word
+// alone returns to UNSET at every publication: ABA). The RETIRED_OLDER bit is kept. A few
+// attempts: the word changes only when a version is stamped or a latch holder publishes a
+// new one (then the caller reads the node again).
 template <unsigned TILE, class Slot>
 __device__ __forceinline__ unsigned stamp(Slot* words, unsigned ts_word, unsigned* clock) {
   using tile = gpuds::warp::tile<TILE>;
   unsigned r = 0;
   if (tile::rank() == 0) {
-    unsigned* p = reinterpret_cast<unsigned*>(words) + ts_word;
-    unsigned w = mem::ld_relaxed(p);
-    for (unsigned attempt = 0; attempt < 8 && (w & TS_MASK) == UNSET_TS; ++attempt) {
+    auto* p = reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned*>(words) + ts_word);
+    unsigned long long w = mem::ld_relaxed(p);
+    for (unsigned attempt = 0; attempt < 8 && (static_cast<unsigned>(w) & TS_MASK) == UNSET_TS; ++attempt) {
       const unsigned now = mem::ld_acquire(clock);
-      const unsigned old = mem::cas_acq_rel(p, w, (w & RETIRED_OLDER) | now);
-      w = old == w ? ((w & RETIRED_OLDER) | now) : old;
+      const unsigned long long desired =
+          (w & ~0xffffffffull) | (static_cast<unsigned>(w) & RETIRED_OLDER) | static_cast<unsigned long long>(now);
+      const unsigned long long old = mem::cas_acq_rel(p, w, desired);
+      w = old == w ? desired : old;
     }
-    r = w & TS_MASK;
+    r = static_cast<unsigned>(w) & TS_MASK;
   }
   return tile::shfl(r, 0);
 }

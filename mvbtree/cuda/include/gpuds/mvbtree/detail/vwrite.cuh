@@ -86,8 +86,8 @@ __device__ __forceinline__ void store_fresh(typename btree::layout<K, V>::slot* 
   const unsigned lane = gpuds::warp::lane_id();
   if (lane >= L::SLOTS) return;
   if (lane == S::VERSION_PAIR) {
-    key = static_cast<K>(ts);
-    val = static_cast<V>(older);
+    L::store_relaxed(w + lane, S::make_version(ts, older));
+    return;
   } else if (lane == L::META_PAIR) {
     key = static_cast<K>(latch);
     val = static_cast<V>(meta & btree::META_FIELDS);
@@ -100,14 +100,13 @@ __device__ __forceinline__ void store_fresh(typename btree::layout<K, V>::slot* 
 
 // Publishes a latched head (releasing the latch) with this lane's pair (key, val) and the
 // version slot (ts, older).
-template <class K, class V>
+template <unsigned TILE = 32, class K, class V>
 __device__ __forceinline__ void vpublish(typename btree::layout<K, V>::slot* w, K key, V val, unsigned meta, K high,
                                          node_addr link, unsigned ts, node_addr older) {
-  if (wview<K, V>::pair() == vshape<K, V>::VERSION_PAIR) {
-    key = static_cast<K>(ts);
-    val = static_cast<V>(older);
-  }
-  btree::publish<32>(w, key, val, meta, high, link);
+  using S = vshape<K, V>;
+  const bool version = vview<TILE, K, V>::pair() == S::VERSION_PAIR;
+  btree::publish_slot<TILE, K, V>(w, version ? S::make_version(ts, older) : btree::layout<K, V>::make(key, val), meta,
+                                  high, link);
 }
 
 // Adds a head to the version log (one lane).
@@ -255,7 +254,7 @@ __device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::war
     with_inserted(n, key, value, k, v);
     count += 1;
   }
-  vpublish<K, V>(t.words(a), k, v, btree::make_meta(count, n.level()), n.high, n.link, word, older);
+  vpublish<32, K, V>(t.words(a), k, v, btree::make_meta(count, n.level()), n.high, n.link, word, older);
   if (new_ts == UNSET_TS) stamp<32>(t.words(a), vshape<K, V>::TS_WORD, t.clock);  // the writer's own vCAS
   if (retiring) retire(reclaim, u.a);  // after the stamp
   return true;
@@ -292,10 +291,10 @@ __device__ bool split(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allo
   node_addr older;
   with_inserted(p, split_key, static_cast<V>(right), k, v);
   next_version(p, copy_p, retire_p, u.c, now, word, older);
-  vpublish<K, V>(t.words(parent), k, v, btree::make_meta(p.count() + 1, p.level()), p.high, p.link, word, older);
+  vpublish<32, K, V>(t.words(parent), k, v, btree::make_meta(p.count() + 1, p.level()), p.high, p.link, word, older);
   const bool keep = wview<K, V>::pair() < S::SPLIT_AT;
   next_version(n, copy_n, retire_n, u.b, now, word, older);
-  vpublish<K, V>(t.words(cur), keep ? n.key[0] : K(0), keep ? n.val[0] : V(0),
+  vpublish<32, K, V>(t.words(cur), keep ? n.key[0] : K(0), keep ? n.val[0] : V(0),
                  btree::make_meta(S::SPLIT_AT, n.level()), split_key, right, word, older);
   // Both heads are stamped (explicitly) by their publication.
   if (retire_n) retire(reclaim, u.b);
@@ -332,7 +331,7 @@ __device__ bool split_root(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp
   unsigned word;
   node_addr older;
   next_version(n, copy, retiring, u.c, now, word, older);
-  vpublish<K, V>(t.words(root), k, v, btree::make_meta(2, n.level() + 1), n.high, n.link, word, older);
+  vpublish<32, K, V>(t.words(root), k, v, btree::make_meta(2, n.level() + 1), n.high, n.link, word, older);
   if (retiring) retire(reclaim, u.c);
   return true;
 }
@@ -554,15 +553,10 @@ __device__ btree::remove_outcome erase_unversioned(const versioned_tree_ref<K, V
     const K nk = tile::shfl(n.key[0], src);
     const V nv = tile::shfl(n.val[0], src);
     const bool shift = pair >= static_cast<unsigned>(i) && pair + 1 < n.count();
-    K key = shift ? nk : n.key[0];
-    V val = shift ? nv : n.val[0];
+    const K key = shift ? nk : n.key[0];
+    const V val = shift ? nv : n.val[0];
     const unsigned word = time_now(t) | (n.retired_older() ? RETIRED_OLDER : 0u);
-    const node_addr older = n.older();
-    if (pair == S::VERSION_PAIR) {
-      key = static_cast<K>(word);
-      val = static_cast<V>(older);
-    }
-    btree::publish<TILE>(w, key, val, btree::make_meta(n.count() - 1, n.level()), n.high, n.link);
+    vpublish<TILE, K, V>(w, key, val, btree::make_meta(n.count() - 1, n.level()), n.high, n.link, word, n.older());
     return btree::REMOVE_DONE;
   }
   t.template report<TILE>(gpuds::status::RETRY_LIMIT);
