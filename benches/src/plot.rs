@@ -75,6 +75,10 @@ fn x_label(experiment: &str, figure: &str) -> &'static str {
         ("hive", "fig9") => "load factor",
         ("hive", _) => "log2 keys",
         ("alloc", "allocation") => "log2 allocations (128 B slabs)",
+        ("mvbtree", "fig4.2a" | "fig4.2b") => "log2 tree size (keys)",
+        ("mvbtree", "fig4.3a" | "fig4.3b" | "fig4.5") => "update ratio α (%)",
+        ("mvbtree", "fig4.4") => "average range length (pairs)",
+        ("mvbtree", "fig4.6") => "batch",
         _ => "x",
     }
 }
