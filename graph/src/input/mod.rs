@@ -1,0 +1,2 @@
+//! Graph inputs: seeded generators of the dissertation's graph families and a Matrix
+//! Market loader.
