@@ -12,6 +12,7 @@
 #include <gpuds/core/kernel_name.cuh>
 #include <gpuds/slabhash/map_ref.cuh>
 #include <gpuds/slabhash/set_ref.cuh>
+#include <gpuds/slabhash/detail/flush.cuh>
 
 using namespace gpuds;
 using namespace gpuds::slabhash;
@@ -25,6 +26,11 @@ using V = VALUE_T;
 using ref_t = map_ref<K, V>;
 #endif
 using layout = ref_t::layout;
+#if SLAB_SET
+using layout_value_t = no_value;
+#else
+using layout_value_t = V;
+#endif
 
 // Operation kinds of a mixed batch (apply).
 constexpr unsigned KIND_INSERT = 0;
@@ -210,90 +216,15 @@ extern "C" __global__ void GPUDS_KERNEL(find_all)(ref_t ref, const K* keys, unsi
 }
 #endif
 
-// FLUSH, one warp per bucket (grid-stride): packs the live entries of the bucket's list,
-// in list order, into its first slabs, empties the rest of the last one, cuts the list
-// there and returns the slabs after it to SlabAlloc. Entries move only towards the head
-// (the write position never passes the read position), so each slab is read before it
-// is written. A wide layout's busy bits are rewritten with the slots: clear for the
-// packed entries, set for the rest. Runs alone: no other kernel may use the table
-// meanwhile.
-// Moves the entry whose first key lane this is (`mine`: a live one) to slot `at` of
-// `dst`. All lanes call it: they gather the entries' words with shuffles.
-__device__ __forceinline__ void move_entry(bool mine, unsigned* dst, unsigned at, unsigned word) {
-  if constexpr (layout::WIDE) {
-#if !SLAB_SET
-    const K key = layout::own_key(word);
-    const V value = layout::own_value(word);
-    if (mine) {
-      mem::st_relaxed(layout::key_ptr(dst, layout::key_lane(at)), key);
-      mem::st_relaxed(layout::value_ptr(dst, layout::key_lane(at)), value);
-    }
-#endif
-  } else if constexpr (layout::KW + layout::VW == 2) {
-    const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
-    if (mine) {
-      mem::st_relaxed(reinterpret_cast<unsigned long long*>(dst + layout::STRIDE * at),
-                      pack_pair(word, neighbour));
-    }
-  } else {
-    if (mine) mem::st_relaxed(dst + at, word);
-  }
-}
-
-// A wide layout's busy word for a slab whose first `filled` slots hold live entries.
-__device__ __forceinline__ void set_busy(unsigned* slab, unsigned filled) {
-  if constexpr (layout::WIDE) {
-    if (warp::lane_id() == AUX_LANE) mem::st_relaxed(slab + AUX_LANE, FRESH_WORD << filled);
-  }
-}
-
+// FLUSH, one warp per bucket (grid-stride): detail::flush_list packs each bucket's live
+// entries into its first slabs and returns the rest to SlabAlloc. Runs alone: no other
+// kernel may use the table meanwhile.
 extern "C" __global__ void GPUDS_KERNEL(flush)(ref_t ref, unsigned long long* freed) {
-  const unsigned lane = warp::lane_id();
-  constexpr unsigned SLOTS = ref_t::SLOTS;
   unsigned long long released = 0;
   for (unsigned long long b = warp::global_warp_id(); b < ref.num_buckets; b += warp::warp_count()) {
-    unsigned* write = ref.base_slab(static_cast<unsigned>(b));
-    unsigned filled = 0;  // slots of `write` already packed
-    unsigned* read = write;
-    for (unsigned steps = 0; steps < ref.step_cap; ++steps) {
-      const unsigned word = read_slab(read);
-      const unsigned next = __shfl_sync(warp::FULL_MASK, word, NEXT_LANE);
-      const unsigned live = layout::live(word);
-      const unsigned count = __popc(live);
-      unsigned* spill = write;
-      if (filled + count > SLOTS) spill = ref.slab_at(mem::ld_relaxed(write + NEXT_LANE));
-      const bool mine = (live >> lane) & 1u;
-      const unsigned rank = filled + __popc(live & lanes_below());
-      unsigned* const dst = rank < SLOTS ? write : spill;
-      const unsigned at = rank < SLOTS ? rank : rank - SLOTS;
-      move_entry(mine, dst, at, word);
-      __syncwarp();
-      if (filled + count > SLOTS) {
-        set_busy(write, SLOTS);
-        write = spill;
-        filled = filled + count - SLOTS;
-      } else {
-        filled += count;
-      }
-      if (next == NULL_SLAB) break;
-      read = ref.slab_at(next);
-    }
-    // Empty the unused slots of the last packed slab, cut the list after it, free the rest.
-    unsigned tail = mem::ld_relaxed(write + NEXT_LANE);
-    __syncwarp();
-    const unsigned slot = layout::slot_of_lane(lane);
-    if (slot < SLOTS && slot >= filled) mem::st_relaxed(write + lane, FRESH_WORD);
-    set_busy(write, filled);
-    if (lane == NEXT_LANE) mem::st_relaxed(write + NEXT_LANE, NULL_SLAB);
-    for (unsigned steps = 0; tail != NULL_SLAB && steps < ref.step_cap; ++steps) {
-      const unsigned after = mem::ld_relaxed(ref.slab_at(tail) + NEXT_LANE);
-      __syncwarp();
-      if (lane == 0) ref.alloc.deallocate(tail);
-      ++released;
-      tail = after;
-    }
+    released += detail::flush_list<K, layout_value_t>(ref, ref.base_slab(static_cast<unsigned>(b)));
   }
-  if (lane == 0 && released != 0) mem::fetch_add_relaxed(freed, released);
+  if (warp::lane_id() == 0 && released != 0) mem::fetch_add_relaxed(freed, released);
 }
 
 // Slabs per bucket, one warp per bucket (grid-stride), into `slabs[bucket]`.

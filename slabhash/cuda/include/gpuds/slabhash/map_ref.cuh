@@ -65,21 +65,35 @@ struct map_ref : detail::table {
   // each allocation).
   template <class Allocator>
   __device__ unsigned replace(Allocator& allocator, bool active, K key, V value, V& old) const {
-    return store(allocator, active, key, value, old, true);
+    return store(allocator, active, home_of(active, key), key, value, old, true);
+  }
+
+  // replace with each lane's home given (see find_in).
+  template <class Allocator, class Home>
+  __device__ unsigned replace_in(Allocator& allocator, bool active, Home home, K key, V value,
+                                 V& old) const {
+    return store(allocator, active, home, key, value, old, true);
   }
 
   template <class Allocator>
   __device__ unsigned insert(Allocator& allocator, bool active, K key, V value) const {
     V ignored;
-    return store(allocator, active, key, value, ignored, false);
+    return store(allocator, active, home_of(active, key), key, value, ignored, false);
   }
 
   template <class Allocator>
   __device__ unsigned upsert(Allocator& allocator, bool active, K key, V value, V& old) const {
-    return store(allocator, active, key, value, old, unique_keys != 0);
+    return store(allocator, active, home_of(active, key), key, value, old, unique_keys != 0);
   }
 
   __device__ unsigned find(bool active, K key, V& value) const {
+    return find_in(active, home_of(active, key), key, value);
+  }
+
+  // find with each lane's home given (a bucket, or the base slab of a list outside this
+  // table's buckets; see detail::table::home_slab), as for every `_in` operation.
+  template <class Home>
+  __device__ unsigned find_in(bool active, Home home, K key, V& value) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
@@ -88,7 +102,7 @@ struct map_ref : detail::table {
       // hit is known, both before the busy bit is tested: no shuffle waits for another
       // (testing the bit first would put the busy shuffle and the value shuffles one after
       // the other on every hit).
-      walk(active, key, outcome,
+      walk_from(active, home, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned busy_bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);
              const unsigned hits = layout::match_key(word, k);
@@ -103,7 +117,7 @@ struct map_ref : detail::table {
              return true;
            });
     } else {
-      walk(active, key, outcome,
+      walk_from(active, home, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits != 0) {
@@ -122,6 +136,11 @@ struct map_ref : detail::table {
   }
 
   __device__ unsigned erase(bool active, K key, V& value) const {
+    return erase_in(active, home_of(active, key), key, value);
+  }
+
+  template <class Home>
+  __device__ unsigned erase_in(bool active, Home home, K key, V& value) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
@@ -129,7 +148,7 @@ struct map_ref : detail::table {
       // The least recent instance not already taken: its lane takes the slot's busy bit,
       // reads the value and tombstones the key (keeping the bit); a slot that is busy, or
       // taken first by another warp, is read again.
-      walk(active, key, outcome,
+      walk_from(active, home, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              bool finished;
              const int dest = first_settled(k, slab, word, finished);
@@ -153,7 +172,7 @@ struct map_ref : detail::table {
       // removes k with the value it had at that moment, or finds the tombstone of a
       // concurrent DELETE of the same key, which removed the only instance: k is absent.
       unsigned long long seen = pack_pair(EMPTY_KEY, EMPTY_VALUE);
-      walk(active, key, outcome,
+      walk_from(active, home, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
@@ -170,7 +189,7 @@ struct map_ref : detail::table {
     } else {
       // Duplicates: a lost race must look further (a later instance), so each CAS is
       // checked before the walk moves on.
-      walk(active, key, outcome,
+      walk_from(active, home, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
@@ -328,8 +347,8 @@ struct map_ref : detail::table {
   // only) or the first empty slot, whichever comes first in list order; with neither,
   // the next slab, appended when the list ends. The request's own lane makes the CAS
   // (it holds the key and value).
-  template <class Allocator>
-  __device__ unsigned store(Allocator& allocator, bool active, K key, V value, V& old,
+  template <class Allocator, class Home>
+  __device__ unsigned store(Allocator& allocator, bool active, Home home, K key, V value, V& old,
                             bool unique) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
@@ -354,7 +373,7 @@ struct map_ref : detail::table {
     K claimed = empty_key<K>;
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
-      walk(pending, key, outcome,
+      walk_from(pending, home, key, outcome,
            [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
              unsigned hits, empties;
              if constexpr (layout::WIDE) {

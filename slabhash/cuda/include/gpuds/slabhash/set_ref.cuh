@@ -31,11 +31,18 @@ struct set_ref : detail::table {
   // map_ref.
   template <class Allocator>
   __device__ unsigned insert(Allocator& allocator, bool active, K key) const {
+    return insert_in(allocator, active, home_of(active, key), key);
+  }
+
+  // Each operation with each lane's home given: a bucket, or the base slab of a list
+  // outside this table's buckets (see detail::table::home_slab).
+  template <class Allocator, class Home>
+  __device__ unsigned insert_in(Allocator& allocator, bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
-        active, key, outcome,
+    walk_from(
+        active, home, key, outcome,
         [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
           const unsigned hits = layout::match_key(word, k);
           const unsigned empties = layout::empties(word);
@@ -60,11 +67,16 @@ struct set_ref : detail::table {
   }
 
   __device__ unsigned erase(bool active, K key) const {
+    return erase_in(active, home_of(active, key), key);
+  }
+
+  template <class Home>
+  __device__ unsigned erase_in(bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
-        active, key, outcome,
+    walk_from(
+        active, home, key, outcome,
         [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned hits = layout::match_key(word, k);
           if (hits == 0) return !advance(slab, word);
@@ -79,11 +91,16 @@ struct set_ref : detail::table {
   }
 
   __device__ unsigned find(bool active, K key) const {
+    return find_in(active, home_of(active, key), key);
+  }
+
+  template <class Home>
+  __device__ unsigned find_in(bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
-    walk(
-        active, key, outcome,
+    walk_from(
+        active, home, key, outcome,
         [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
           if (layout::match_key(word, k) != 0u) {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;

@@ -151,22 +151,41 @@ struct table {
   // unique key, through an exchange whose result says what it replaced.
   template <class K, class Visit>
   __device__ void walk(bool active, K key, unsigned& outcome, Visit&& visit) const {
+    walk_from(active, home_of(active, key), key, outcome, visit);
+  }
+
+  // A request's home bucket in this table (0 for a lane with no request).
+  template <class K>
+  __device__ unsigned home_of(bool active, K key) const {
+    return active ? bucket_of(key) : 0u;
+  }
+
+  // The base slab of a request's list: a home is a bucket of this table (unsigned), or
+  // the base slab itself (unsigned*) for a list that lives outside `buckets`: a table
+  // that is a view of (base, buckets) inside a larger allocation, as each vertex's table
+  // of gpuds-graph, whose lanes' requests go to different tables.
+  __device__ unsigned* home_slab(unsigned bucket) const { return base_slab(bucket); }
+  __device__ static unsigned* home_slab(unsigned* slab) { return slab; }
+
+  // walk with each lane's home given (a bucket of this table, or a base slab; see
+  // home_slab) instead of hashed from its key here.
+  template <class Home, class K, class Visit>
+  __device__ void walk_from(bool active, Home home, K key, unsigned& outcome, Visit&& visit) const {
     const unsigned lane = warp::lane_id();
-    const unsigned home = active ? bucket_of(key) : 0u;
     work_queue::queue q(active);
     if (q.empty()) return;
     int src = q.front();
-    unsigned* slab = base_slab(__shfl_sync(warp::FULL_MASK, home, src));
+    unsigned* slab = home_slab(warp::broadcast(home, src));
     unsigned word = read_slab(slab);
     for (;;) {
       const int next_src = q.pop();
-      // The next request's bucket, not its slab address, is kept across the visit (one
-      // register instead of two).
-      unsigned next_bucket = 0u;
+      // The next request's home, not its slab address, is kept across the visit (one
+      // register instead of two for a bucket).
+      Home next_home = Home();
       unsigned next_word = 0u;
       if (next_src >= 0) {
-        next_bucket = __shfl_sync(warp::FULL_MASK, home, next_src);
-        next_word = read_slab(base_slab(next_bucket));
+        next_home = warp::broadcast(home, next_src);
+        next_word = read_slab(home_slab(next_home));
       }
       const K k = warp::broadcast(key, src);
       for (work_queue::budget b(step_cap, retry_cap());;) {
@@ -181,7 +200,7 @@ struct table {
       }
       if (next_src < 0) return;
       src = next_src;
-      slab = base_slab(next_bucket);
+      slab = home_slab(next_home);
       word = next_word;
     }
   }
