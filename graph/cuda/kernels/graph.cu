@@ -1,0 +1,418 @@
+// Entry points of DynamicGraph: thin loops over graph_ref (one thread per request, lanes
+// past the end take part with no request), plus the whole-graph kernels (placement of
+// tables, vertex deletion, flush, export, triangle counting).
+//
+// Compiled once per variant: GRAPH_SET (1: a set of destinations, 0: a map with values of
+// VALUE_T) and KERNEL_SUFFIX (`set`, `map_u32`, `map_u64`).
+//
+// Every kernel is grid-stride (grids are capped to the resident blocks), and every loop
+// is bounded (a slab list by the step cap).
+#include <gpuds/core/kernel_name.cuh>
+#include <gpuds/graph/graph_ref.cuh>
+#include <gpuds/slabhash/detail/flush.cuh>
+
+using namespace gpuds;
+using namespace gpuds::graph;
+
+#if GRAPH_SET
+using V = no_value;
+using W = unsigned;  // value arrays are null
+#else
+using V = VALUE_T;
+using W = VALUE_T;
+#endif
+using ref_t = graph_ref<V>;
+using layout = ref_t::layout;
+
+// Words of a tally (per batch): entries added or removed, self-loop entries added or
+// removed, requests skipped (OP_SKIPPED), requests present (replaced, or found).
+constexpr unsigned T_ENTRIES = 0;
+constexpr unsigned T_LOOPS = 1;
+constexpr unsigned T_SKIPPED = 2;
+constexpr unsigned T_PRESENT = 3;
+// Word of a counter stripe holding self-loop entries (0: live entries, 1: claimed slots).
+constexpr unsigned STRIPE_LOOPS = 2;
+
+__device__ __forceinline__ unsigned long long thread_index() {
+  return static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ __forceinline__ unsigned long long thread_count() {
+  return static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+}
+
+// Adds the warp's sum of x to *to (lane 0, one atomic), all lanes calling.
+__device__ __forceinline__ void warp_add(unsigned long long* to, unsigned long long x) {
+  x = slabhash::detail::warp_sum(x);
+  if (warp::lane_id() == 0 && x != 0ull && to != nullptr) mem::fetch_add_relaxed(to, x);
+}
+
+// Self-loop entries of the graph, kept in word STRIPE_LOOPS of the counter stripes.
+__device__ __forceinline__ void add_loops(const ref_t& g, long long x) {
+  x = static_cast<long long>(slabhash::detail::warp_sum(static_cast<unsigned long long>(x)));
+  if (warp::lane_id() == 0 && x != 0) {
+    unsigned long long* stripe = g.lists.counters + (warp::global_warp_id() % slabhash::detail::COUNTER_STRIPES) *
+                                                        slabhash::detail::COUNTER_STRIPE_WORDS;
+    mem::fetch_add_relaxed(&stripe[STRIPE_LOOPS], static_cast<unsigned long long>(x));
+  }
+}
+
+__device__ __forceinline__ void note(unsigned* failed, bool active, unsigned long long i, unsigned outcome) {
+  if (failed != nullptr && active && outcome == OP_FAILED) status::mark_not_applied(failed, i);
+}
+
+// The first index i whose id is reserved (past MAX_VERTEX_ID), as n - i by atomicMax into
+// out[0], and the largest id + 1 into out[1] (both preset to zero). `b` may be null.
+extern "C" __global__ void GPUDS_KERNEL(check_ids)(const unsigned* a, const unsigned* b,
+                                                   unsigned long long n, unsigned long long* out) {
+  unsigned long long bad = 0, top = 0;
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    const unsigned x = a[i];
+    const unsigned y = b != nullptr ? b[i] : 0u;
+    if (x > MAX_VERTEX_ID || y > MAX_VERTEX_ID) {
+      bad = bad > n - i ? bad : n - i;
+    } else {
+      const unsigned long long m = (x > y ? x : y) + 1ull;
+      top = top > m ? top : m;
+    }
+  }
+  if (bad != 0ull) atomicMax(&out[0], bad);
+  if (top != 0ull) atomicMax(&out[1], top);
+}
+
+// Degrees of a COO batch: deg[src] += 1 (and deg[dst] when undirected), self loops
+// counted once when kept, skipped otherwise.
+extern "C" __global__ void GPUDS_KERNEL(degrees)(const unsigned* src, const unsigned* dst,
+                                                 unsigned long long n, unsigned undirected,
+                                                 unsigned keep_loops, unsigned long long* deg) {
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    const unsigned u = src[i], v = dst[i];
+    if (u == v) {
+      if (keep_loops) atomicAdd(&deg[u], 1ull);
+      continue;
+    }
+    atomicAdd(&deg[u], 1ull);
+    if (undirected) atomicAdd(&deg[v], 1ull);
+  }
+}
+
+// Bucket counts for degrees: ceil(deg / (lf * slots)), at least 1, at most `max_buckets`.
+extern "C" __global__ void GPUDS_KERNEL(buckets_of)(const unsigned long long* deg, unsigned long long n,
+                                                    float per_bucket, unsigned long long max_buckets,
+                                                    unsigned long long* buckets) {
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    const double b = ceil(static_cast<double>(deg[i]) / static_cast<double>(per_bucket));
+    unsigned long long x = b < 1.0 ? 1ull : static_cast<unsigned long long>(b);
+    buckets[i] = x > max_buckets ? max_buckets : x;
+  }
+}
+
+// Gives n vertices their tables in a fresh chunk of base slabs (filled with all ones):
+// vertex ids[i] (or first + i when ids is null) gets buckets[i] (or `uniform` when null)
+// base slabs at chunk + offsets[i] (or i * uniform) slabs, and a zero count; its deleted
+// bit is cleared.
+extern "C" __global__ void GPUDS_KERNEL(place)(ref_t g, const unsigned* ids, unsigned first,
+                                               unsigned long long n, const unsigned long long* buckets,
+                                               const unsigned long long* offsets, unsigned uniform,
+                                               unsigned long long chunk) {
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    const unsigned u = ids != nullptr ? ids[i] : first + static_cast<unsigned>(i);
+    const unsigned long long b = buckets != nullptr ? buckets[i] : uniform;
+    const unsigned long long at = offsets != nullptr ? offsets[i] : i * uniform;
+    vertex_entry e;
+    e.base = chunk + at * slabhash::SLAB_WORDS * sizeof(unsigned);
+    e.buckets = static_cast<unsigned>(b);
+    e.count = 0;
+    g.vertices[u] = e;
+  }
+}
+
+// Edge insertion (Algorithm 5.1), one thread per edge. `values` null: every value 0 (or
+// a set). `outcomes` may be null.
+extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(insert_edges)(
+    ref_t g, const unsigned* src, const unsigned* dst, const W* values, unsigned long long n,
+    unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+  slabhash::detail::on_demand_allocator allocator;
+  const unsigned long long stride = thread_count();
+  const unsigned long long rounds = (n + stride - 1) / stride;
+  for (unsigned long long r = 0; r < rounds; ++r) {
+    const unsigned long long i = r * stride + thread_index();
+    const bool active = i < n;
+    const unsigned u = active ? src[i] : 0u;
+    const unsigned v = active ? dst[i] : 0u;
+    const W value = active && values != nullptr ? values[i] : W(0);
+    unsigned added = 0;
+    const unsigned outcome = g.insert_edge(allocator, active, u, v, value, added);
+    warp_add(&tally[T_ENTRIES], added);
+    warp_add(&tally[T_SKIPPED], active && outcome == OP_SKIPPED ? 1u : 0u);
+    warp_add(&tally[T_PRESENT], active && outcome == OP_PRESENT ? 1u : 0u);
+    const bool loop = active && u == v && added != 0;
+    warp_add(&tally[T_LOOPS], loop ? 1u : 0u);
+    add_loops(g, loop ? 1 : 0);
+    if (active && outcomes != nullptr) outcomes[i] = outcome;
+    note(failed, active, i, outcome);
+  }
+}
+
+// Edge deletion, one thread per edge.
+extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(erase_edges)(
+    ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n,
+    unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+  const unsigned long long stride = thread_count();
+  const unsigned long long rounds = (n + stride - 1) / stride;
+  for (unsigned long long r = 0; r < rounds; ++r) {
+    const unsigned long long i = r * stride + thread_index();
+    const bool active = i < n;
+    const unsigned u = active ? src[i] : 0u;
+    const unsigned v = active ? dst[i] : 0u;
+    unsigned removed = 0;
+    const unsigned outcome = g.erase_edge(active, u, v, removed);
+    warp_add(&tally[T_ENTRIES], removed);
+    warp_add(&tally[T_SKIPPED], active && outcome == OP_SKIPPED ? 1u : 0u);
+    warp_add(&tally[T_PRESENT], active && outcome == OP_PRESENT ? 1u : 0u);
+    const bool loop = active && u == v && removed != 0;
+    warp_add(&tally[T_LOOPS], loop ? 1u : 0u);
+    add_loops(g, loop ? -1 : 0);
+    if (active && outcomes != nullptr) outcomes[i] = outcome;
+    note(failed, active, i, outcome);
+  }
+}
+
+// Edge-exists queries: found bit i (32 per word) and, maps, the value (all ones when
+// absent) when `values` is not null.
+extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(find_edges)(
+    ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n, W* values,
+    unsigned* found, unsigned* failed) {
+  const unsigned long long stride = thread_count();
+  const unsigned long long rounds = (n + stride - 1) / stride;
+  for (unsigned long long r = 0; r < rounds; ++r) {
+    const unsigned long long i = r * stride + thread_index();
+    const bool active = i < n;
+    const unsigned u = active ? src[i] : 0u;
+    const unsigned v = active ? dst[i] : 0u;
+    typename ref_t::value_type value = slabhash::not_found_value<W>;
+    const unsigned outcome = g.find_edge(active, u, v, value);
+    if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : slabhash::not_found_value<W>;
+    const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);
+    // stride and rounds keep each warp's 32 requests in one word.
+    if (found != nullptr && active && warp::lane_id() == 0) found[i / 32] = bits;
+    note(failed, active, i, outcome);
+  }
+}
+
+// Out-degrees of ids[i] (past the dictionary: 0).
+extern "C" __global__ void GPUDS_KERNEL(degree_of)(ref_t g, const unsigned* ids, unsigned long long n,
+                                                   unsigned* out) {
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    const unsigned u = ids[i];
+    out[i] = u < g.num_vertices ? g.degree(u) : 0u;
+  }
+}
+
+// One warp per vertex (ids[i], or first + i when ids is null): writes its live entries at
+// offsets[i] .. offsets[i + 1] of dst (and src: the vertex; values: the edge values), at
+// most that many (more live entries than its count set `overflow`).
+extern "C" __global__ void GPUDS_KERNEL(collect)(ref_t g, const unsigned* ids, unsigned first,
+                                                 unsigned long long n, const unsigned long long* offsets,
+                                                 unsigned* src_out, unsigned* dst_out, W* values_out,
+                                                 unsigned* overflow) {
+  const unsigned lane = warp::lane_id();
+  for (unsigned long long i = warp::global_warp_id(); i < n; i += warp::warp_count()) {
+    const unsigned u = ids != nullptr ? ids[i] : first + static_cast<unsigned>(i);
+    if (u >= g.num_vertices) continue;
+    const unsigned long long begin = offsets[i];
+    const unsigned long long capacity = offsets[i + 1] - begin;
+    unsigned long long written = 0;
+    for (auto it = g.adjacency(u); it.valid(); it.next()) {
+      const unsigned live = it.live_key_lanes();
+      const unsigned key = layout::own_key(it.word());
+#if !GRAPH_SET
+      const V value = layout::own_value(it.word());
+#endif
+      if ((live >> lane) & 1u) {
+        const unsigned long long at = written + __popc(live & slabhash::lanes_below());
+        if (at < capacity) {
+          dst_out[begin + at] = key;
+          if (src_out != nullptr) src_out[begin + at] = u;
+#if !GRAPH_SET
+          if (values_out != nullptr) values_out[begin + at] = value;
+#endif
+        }
+      }
+      written += __popc(live);
+    }
+    if (written > capacity && lane == 0) atomicOr(overflow, 1u);
+  }
+#if GRAPH_SET
+  (void)values_out;
+#endif
+}
+
+// Vertex deletion, step 1: marks ids[i] deleted (the host passes each live id once).
+extern "C" __global__ void GPUDS_KERNEL(mark_deleted)(ref_t g, const unsigned* ids, unsigned long long n) {
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    atomicOr(&g.vertices[ids[i]].buckets, DELETED_BIT);
+  }
+}
+
+// Vertex deletion, step 2 (undirected graphs; Algorithm 5.2): a work queue over warps;
+// the warp that takes vertex u walks u's adjacency and removes u from the table of every
+// neighbour that is not being deleted itself (those tables are emptied whole in step 3),
+// keeping their counts exact.
+extern "C" __global__ void GPUDS_KERNEL(unlink_deleted)(ref_t g, const unsigned* ids, unsigned long long n,
+                                                        unsigned long long* queue) {
+  const unsigned lane = warp::lane_id();
+  for (;;) {
+    unsigned long long q = 0;
+    if (lane == 0) q = atomicAdd(queue, 1ull);
+    q = __shfl_sync(warp::FULL_MASK, q, 0);
+    if (q >= n) return;
+    const unsigned u = ids[q];
+    for (auto it = g.adjacency(u); it.valid(); it.next()) {
+      const unsigned live = it.live_key_lanes();
+      const unsigned v = layout::own_key(it.word());
+      const bool mine = ((live >> lane) & 1u) && v != u && v < g.num_vertices && !g.is_deleted(v);
+      typename ref_t::value_type old{};
+      g.erase_arc(mine, v, u, old);
+    }
+  }
+}
+
+// Vertex deletion, directed graphs: every table of a live vertex loses its edges to
+// deleted vertices (one warp per vertex, grid-stride).
+extern "C" __global__ void GPUDS_KERNEL(sweep_deleted)(ref_t g) {
+  const unsigned lane = warp::lane_id();
+  for (unsigned long long w = warp::global_warp_id(); w < g.num_vertices; w += warp::warp_count()) {
+    const unsigned u = static_cast<unsigned>(w);
+    if (g.is_deleted(u)) continue;
+    for (auto it = g.adjacency(u); it.valid(); it.next()) {
+      const unsigned live = it.live_key_lanes();
+      const unsigned v = layout::own_key(it.word());
+      const bool mine = ((live >> lane) & 1u) && v < g.num_vertices && g.is_deleted(v);
+      typename ref_t::value_type old{};
+      g.erase_arc(mine, u, v, old);
+    }
+  }
+}
+
+// Vertex deletion, step 3: one warp per deleted vertex empties its table: gives its
+// collision slabs back to the pool, resets its base slabs to empty, takes its entries off
+// the graph's counters (live, claimed, self loops) and zeroes its count. Its base slabs
+// stay its own, so a later insertion of the id reuses them.
+extern "C" __global__ void GPUDS_KERNEL(empty_tables)(ref_t g, const unsigned* ids, unsigned long long n,
+                                                      unsigned long long* freed) {
+  const unsigned lane = warp::lane_id();
+  unsigned long long released = 0;
+  for (unsigned long long i = warp::global_warp_id(); i < n; i += warp::warp_count()) {
+    const unsigned u = ids[i];
+    const vertex_entry e = g.entry(u);
+    const unsigned buckets = e.buckets & BUCKET_MASK;
+    long long live = 0, claimed = 0, loops = 0;
+    for (unsigned b = 0; b < buckets; ++b) {
+      unsigned* const head = reinterpret_cast<unsigned*>(e.base) + static_cast<unsigned long long>(b) * slabhash::SLAB_WORDS;
+      unsigned* slab = head;
+      unsigned unit = slabhash::NULL_SLAB;  // the pool unit of `slab` (NULL: the base slab)
+      for (unsigned steps = 0; slab != nullptr && steps < g.lists.step_cap; ++steps) {
+        const unsigned word = slabhash::read_slab(slab);
+        const unsigned next = __shfl_sync(warp::FULL_MASK, word, slabhash::NEXT_LANE);
+        const unsigned lv = layout::live(word);
+        live += __popc(lv);
+        claimed += __popc(layout::KEY_LANES & ~layout::empties(word));
+        if (((lv >> lane) & 1u) && layout::own_key(word) == u) ++loops;
+        __syncwarp();
+        if (unit != slabhash::NULL_SLAB) {
+          if (lane == 0) g.lists.alloc.deallocate(unit);
+          ++released;
+        }
+        unit = next;
+        slab = next == slabhash::NULL_SLAB ? nullptr : g.lists.slab_at(next);
+      }
+      __syncwarp();
+      mem::st_relaxed(head + lane, slabhash::FRESH_WORD);
+    }
+    if (lane == 0) g.vertices[u].count = 0u;
+    g.lists.count(-live, -claimed);
+    add_loops(g, -loops);
+  }
+  if (lane == 0 && released != 0ull) mem::fetch_add_relaxed(freed, released);
+}
+
+// FLUSH of the tables of ids[i] (or first + i when ids is null), one warp per vertex:
+// every bucket's list is packed (slabhash::detail::flush_list), tombstones dropped, the
+// freed collision slabs given back; the claimed-slot counters drop by the tombstones.
+extern "C" __global__ void GPUDS_KERNEL(flush)(ref_t g, const unsigned* ids, unsigned first,
+                                               unsigned long long n, unsigned long long* freed) {
+  unsigned long long released = 0;
+  for (unsigned long long i = warp::global_warp_id(); i < n; i += warp::warp_count()) {
+    const unsigned u = ids != nullptr ? ids[i] : first + static_cast<unsigned>(i);
+    if (u >= g.num_vertices) continue;
+    const vertex_entry e = g.entry(u);
+    const unsigned buckets = e.buckets & BUCKET_MASK;
+    long long tombstones = 0;
+    for (unsigned b = 0; b < buckets; ++b) {
+      unsigned* const head = reinterpret_cast<unsigned*>(e.base) + static_cast<unsigned long long>(b) * slabhash::SLAB_WORDS;
+      // Tombstones first (claimed but not live), then the pack.
+      unsigned* slab = head;
+      for (unsigned steps = 0; slab != nullptr && steps < g.lists.step_cap; ++steps) {
+        const unsigned word = slabhash::read_slab(slab);
+        tombstones += __popc(layout::KEY_LANES & ~layout::empties(word) & ~layout::live(word));
+        const unsigned next = __shfl_sync(warp::FULL_MASK, word, slabhash::NEXT_LANE);
+        slab = next == slabhash::NULL_SLAB ? nullptr : g.lists.slab_at(next);
+      }
+      released += slabhash::detail::flush_list<unsigned, V>(g.lists, head);
+    }
+    g.lists.count(0, -tombstones);
+  }
+  if (warp::lane_id() == 0 && released != 0ull) mem::fetch_add_relaxed(freed, released);
+}
+
+// Slabs and live entries of vertex first + i, one warp per vertex (stats()).
+extern "C" __global__ void GPUDS_KERNEL(census)(ref_t g, unsigned first, unsigned long long n,
+                                                unsigned* slabs, unsigned* longest) {
+  for (unsigned long long i = warp::global_warp_id(); i < n; i += warp::warp_count()) {
+    const unsigned u = first + static_cast<unsigned>(i);
+    unsigned total = 0, chain = 0, top = 0;
+    for (auto it = g.adjacency(u); it.valid(); it.next()) {
+      if (it.at_base()) chain = 0;
+      ++total;
+      ++chain;
+      top = chain > top ? chain : top;
+    }
+    if (warp::lane_id() == 0) {
+      slabs[i] = total;
+      longest[i] = top;
+    }
+  }
+}
+
+// Static triangle counting on the hash tables (§5.6.3): for each listed edge (u, v) with
+// u < v, one warp walks the smaller of the two tables and asks the other, for every
+// neighbour w > v, whether the edge to w exists (an edge-exists query per wedge); each
+// triangle u < v < w is counted once. Adds the count to *total.
+extern "C" __global__ void GPUDS_KERNEL(triangles)(ref_t g, const unsigned* src, const unsigned* dst,
+                                                   unsigned long long n, unsigned long long* total) {
+  const unsigned lane = warp::lane_id();
+  unsigned long long found = 0;
+  for (unsigned long long i = warp::global_warp_id(); i < n; i += warp::warp_count()) {
+    const unsigned u = src[i], v = dst[i];
+    if (u >= v || v >= g.num_vertices) continue;
+    const bool u_smaller = g.degree(u) <= g.degree(v);
+    const unsigned walk = u_smaller ? u : v;
+    const unsigned other = u_smaller ? v : u;
+    const vertex_entry oe = g.entry(other);
+    for (auto it = g.adjacency(walk); it.valid(); it.next()) {
+      const unsigned live = it.live_key_lanes();
+      const unsigned w = layout::own_key(it.word());
+      const bool ask = ((live >> lane) & 1u) && w > v;
+      const unsigned outcome = g.contains_in(ask, ask ? g.home(oe, w) : nullptr, w);
+      found += __popc(__ballot_sync(warp::FULL_MASK, ask && outcome == OP_PRESENT));
+    }
+  }
+  if (lane == 0 && found != 0ull) mem::fetch_add_relaxed(total, found);
+}
+
+// Clears the deleted bit of ids[i] (their tables were emptied when they were deleted).
+extern "C" __global__ void GPUDS_KERNEL(revive)(ref_t g, const unsigned* ids, unsigned long long n) {
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    atomicAnd(&g.vertices[ids[i]].buckets, ~DELETED_BIT);
+  }
+}

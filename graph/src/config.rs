@@ -1,0 +1,75 @@
+//! [`GraphConfig`]: how a [`DynamicGraph`](crate::DynamicGraph) is built.
+
+use gpuds_alloc::SlabAllocConfig;
+
+use crate::error::{Error, Result};
+
+/// The configuration of a graph. Every field has a default; build one with
+/// `GraphConfig { directed: true, ..Default::default() }`.
+///
+/// ```
+/// use gpuds_graph::GraphConfig;
+/// let config = GraphConfig { load_factor: 0.5, ..Default::default() };
+/// assert!(config.validate().is_ok());
+/// assert!(GraphConfig { load_factor: 0.0, ..Default::default() }.validate().is_err());
+/// ```
+#[derive(Clone, Debug)]
+pub struct GraphConfig {
+    /// Directed graph: edge (u, v) lives in u's table only. Undirected (the default):
+    /// every edge is stored in both tables and inserted and deleted in both together.
+    pub directed: bool,
+    /// Keep self loops (u, u) as edges; by default they are dropped (counted as
+    /// skipped in a batch's [`EdgeTally`](crate::EdgeTally)).
+    pub keep_self_loops: bool,
+    /// The load factor that sizes a vertex's table from its degree when the degree is
+    /// known (bulk build, vertex insertion): ceil(degree / (load factor × slots per
+    /// slab)) buckets. The dissertation uses 0.7.
+    pub load_factor: f32,
+    /// An edge naming a vertex id past the dictionary grows it (new ids get one-bucket
+    /// tables; the dictionary's headers are copied to a larger array); false: such a
+    /// batch fails with [`Error::VertexBeyondCapacity`] and nothing is applied.
+    pub growable: bool,
+    /// The most slabs one bucket's list may have and a request may visit. A list that
+    /// reaches it refuses more edges (`gpuds_slabhash::LIST_FULL`); `flush` or a rebuild
+    /// with known degrees makes room.
+    pub step_cap: u32,
+    /// Seed of the destination hash.
+    pub seed: u64,
+    /// The slab pool of the collision slabs (its initial and maximum size).
+    pub alloc: SlabAllocConfig,
+}
+
+impl Default for GraphConfig {
+    fn default() -> Self {
+        Self {
+            directed: false,
+            keep_self_loops: false,
+            load_factor: 0.7,
+            growable: true,
+            step_cap: 1 << 22,
+            seed: 0x6770_7564_735f_6772,
+            alloc: SlabAllocConfig {
+                initial_units: 1 << 16,
+                ..SlabAllocConfig::default()
+            },
+        }
+    }
+}
+
+impl GraphConfig {
+    /// Checks the configuration: a load factor in (0, 8], a nonzero step cap, a valid
+    /// pool configuration.
+    pub fn validate(&self) -> Result<()> {
+        if !(self.load_factor > 0.0 && self.load_factor <= 8.0) {
+            return Err(Error::Config(format!(
+                "load_factor must be in (0, 8], got {}",
+                self.load_factor
+            )));
+        }
+        if self.step_cap == 0 {
+            return Err(Error::Config("step_cap must be at least 1".into()));
+        }
+        self.alloc.validate()?;
+        Ok(())
+    }
+}
