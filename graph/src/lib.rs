@@ -2,4 +2,5 @@
 //! dictionary and one slab hash table per vertex, all tables sharing one slab pool.
 #![warn(missing_docs)]
 
+pub mod csr;
 pub mod input;
