@@ -80,25 +80,26 @@ fn cpu_csr(n: u32, src: &[u32], dst: &[u32], symmetrize: bool) -> (Vec<u64>, Vec
     (rows, pairs.into_iter().map(|(_, d)| d).collect())
 }
 
-/// Triangles u < v < w of a symmetric host CSR, by merging sorted rows.
+/// Triangles u < v < w of a symmetric host CSR: for each u, its neighbours are marked,
+/// and for each neighbour v > u, the marked neighbours w > v of v are counted (a
+/// different method from the device's list intersections).
 fn cpu_triangles(rows: &[u64], cols: &[u32]) -> u64 {
     let row = |v: u32| &cols[rows[v as usize] as usize..rows[v as usize + 1] as usize];
+    let n = rows.len() - 1;
+    let mut marked = vec![false; n];
     let mut count = 0;
-    for u in 0..rows.len() as u32 - 1 {
+    for u in 0..n as u32 {
+        for &v in row(u) {
+            marked[v as usize] = true;
+        }
         for &v in row(u).iter().filter(|&&v| v > u) {
-            let (a, b) = (row(u), row(v));
-            let (mut i, mut j) = (0, 0);
-            while i < a.len() && j < b.len() {
-                match a[i].cmp(&b[j]) {
-                    std::cmp::Ordering::Less => i += 1,
-                    std::cmp::Ordering::Greater => j += 1,
-                    std::cmp::Ordering::Equal => {
-                        count += u64::from(a[i] > v);
-                        i += 1;
-                        j += 1;
-                    }
-                }
-            }
+            count += row(v)
+                .iter()
+                .filter(|&&w| w > v && marked[w as usize])
+                .count() as u64;
+        }
+        for &v in row(u) {
+            marked[v as usize] = false;
         }
     }
     count
@@ -259,6 +260,28 @@ fn triangle_counts_equal_a_cpu_count_on_random_graphs() {
     }
 }
 
+/// A skewed graph (ids drawn log-uniformly, so that the first few vertices are hubs of
+/// thousands of neighbours): edges between hubs have long lists on both sides, which
+/// their warps intersect together.
+#[test]
+fn triangle_counts_equal_a_cpu_count_on_a_skewed_graph() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let n = 1u32 << 14;
+    let mut rng = Rng(2022);
+    let mut id = || {
+        let bits = rng.below(15);
+        rng.below(1 << bits)
+    };
+    let (src, dst): (Vec<u32>, Vec<u32>) = (0..1 << 18).map(|_| (id(), id())).unzip();
+    let csr = build_and_check(&gpu, n, &src, &dst, true);
+    let (rows, cols) = csr.to_host().expect("to_host");
+    assert!(rows[1] - rows[0] > 4096, "vertex 0 is no hub");
+    let want = cpu_triangles(&rows, &cols);
+    assert_eq!(csr.triangle_count(&gpu).expect("count"), want);
+}
+
 /// Points in the unit square joined within a radius, as the rgg inputs of §5.6: many
 /// triangles of vertices with similar degrees (the merge path).
 #[test]
@@ -293,9 +316,10 @@ fn triangle_counts_equal_a_cpu_count_on_a_geometric_graph() {
 }
 
 /// Graphs whose triangle counts are known in closed form, given in both directions,
-/// once, with repeats: K4 = 4, K_n = n(n-1)(n-2)/6, a wheel of k rim vertices = k
-/// (a hub of degree k beside rim vertices of degree 3: the binary-search path), a grid
-/// of r x c cells with one diagonal each = 2 r c.
+/// once, with repeats: K4 = 4, K_n = n(n-1)(n-2)/6 (long lists on both sides: the
+/// warp's path), a wheel of k rim vertices = k (a hub of degree k beside rim vertices of
+/// degree 3: the binary-search path), a book of k pages = 3k - 2, a grid of r x c cells
+/// with one diagonal each = 2 r c.
 #[test]
 fn triangle_counts_of_known_graphs() {
     let Some(gpu) = gpuds_testkit::gpu() else {
@@ -349,6 +373,23 @@ fn triangle_counts_of_known_graphs() {
             u64::from(k),
             "W_{k}"
         );
+    }
+    for k in [3u32, 64, 65, 66, 5000] {
+        // A book: hubs 0 and 1 joined, both joined to the pages 2..k + 2, the pages in a
+        // path: k triangles on the spine (0, 1) (an edge whose lists are both long) and
+        // 2 (k - 1) along the path.
+        let (mut src, mut dst) = (vec![0u32], vec![1u32]);
+        for w in 2..k + 2 {
+            src.extend([w, w]);
+            dst.extend([0, 1]);
+            if w > 2 {
+                src.push(w - 1);
+                dst.push(w);
+            }
+        }
+        let csr = build_and_check(&gpu, k + 2, &src, &dst, true);
+        let want = u64::from(k) + 2 * u64::from(k - 1);
+        assert_eq!(csr.triangle_count(&gpu).expect("book"), want, "book of {k}");
     }
     for (r, c) in [(1u32, 1u32), (3, 7), (512, 1024)] {
         let id = |i: u32, j: u32| i * (c + 1) + j;
