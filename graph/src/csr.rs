@@ -428,23 +428,57 @@ impl DeviceCsr {
         Self::from_device_coo(gpu, num_vertices, &upload(src)?, &upload(dst)?, symmetrize)
     }
 
-    /// The number of vertices (rows).
+    /// The number of vertices (rows), as given to the build.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let csr = gpuds_graph::csr::DeviceCsr::from_host_coo(&gpu, 10, &[0], &[1], true)?;
+    /// assert_eq!(csr.num_vertices(), 10);
+    /// # Ok::<(), gpuds_graph::csr::CsrError>(())
+    /// ```
     pub fn num_vertices(&self) -> u32 {
         self.num_vertices
     }
 
     /// The number of stored edges (`cols.len()`; twice the undirected edges of a
     /// symmetrized build).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// // A repeat and a self loop are not stored.
+    /// let csr = gpuds_graph::csr::DeviceCsr::from_host_coo(&gpu, 3, &[0, 0, 2], &[1, 1, 2], true)?;
+    /// assert_eq!(csr.num_edges(), 2);
+    /// # Ok::<(), gpuds_graph::csr::CsrError>(())
+    /// ```
     pub fn num_edges(&self) -> usize {
         self.cols.len()
     }
 
     /// The `num_vertices + 1` row offsets: row `v` is `cols[row_offsets[v]..row_offsets[v + 1]]`.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let csr = gpuds_graph::csr::DeviceCsr::from_host_coo(&gpu, 3, &[0, 0], &[1, 2], false)?;
+    /// assert_eq!(gpu.stream().clone_dtoh(csr.row_offsets())?, vec![0, 2, 2, 2]);
+    /// # Ok::<(), gpuds_graph::csr::CsrError>(())
+    /// ```
     pub fn row_offsets(&self) -> &CudaSlice<u64> {
         &self.row_offsets
     }
 
-    /// The destinations of all rows, each row sorted ascending.
+    /// The destinations of all rows, each row sorted ascending (an empty slice when the
+    /// graph has no edges).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// let csr = gpuds_graph::csr::DeviceCsr::from_host_coo(&gpu, 3, &[0, 0], &[2, 1], false)?;
+    /// assert_eq!(gpu.stream().clone_dtoh(csr.cols())?, vec![1, 2]);
+    /// # Ok::<(), gpuds_graph::csr::CsrError>(())
+    /// ```
     pub fn cols(&self) -> &CudaSlice<u32> {
         &self.cols
     }

@@ -16,6 +16,8 @@ fn the_csr_module_has_its_kernels_for_every_target() {
         for name in KERNELS {
             assert!(text.contains(&format!(".entry {name}(")), "{name} {arch}");
         }
+        // Kernels report through return values, never by trapping.
+        assert!(!text.contains("trap;"), "{arch}");
     }
 }
 

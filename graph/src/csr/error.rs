@@ -7,8 +7,8 @@
 pub enum CsrError {
     /// An edge names a vertex id that is not below the vertex count; nothing was built.
     #[error(
-        "edge {index} names vertex {id}, but the graph has {num_vertices} vertices \
-         (ids 0 to {num_vertices} - 1); nothing was built"
+        "edge {index} names vertex {id}, but ids must be below the vertex count \
+         {num_vertices}; nothing was built"
     )]
     VertexOutOfRange {
         /// Position of the first such edge in the input.
