@@ -49,7 +49,7 @@ mod error;
 
 pub use error::CsrError;
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 use gpuds_core::primitives::{RadixSorter, Scanner};
 use gpuds_core::size::{checked_mul, to_usize, u32_len};
 use gpuds_core::{Gpu, Kernel, Program};
@@ -206,9 +206,9 @@ impl CsrBuilder {
         let keys_len = checked_mul(edges, if symmetrize { 2 } else { 1 }, "edge keys")?;
         // The compaction counts its output in 32 bits.
         let keys_len = u32_len(to_usize(keys_len, "edge keys")?, "edge keys")? as usize;
-        let rows_len = to_usize(u64::from(num_vertices) + 1, "row offsets")?;
+        let rows_len = rows_len(num_vertices)?;
         if keys_len == 0 {
-            return DeviceCsr::empty(&self.gpu, num_vertices, rows_len);
+            return DeviceCsr::empty(&self.gpu, num_vertices);
         }
         let kernels = self.kernels()?;
         let gpu = self.gpu.clone();
@@ -263,7 +263,7 @@ impl CsrBuilder {
         }
         let kept = kept[0] as usize;
         if kept == 0 {
-            return DeviceCsr::empty(&gpu, num_vertices, rows_len);
+            return DeviceCsr::empty(&gpu, num_vertices);
         }
 
         // SAFETY: csr_finish writes row_offsets[..rows_len] and cols[..kept].
@@ -288,8 +288,14 @@ impl CsrBuilder {
             num_vertices,
             row_offsets,
             cols,
+            num_edges: kept,
         })
     }
+}
+
+/// The length of the row offsets of `num_vertices` rows.
+fn rows_len(num_vertices: u32) -> Result<usize> {
+    Ok(to_usize(u64::from(num_vertices) + 1, "row offsets")?)
 }
 
 /// [`CsrError::LengthMismatch`] unless the source and destination arrays are as long.
@@ -347,7 +353,10 @@ pub struct DeviceCsr {
     gpu: Gpu,
     num_vertices: u32,
     row_offsets: CudaSlice<u64>,
+    /// The columns, in `cols[..num_edges]`; one unused element when there are none (the
+    /// driver refuses empty allocations).
     cols: CudaSlice<u32>,
+    num_edges: usize,
 }
 
 impl std::fmt::Debug for DeviceCsr {
@@ -361,12 +370,14 @@ impl std::fmt::Debug for DeviceCsr {
 
 impl DeviceCsr {
     /// A CSR with `num_vertices` empty rows.
-    fn empty(gpu: &Gpu, num_vertices: u32, rows_len: usize) -> Result<Self> {
+    fn empty(gpu: &Gpu, num_vertices: u32) -> Result<Self> {
         Ok(Self {
             gpu: gpu.clone(),
             num_vertices,
-            row_offsets: gpu.alloc_zeroed::<u64>(rows_len, "the CSR's row offsets")?,
-            cols: gpu.stream().null()?,
+            row_offsets: gpu
+                .alloc_zeroed::<u64>(rows_len(num_vertices)?, "the CSR's row offsets")?,
+            cols: gpu.alloc_zeroed::<u32>(1, "the CSR's columns")?,
+            num_edges: 0,
         })
     }
 
@@ -417,15 +428,12 @@ impl DeviceCsr {
         symmetrize: bool,
     ) -> Result<Self> {
         same_lengths(src.len(), dst.len())?;
-        let upload = |ids: &[u32]| -> Result<CudaSlice<u32>> {
-            let stream = gpu.stream();
-            Ok(if ids.is_empty() {
-                stream.null()?
-            } else {
-                stream.clone_htod(ids)?
-            })
-        };
-        Self::from_device_coo(gpu, num_vertices, &upload(src)?, &upload(dst)?, symmetrize)
+        if src.is_empty() {
+            return Self::empty(gpu, num_vertices);
+        }
+        let stream = gpu.stream();
+        let (src, dst) = (stream.clone_htod(src)?, stream.clone_htod(dst)?);
+        Self::from_device_coo(gpu, num_vertices, &src, &dst, symmetrize)
     }
 
     /// The number of vertices (rows), as given to the build.
@@ -453,7 +461,7 @@ impl DeviceCsr {
     /// # Ok::<(), gpuds_graph::csr::CsrError>(())
     /// ```
     pub fn num_edges(&self) -> usize {
-        self.cols.len()
+        self.num_edges
     }
 
     /// The `num_vertices + 1` row offsets: row `v` is `cols[row_offsets[v]..row_offsets[v + 1]]`.
@@ -476,11 +484,11 @@ impl DeviceCsr {
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
     /// let csr = gpuds_graph::csr::DeviceCsr::from_host_coo(&gpu, 3, &[0, 0], &[2, 1], false)?;
-    /// assert_eq!(gpu.stream().clone_dtoh(csr.cols())?, vec![1, 2]);
+    /// assert_eq!(gpu.stream().clone_dtoh(&csr.cols())?, vec![1, 2]);
     /// # Ok::<(), gpuds_graph::csr::CsrError>(())
     /// ```
-    pub fn cols(&self) -> &CudaSlice<u32> {
-        &self.cols
+    pub fn cols(&self) -> CudaView<'_, u32> {
+        self.cols.slice(..self.num_edges)
     }
 
     /// The number of triangles: for each edge `(u, v)` with `u < v`, the `w > v` that are
@@ -501,13 +509,13 @@ impl DeviceCsr {
     /// # Ok::<(), gpuds_graph::csr::CsrError>(())
     /// ```
     pub fn triangle_count(&self, gpu: &Gpu) -> Result<u64> {
-        if self.cols.is_empty() {
+        if self.num_edges == 0 {
             return Ok(0);
         }
         let kernel = kernel(gpu, "csr_triangles")?;
         let stream = gpu.stream();
         let mut total = gpu.alloc_zeroed::<u64>(1, "the triangle count")?;
-        let m = self.cols.len() as u64;
+        let m = self.num_edges as u64;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&self.row_offsets)
             .arg(&self.cols)
@@ -517,7 +525,7 @@ impl DeviceCsr {
         // SAFETY: the arguments match csr_triangles' signature; it reads the CSR (row
         // offsets of num_vertices + 1 entries ending at m, columns below num_vertices)
         // and adds to total[0].
-        unsafe { args.launch(gpu.grid_for(&kernel, self.cols.len(), BLOCK)?) }?;
+        unsafe { args.launch(gpu.grid_for(&kernel, self.num_edges, BLOCK)?) }?;
         let mut count = [0u64];
         stream.memcpy_dtoh(&total, &mut count)?;
         stream.synchronize()?;
@@ -537,10 +545,10 @@ impl DeviceCsr {
     pub fn to_host(&self) -> Result<(Vec<u64>, Vec<u32>)> {
         let stream = self.gpu.stream();
         let mut rows = vec![0u64; self.row_offsets.len()];
-        let mut cols = vec![0u32; self.cols.len()];
+        let mut cols = vec![0u32; self.num_edges];
         stream.memcpy_dtoh(&self.row_offsets, &mut rows[..])?;
         if !cols.is_empty() {
-            stream.memcpy_dtoh(&self.cols, &mut cols[..])?;
+            stream.memcpy_dtoh(&self.cols(), &mut cols[..])?;
         }
         stream.synchronize()?;
         Ok((rows, cols))

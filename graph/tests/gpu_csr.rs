@@ -184,7 +184,7 @@ fn csr_of_ids_past_two_to_the_31() {
     let csr = DeviceCsr::from_host_coo(&gpu, n, &src, &dst, true).expect("build");
     assert_eq!((csr.num_vertices(), csr.num_edges()), (n, 12));
     let stream = gpu.stream();
-    let cols = stream.clone_dtoh(csr.cols()).expect("cols");
+    let cols = stream.clone_dtoh(&csr.cols()).expect("cols");
     let rows = csr.row_offsets();
     let low = stream.clone_dtoh(&rows.slice(..7)).expect("rows");
     let high = stream
