@@ -67,6 +67,9 @@ pub enum Error {
         /// The second length.
         b: usize,
     },
+    /// A failure of the sorted-CSR baseline ([`DeviceCsr`](crate::csr::DeviceCsr)).
+    #[error(transparent)]
+    Csr(#[from] crate::csr::CsrError),
     /// A configuration that cannot work, and why.
     #[error("invalid graph configuration: {0}")]
     Config(String),

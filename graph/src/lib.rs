@@ -34,6 +34,7 @@ mod config;
 mod error;
 mod graph;
 mod image;
+pub mod csr;
 pub mod input;
 mod kernels;
 mod refs;
@@ -64,6 +65,7 @@ pub fn programs() -> Vec<gpuds_core::Program> {
         kernels::program::<()>(),
         kernels::program::<u32>(),
         kernels::program::<u64>(),
+        csr::program(),
     ]
 }
 
