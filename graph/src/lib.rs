@@ -31,10 +31,10 @@
 #![warn(missing_docs)]
 
 mod config;
+pub mod csr;
 mod error;
 mod graph;
 mod image;
-pub mod csr;
 pub mod input;
 mod kernels;
 mod refs;
