@@ -77,10 +77,7 @@ impl CellPoints {
 /// ```
 pub fn random_geometric(n: u32, seed: u64) -> Coo {
     let r2 = rgg_radius_squared(n);
-    // Cells no narrower than the radius (1/side ≥ r), and never more cells than points.
-    let by_radius = (1.0 / r2.sqrt()).floor();
-    let by_count = f64::from(n).sqrt().ceil().max(1.0);
-    let cells = CellPoints::uniform(n, by_radius.min(by_count) as usize, seed);
+    let cells = CellPoints::uniform(n, rgg_side(n), seed);
     let side = cells.side;
     let (points, start) = (&cells.points, &cells.start);
     let mut src = Vec::new();
@@ -118,6 +115,13 @@ pub fn random_geometric(n: u32, seed: u64) -> Coo {
         values: None,
         symmetric: true,
     }
+}
+
+/// The grid side for the rgg of `n` points: cells no narrower than the radius
+/// (`1/side ≥ r`), and never many more cells than points.
+fn rgg_side(n: u32) -> usize {
+    let by_radius = (1.0 / rgg_radius_squared(n).sqrt()).floor();
+    by_radius.min(f64::from(n).sqrt().ceil().max(1.0)) as usize
 }
 
 /// The square of the rgg radius `0.55·sqrt(ln n / n)` (0 for `n < 2`).
@@ -219,6 +223,48 @@ mod tests {
                 assert_eq!(y * 7 + x, c);
             }
         }
+    }
+
+    #[test]
+    fn random_geometric_finds_every_close_pair() {
+        for (n, seed) in [(300, 1), (1000, 2), (5, 3)] {
+            let cells = CellPoints::uniform(n, 1, seed);
+            let r2 = rgg_radius_squared(n);
+            let p = &cells.points;
+            let close =
+                |u: usize, v: usize| (p[u][0] - p[v][0]).powi(2) + (p[u][1] - p[v][1]).powi(2) < r2;
+            // One cell keeps the generation order; the graph numbers points by cell,
+            // so compare the pairs' coordinates.
+            let mut expected: Vec<[u64; 4]> = (0..p.len())
+                .flat_map(|u| {
+                    (u + 1..p.len())
+                        .filter(move |&v| close(u, v))
+                        .map(move |v| (u, v))
+                })
+                .map(|(u, v)| order(p[u], p[v]))
+                .collect();
+            expected.sort_unstable();
+            let g = random_geometric(n, seed);
+            let by_id = CellPoints::uniform(n, rgg_side(n), seed).points;
+            let mut found: Vec<[u64; 4]> = g
+                .src
+                .iter()
+                .zip(&g.dst)
+                .map(|(&u, &v)| order(by_id[u as usize], by_id[v as usize]))
+                .collect();
+            found.sort_unstable();
+            assert_eq!(found, expected);
+        }
+    }
+
+    /// A pair of points as comparable bits, the smaller point first.
+    fn order(a: [f64; 2], b: [f64; 2]) -> [u64; 4] {
+        let (a, b) = (
+            [a[0].to_bits(), a[1].to_bits()],
+            [b[0].to_bits(), b[1].to_bits()],
+        );
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        [lo[0], lo[1], hi[0], hi[1]]
     }
 
     #[test]
