@@ -283,6 +283,17 @@ fn mtx_round_trips() {
     let back = mtx::read(file.as_slice()).unwrap();
     assert!(back.symmetric && back.src.iter().zip(&back.dst).all(|(r, c)| r > c));
     assert_eq!(back.sorted_dedup(), symmetric);
+
+    // An id beyond the vertex count raises the declared size, so the file still reads.
+    let unchecked = Coo::from_pairs(2, &[(0, 1), (4, 0)], false);
+    let back = mtx::read(written(&unchecked, Field::Pattern).as_slice()).unwrap();
+    assert_eq!(
+        back,
+        Coo {
+            num_vertices: 5,
+            ..unchecked
+        }
+    );
 }
 
 #[test]

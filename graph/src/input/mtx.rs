@@ -150,20 +150,21 @@ pub enum MtxError {
 pub fn read(reader: impl BufRead) -> Result<Coo, MtxError> {
     let mut lines = Lines {
         reader,
-        buf: Vec::new(),
+        text: String::new(),
         line: 0,
     };
-    let header = lines.next_line()?.unwrap_or_default();
-    let (field, symmetric) = parse_header(&header, lines.line.max(1))?;
-    let size = lines.next_data_line()?.unwrap_or_default();
-    let [rows, cols, declared] = parse_fields::<3>(&size, lines.line)?;
-    for dim in [rows, cols] {
-        if dim > u64::from(u32::MAX) {
-            return Err(MtxError::TooManyVertices {
-                line: lines.line,
-                size: dim,
-            });
-        }
+    let has_header = lines.advance(false)?;
+    let line = lines.line;
+    let (field, symmetric) = parse_header(if has_header { lines.text() } else { "" }, line.max(1))?;
+    let has_size = lines.advance(true)?;
+    let size = split::<3>(if has_size { lines.text() } else { "" }, lines.line)?;
+    let [rows, cols, declared] = size.map(|token| parse_index(token, lines.line));
+    let (rows, cols, declared) = (rows?, cols?, declared?);
+    if let Some(size) = [rows, cols].into_iter().find(|&d| d > u64::from(u32::MAX)) {
+        return Err(MtxError::TooManyVertices {
+            line: lines.line,
+            size,
+        });
     }
     // Bounded so that a lying size line cannot make us reserve without limit.
     let capacity = declared.min(1 << 20) as usize;
@@ -175,7 +176,7 @@ pub fn read(reader: impl BufRead) -> Result<Coo, MtxError> {
         symmetric,
     };
     let mut found = 0u64;
-    while let Some(entry) = lines.next_data_line()? {
+    while lines.advance(true)? {
         let line = lines.line;
         if found == declared {
             return Err(MtxError::WrongEntryCount {
@@ -184,7 +185,7 @@ pub fn read(reader: impl BufRead) -> Result<Coo, MtxError> {
                 found: found + 1,
             });
         }
-        let (row, col, value) = parse_entry(&entry, field, line)?;
+        let (row, col, value) = parse_entry(lines.text(), field, line)?;
         for (index, size) in [(row, rows), (col, cols)] {
             match index {
                 0 => return Err(MtxError::ZeroIndex { line }),
@@ -222,16 +223,17 @@ pub fn read(reader: impl BufRead) -> Result<Coo, MtxError> {
 /// ```
 pub fn read_path(path: impl AsRef<Path>) -> Result<Coo, MtxError> {
     let file = File::open(path).map_err(|source| MtxError::Io { line: 0, source })?;
-    read(BufReader::new(file))
+    read(BufReader::with_capacity(1 << 20, file))
 }
 
 /// Writes `coo` as a Matrix Market file with the given field: `pattern` writes no
 /// values, `integer` writes each value as an unsigned integer and `real` as the `f32`
-/// whose bits it holds (shortest form that reads back to the same bits). A symmetric
-/// graph is written `symmetric`, each entry as `(max, min)`, the lower triangle the
-/// format asks for; reading it back then gives each edge reversed where `src < dst`.
-/// The size line declares `num_vertices` rows and columns (a [`Coo::check`]ed graph
-/// reads back with the same vertex count).
+/// whose bits it holds (the shortest form that reads back to the same bits; a NaN reads
+/// back as a NaN, its payload lost). A symmetric graph is written `symmetric`, each
+/// entry as `(max, min)`, the lower triangle the format asks for; reading it back then
+/// gives each edge reversed where `src < dst`. The size line declares `num_vertices`
+/// rows and columns, or more to cover every id listed (a [`Coo::check`]ed graph reads
+/// back with the same vertex count). The writer is buffered here.
 ///
 /// # Errors
 ///
@@ -254,7 +256,8 @@ pub fn read_path(path: impl AsRef<Path>) -> Result<Coo, MtxError> {
 /// assert_eq!(mtx::read(file.as_slice()).unwrap(), coo);
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn write(mut writer: impl Write, coo: &Coo, field: Field) -> io::Result<()> {
+pub fn write(writer: impl Write, coo: &Coo, field: Field) -> io::Result<()> {
+    let mut writer = io::BufWriter::new(writer);
     let values = match field {
         Field::Pattern => None,
         _ => Some(coo.values.as_deref().ok_or_else(|| {
@@ -278,7 +281,7 @@ pub fn write(mut writer: impl Write, coo: &Coo, field: Field) -> io::Result<()> 
         .len()
         .min(coo.dst.len())
         .min(values.map_or(usize::MAX, <[u32]>::len));
-    writeln!(writer, "{0} {0} {1}", coo.num_vertices, entries)?;
+    writeln!(writer, "{0} {0} {1}", coo.vertex_bound(), entries)?;
     for i in 0..entries {
         let (s, d) = (u64::from(coo.src[i]) + 1, u64::from(coo.dst[i]) + 1);
         let (row, col) = if coo.symmetric {
@@ -295,45 +298,40 @@ pub fn write(mut writer: impl Write, coo: &Coo, field: Field) -> io::Result<()> 
     writer.flush()
 }
 
-/// The lines of a file, counted from 1.
+/// The lines of a file, counted from 1, read into one reused buffer.
 struct Lines<R> {
     reader: R,
-    buf: Vec<u8>,
+    text: String,
     line: u64,
 }
 
 impl<R: BufRead> Lines<R> {
-    /// The next line without its line ending, or `None` at the end of the file.
-    fn next_line(&mut self) -> Result<Option<String>, MtxError> {
-        self.buf.clear();
-        self.line += 1;
-        let io_error = |line, source| MtxError::Io { line, source };
-        match self.reader.read_until(b'\n', &mut self.buf) {
-            Ok(0) => {
-                // The end of the file is not a line: report errors at the last one.
-                self.line -= 1;
-                Ok(None)
+    /// Moves to the next line (the next one that is neither blank nor a `%` comment when
+    /// `data_only`); false at the end of the file, where `line` stays the last line's.
+    fn advance(&mut self, data_only: bool) -> Result<bool, MtxError> {
+        loop {
+            let mut buf = std::mem::take(&mut self.text).into_bytes();
+            buf.clear();
+            let read = self.reader.read_until(b'\n', &mut buf);
+            let line = self.line + 1;
+            let io_error = |source| MtxError::Io { line, source };
+            if read.map_err(io_error)? == 0 {
+                return Ok(false);
             }
-            Ok(_) => match std::str::from_utf8(&self.buf) {
-                Ok(text) => Ok(Some(text.trim_end_matches(['\n', '\r']).to_owned())),
-                Err(e) => Err(io_error(
-                    self.line,
-                    io::Error::new(io::ErrorKind::InvalidData, e),
-                )),
-            },
-            Err(e) => Err(io_error(self.line, e)),
+            self.line = line;
+            self.text = String::from_utf8(buf).map_err(|e| {
+                io_error(io::Error::new(io::ErrorKind::InvalidData, e.utf8_error()))
+            })?;
+            let trimmed = self.text.trim_start();
+            if !data_only || !(trimmed.is_empty() || trimmed.starts_with('%')) {
+                return Ok(true);
+            }
         }
     }
 
-    /// The next line that is neither blank nor a `%` comment.
-    fn next_data_line(&mut self) -> Result<Option<String>, MtxError> {
-        while let Some(text) = self.next_line()? {
-            let trimmed = text.trim();
-            if !trimmed.is_empty() && !trimmed.starts_with('%') {
-                return Ok(Some(text));
-            }
-        }
-        Ok(None)
+    /// The current line without its line ending.
+    fn text(&self) -> &str {
+        self.text.trim_end_matches(['\n', '\r'])
     }
 }
 
@@ -386,49 +384,59 @@ fn parse_header(header: &str, line: u64) -> Result<(Field, bool), MtxError> {
     Ok((field, symmetric))
 }
 
-/// Exactly `N` unsigned integer fields.
-fn parse_fields<const N: usize>(text: &str, line: u64) -> Result<[u64; N], MtxError> {
-    let tokens: Vec<&str> = text.split_whitespace().collect();
-    if tokens.len() != N {
-        return Err(MtxError::WrongFieldCount {
+/// The `N` whitespace-separated fields of `text`, which must have exactly `N`.
+fn split<const N: usize>(text: &str, line: u64) -> Result<[&str; N], MtxError> {
+    let mut tokens = [""; N];
+    let mut found = 0;
+    for token in text.split_whitespace() {
+        if let Some(slot) = tokens.get_mut(found) {
+            *slot = token;
+        }
+        found += 1;
+    }
+    match found == N {
+        true => Ok(tokens),
+        false => Err(MtxError::WrongFieldCount {
             line,
             expected: N,
-            found: tokens.len(),
-        });
+            found,
+        }),
     }
-    let mut fields = [0; N];
-    for (field, token) in fields.iter_mut().zip(tokens) {
-        *field = token.parse().map_err(|_| bad_number(token, line))?;
-    }
-    Ok(fields)
+}
+
+/// An unsigned integer field (an index or a size).
+fn parse_index(token: &str, line: u64) -> Result<u64, MtxError> {
+    token.parse().map_err(|_| bad_number(token, line))
 }
 
 /// `ROW COL[ VALUE]` of an entry line.
 fn parse_entry(text: &str, field: Field, line: u64) -> Result<(u64, u64, Option<u32>), MtxError> {
-    let tokens: Vec<&str> = text.split_whitespace().collect();
-    let expected = if field == Field::Pattern { 2 } else { 3 };
-    if tokens.len() != expected {
-        return Err(MtxError::WrongFieldCount {
-            line,
-            expected,
-            found: tokens.len(),
-        });
-    }
-    let index = |token: &str| token.parse::<u64>().map_err(|_| bad_number(token, line));
-    let (row, col) = (index(tokens[0])?, index(tokens[1])?);
+    let (row, col, value) = match field {
+        Field::Pattern => {
+            let [row, col] = split::<2>(text, line)?;
+            (row, col, None)
+        }
+        _ => {
+            let [row, col, value] = split::<3>(text, line)?;
+            (row, col, Some(value))
+        }
+    };
+    let (row, col) = (parse_index(row, line)?, parse_index(col, line)?);
+    let Some(token) = value else {
+        return Ok((row, col, None));
+    };
     let value = match field {
-        Field::Pattern => return Ok((row, col, None)),
-        Field::Integer => tokens[2].parse::<i64>().ok().and_then(|v| {
+        Field::Integer => token.parse::<i64>().ok().and_then(|v| {
             u32::try_from(v)
                 .ok()
                 .or_else(|| i32::try_from(v).ok().map(|v| v as u32))
         }),
-        Field::Real => tokens[2].parse::<f32>().ok().map(f32::to_bits),
+        _ => token.parse::<f32>().ok().map(f32::to_bits),
     };
     Ok((
         row,
         col,
-        Some(value.ok_or_else(|| bad_number(tokens[2], line))?),
+        Some(value.ok_or_else(|| bad_number(token, line))?),
     ))
 }
 
