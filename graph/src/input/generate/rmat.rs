@@ -25,23 +25,26 @@ pub struct RmatParams {
 
 impl RmatParams {
     /// soc-LiveJournal1-like: the Graph500 quadrants (0.57, 0.19, 0.19) and 14 edges
-    /// per vertex (Table 5.1: mean degree 17.2, maximum 20 K over 4.8 M vertices).
+    /// per vertex. At scale 22: mean degree 26.9, σ 307, maximum 148 K (Table 5.1's
+    /// soc-LiveJournal1: 17.2, 50.65 and 20 K over 4.8 M vertices).
     pub const SOC_LIVEJOURNAL: RmatParams = RmatParams {
         a: 0.57,
         b: 0.19,
         c: 0.19,
         edge_factor: 14,
     };
-    /// hollywood-2009-like: a heavier skew and 50 edges per vertex (Table 5.1: mean
-    /// degree 98.9, maximum 11 K over 1.1 M vertices).
+    /// hollywood-2009-like: a heavier skew (0.65, 0.15, 0.15) and 50 edges per vertex.
+    /// At scale 20: mean degree 68.0, σ 636, maximum 121 K (Table 5.1's hollywood-2009:
+    /// 98.9, 271.70 and 11 K over 1.1 M vertices).
     pub const HOLLYWOOD: RmatParams = RmatParams {
         a: 0.65,
         b: 0.15,
         c: 0.15,
         edge_factor: 50,
     };
-    /// soc-orkut-like: the Graph500 quadrants and 40 edges per vertex (Table 5.1: mean
-    /// degree 70.9 over 3 M vertices).
+    /// soc-orkut-like: the Graph500 quadrants and 40 edges per vertex. At scale 21: mean
+    /// degree 72.7, σ 648, maximum 187 K (Table 5.1's soc-orkut: 70.9, 139.72 and 27 K
+    /// over 3 M vertices).
     pub const SOC_ORKUT: RmatParams = RmatParams {
         a: 0.57,
         b: 0.19,
