@@ -125,7 +125,7 @@ fn rgg_side(n: u32) -> usize {
 }
 
 /// The square of the rgg radius `0.55·sqrt(ln n / n)` (0 for `n < 2`).
-pub(crate) fn rgg_radius_squared(n: u32) -> f64 {
+fn rgg_radius_squared(n: u32) -> f64 {
     if n < 2 {
         return 0.0;
     }
