@@ -167,6 +167,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &[u32],
         values: Option<&[W]>,
     ) -> Result<Self> {
+        if src.is_empty() && dst.is_empty() {
+            return Self::with_config(gpu, num_vertices, config);
+        }
         let mut g = Self::bare(gpu, config)?;
         let staged = g.stage(src, dst, values)?;
         g.build_from_device(
@@ -176,6 +179,37 @@ impl<W: EdgeValue> DynamicGraph<W> {
             staged.values.as_ref(),
         )?;
         Ok(g)
+    }
+
+    /// [`from_edges`](Self::from_edges) from a [`Coo`](crate::input::Coo) (a generated
+    /// graph or a Matrix Market file): its `num_vertices` ids, its values for a map
+    /// graph (u32, widened for `u64`). A symmetric COO (each undirected edge listed once)
+    /// gives a directed graph both directions. Synchronizes.
+    pub fn from_coo(gpu: &Gpu, config: GraphConfig, coo: &crate::input::Coo) -> Result<Self> {
+        use gpuds_core::DeviceType;
+        let both;
+        let edges = if coo.symmetric && config.directed {
+            both = coo.symmetrized();
+            &both
+        } else {
+            coo
+        };
+        let values: Option<Vec<W>> = match (&edges.values, W::SET) {
+            (Some(v), false) => Some(
+                v.iter()
+                    .map(|&x| W::from_device(W::Device::from_u64(u64::from(x))))
+                    .collect(),
+            ),
+            _ => None,
+        };
+        Self::from_edges(
+            gpu,
+            config,
+            edges.num_vertices,
+            &edges.src,
+            &edges.dst,
+            values.as_deref(),
+        )
     }
 
     /// [`from_edges`](Self::from_edges) with the edges already on the device.
