@@ -73,7 +73,7 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Problem size replacing the experiment's fixed one (the largest of a size sweep;
     /// table slots for linear), as `2^24` or `16777216` (slabhash, linear, hive, btree,
-    /// mvbtree, alloc; quick passes it to those).
+    /// mvbtree, alloc, graph; quick passes it to those).
     #[arg(long, global = true, value_name = "N", value_parser = keys_parser)]
     pub keys: Option<u64>,
     /// Load factors replacing the experiment's fixed ones, comma-separated, each in (0, 1),
@@ -175,6 +175,9 @@ pub enum Command {
     /// VersionedBTreeMap.
     #[command(about = about("mvbtree"))]
     Mvbtree,
+    /// DynamicGraph.
+    #[command(about = about("graph"))]
+    Graph,
     /// SlabHashMap.
     #[command(about = about("slabhash"))]
     Slabhash,
@@ -232,6 +235,7 @@ impl Command {
             Command::Btree => "btree",
             Command::BtreeRange => "btree-range",
             Command::Mvbtree => "mvbtree",
+            Command::Graph => "graph",
             Command::Slabhash => "slabhash",
             Command::SlabhashTargets => "slabhash-targets",
             Command::Compare(_) | Command::Plot { .. } | Command::Completions { .. } => {

@@ -10,6 +10,7 @@
 
 pub mod alloc;
 pub mod btree;
+pub mod graph;
 pub mod hive;
 pub mod limits;
 pub mod linear;
@@ -320,6 +321,7 @@ pub fn registry() -> Vec<Experiment> {
         mvbtree::EXPERIMENT,
         slabhash::EXPERIMENT,
         slabhash::TARGETS,
+        graph::EXPERIMENT,
     ]
 }
 

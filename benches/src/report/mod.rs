@@ -204,6 +204,7 @@ pub fn default_structure(experiment: &str) -> &'static str {
         "alloc" => "SlabAlloc",
         "btree" | "btree-range" => "GpuBTreeMap",
         "slabhash" | "slabhash-targets" => "SlabHashMap",
+        "graph" => "DynamicGraph",
         _ => "unknown",
     }
 }

@@ -1,0 +1,656 @@
+//! `graph`: the dynamic graph experiments of Awad (2022), chapter 5 (§5.6), on the local
+//! GPU, with the sorted-CSR representation (built with core's radix sort, triangles
+//! counted by sorted intersection) measured in the same run as the baseline:
+//!
+//! - Tables 5.2 / 5.3: edge insertion and deletion rates for batches of 2^16 ... 2^22
+//!   random edges into (from) a graph built in bulk; baseline: rebuilding the sorted CSR
+//!   of the graph, in edges per second;
+//! - Table 5.4: vertex deletion rates for batches of 2^14 ... 2^20 vertices;
+//! - Table 5.5: bulk build per dataset against the sorted-CSR build of the same COO;
+//! - Table 5.6: incremental build (an empty graph of known vertex capacity, batches of
+//!   2^16 ... 2^22 edges);
+//! - Tables 5.7 / 5.8: static triangle counting on the hash tables (set variant) against
+//!   the sorted CSR's count, with and without its sort (the CSR build);
+//! - Table 5.9: dynamic triangle counting: five batches of 2^22 edges, a count after
+//!   each, cumulative; baseline: rebuilding the CSR and counting after each;
+//! - Figs. 5.2 / 5.3: the load factor swept on the R-MAT 2^20 graph (build, insertion,
+//!   triangle counting).
+//!
+//! Datasets are generated (gpuds_graph::input) in the shapes of Table 5.1, seeded;
+//! `--keys N` sets their vertex count (default 2^20; `quick` 2^18). Rates are edges
+//! (or vertices) per second of input, whatever the batch's duplicates.
+
+use gpuds_core::cudarc::driver::CudaSlice;
+use gpuds_core::Result;
+use gpuds_graph::csr::{CsrBuilder, DeviceCsr};
+use gpuds_graph::input::{Coo, Family};
+use gpuds_graph::{DynamicGraph, GraphConfig};
+
+use super::{core_error, Accepts, Case, CrateError, Experiment, Params, Scale};
+use crate::bench::Bench;
+use crate::report::{size_label, Baseline, Row, Unit};
+use crate::timing::{time_once, Timing};
+
+/// The `graph` experiment.
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "graph",
+    about: "DynamicGraph (Awad 2022, ch. 5): Tables 5.2-5.9, Figs. 5.2-5.3; sorted-CSR baseline",
+    accepts: Accepts::KEYS,
+    plan,
+};
+
+impl CrateError for gpuds_graph::Error {
+    fn into_core(self) -> std::result::Result<gpuds_core::Error, Self> {
+        match self {
+            gpuds_graph::Error::Core(e) => Ok(e),
+            other => Err(other),
+        }
+    }
+}
+
+const NAME: &str = "graph";
+const GRAPH: &str = "DynamicGraph";
+const CSR: &str = "sorted CSR";
+const SEED: u64 = 5;
+
+fn plan(params: &Params) -> Vec<Case> {
+    let quick = params.scale == Scale::Quick;
+    let n = params
+        .keys_or(if quick { 1 << 18 } else { 1 << 20 })
+        .clamp(1 << 10, 1 << 26) as u32;
+    let datasets: Vec<&'static str> = if quick {
+        vec!["rgg_n_2_20_s0", "soc-LiveJournal1"]
+    } else {
+        vec![
+            "rgg_n_2_20_s0",
+            "delaunay_n20",
+            "soc-LiveJournal1",
+            "hollywood-2009",
+            "road_usa",
+        ]
+    };
+    let batches: Vec<usize> = if quick {
+        vec![1 << 18, 1 << 22]
+    } else {
+        vec![1 << 16, 1 << 18, 1 << 20, 1 << 22]
+    };
+    let mut cases = Vec::new();
+    for name in datasets.clone() {
+        let batches = batches.clone();
+        cases.push(Case::new(
+            format!("Tables 5.2/5.3/5.5/5.7, {name}"),
+            move |b| {
+                let coo = dataset(name, n)?;
+                let mut rows = build_rows(b, name, &coo)?;
+                rows.extend(triangle_rows(b, name, &coo)?);
+                rows.extend(edge_rows(b, name, &coo, &batches)?);
+                Ok(rows)
+            },
+        ));
+    }
+    let vertex_batches: Vec<usize> = if quick {
+        vec![1 << 14]
+    } else {
+        vec![1 << 14, 1 << 16, 1 << 18]
+    };
+    cases.push(Case::new("Table 5.4 vertex deletion", move |b| {
+        let coo = dataset("soc-LiveJournal1", n)?;
+        vertex_rows(b, &coo, &vertex_batches)
+    }));
+    let inc: Vec<usize> = if quick {
+        vec![1 << 20]
+    } else {
+        vec![1 << 16, 1 << 18, 1 << 20, 1 << 22]
+    };
+    cases.push(Case::new("Table 5.6 incremental build", move |b| {
+        let coo = dataset("delaunay_n20", n)?;
+        incremental_rows(b, &coo, &inc)
+    }));
+    cases.push(Case::new("Table 5.9 dynamic triangle counting", move |b| {
+        let coo = dataset("road_usa", n)?;
+        dynamic_rows(b, &coo, if quick { 2 } else { 5 })
+    }));
+    if !quick {
+        cases.push(Case::new("Figs. 5.2/5.3 load factor", move |b| {
+            let coo = dataset("soc-LiveJournal1", n)?;
+            load_factor_rows(b, &coo)
+        }));
+    }
+    cases
+}
+
+/// A Table 5.1 shape with about `n` vertices.
+fn dataset(name: &str, n: u32) -> Result<Coo> {
+    let (family, _) = Family::from_name(name, 0)
+        .ok_or_else(|| gpuds_core::Error::InvalidArgument(format!("no graph family {name}")))?;
+    Ok(family.generate(n, SEED))
+}
+
+fn err(e: gpuds_graph::Error) -> gpuds_core::Error {
+    core_error(e)
+}
+
+fn row(name: &str, structure: &str, work: u64, timing: Timing, unit: Unit) -> Row {
+    Row::new(NAME, name, work, timing, work as f64, unit).with_structure(structure)
+}
+
+fn once(ms: f64) -> Timing {
+    Timing {
+        median_ms: ms,
+        min_ms: ms,
+        max_ms: ms,
+        reps: 1,
+    }
+}
+
+fn baseline(label: &str, rate: f64) -> Option<Baseline> {
+    Some(Baseline {
+        label: format!("{label}, this run"),
+        rate,
+    })
+}
+
+struct Device {
+    src: CudaSlice<u32>,
+    dst: CudaSlice<u32>,
+}
+
+fn upload(bench: &Bench, coo: &Coo) -> Result<Device> {
+    let stream = bench.gpu.stream();
+    Ok(Device {
+        src: stream.clone_htod(&coo.src)?,
+        dst: stream.clone_htod(&coo.dst)?,
+    })
+}
+
+type Graph = DynamicGraph<()>;
+
+fn build(gpu: &gpuds_core::Gpu, coo: &Coo, d: &Device, config: GraphConfig) -> Result<Graph> {
+    Graph::from_device_edges(gpu, config, coo.num_vertices, &d.src, &d.dst, None).map_err(err)
+}
+
+/// Table 5.5: bulk build (median of the timer's repetitions) beside the CSR build.
+fn build_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
+    let d = upload(bench, coo)?;
+    let m = coo.len() as u64;
+    let mut builder = CsrBuilder::new(&bench.gpu).map_err(|e| err(e.into()))?;
+    let gpu = bench.gpu.clone();
+    let csr_t = bench.timer.measure(|rep| {
+        rep.time(|| {
+            builder
+                .build(coo.num_vertices, &d.src, &d.dst, true)
+                .map(drop)
+                .map_err(|e| err(e.into()))
+        })
+    })?;
+    let csr_rate = csr_t.giga_rate(m as f64);
+    let graph_t = bench
+        .timer
+        .measure(|rep| rep.time(|| build(&gpu, coo, &d, GraphConfig::default()).map(drop)))?;
+    let g = build(&gpu, coo, &d, GraphConfig::default())?;
+    let edges = g.num_edges().map_err(err)?;
+    let rate = graph_t.giga_rate(m as f64);
+    Ok(vec![
+        row(
+            &format!("Table 5.5 bulk build, {name}"),
+            CSR,
+            m,
+            csr_t,
+            Unit::GigaItemsPerSecond,
+        )
+        .with_note(format!(
+            "{:.2} ms, {} edges",
+            csr_t.median_ms,
+            size_label(m)
+        )),
+        row(
+            &format!("Table 5.5 bulk build, {name}"),
+            GRAPH,
+            m,
+            graph_t,
+            Unit::GigaItemsPerSecond,
+        )
+        .with_baseline(baseline(CSR, csr_rate))
+        .with_note(format!(
+            "{:.2} ms; {:.2} x {CSR}; {} edges stored; target >= 8 G edges/s on rgg/delaunay: {}",
+            graph_t.median_ms,
+            rate / csr_rate,
+            size_label(edges),
+            if rate >= 8.0 { "met" } else { "missed" }
+        )),
+    ])
+}
+
+/// Tables 5.7 / 5.8: triangles on the tables against the sorted CSR (count alone, and
+/// with its build, the sort the list-based structures need).
+fn triangle_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
+    let d = upload(bench, coo)?;
+    let m = coo.len() as u64;
+    let gpu = bench.gpu.clone();
+    let g = build(&gpu, coo, &d, GraphConfig::default())?;
+    let csr = DeviceCsr::from_device_coo(&gpu, coo.num_vertices, &d.src, &d.dst, true)
+        .map_err(|e| err(e.into()))?;
+    let mut want = 0;
+    let csr_t = bench.timer.measure(|rep| {
+        rep.time(|| {
+            want = csr.triangle_count(&gpu).map_err(|e| err(e.into()))?;
+            Ok(())
+        })
+    })?;
+    let mut builder = CsrBuilder::new(&gpu).map_err(|e| err(e.into()))?;
+    let sort_t = bench.timer.measure(|rep| {
+        rep.time(|| {
+            builder
+                .build(coo.num_vertices, &d.src, &d.dst, true)
+                .map(drop)
+                .map_err(|e| err(e.into()))
+        })
+    })?;
+    let mut got = 0;
+    let graph_t = bench.timer.measure(|rep| {
+        rep.time(|| {
+            got = g.triangle_count().map_err(err)?;
+            Ok(())
+        })
+    })?;
+    let csr_rate = csr_t.giga_rate(m as f64);
+    let label = format!("Table 5.7 triangles, {name}");
+    let ok = if got == want {
+        "checked against the CSR count"
+    } else {
+        "COUNTS DIFFER"
+    };
+    Ok(vec![
+        row(&label, CSR, m, csr_t, Unit::GigaItemsPerSecond).with_note(format!(
+            "{:.2} ms, {want} triangles; its sort (Table 5.8) {:.2} ms",
+            csr_t.median_ms, sort_t.median_ms
+        )),
+        row(&label, GRAPH, m, graph_t, Unit::GigaItemsPerSecond)
+            .with_baseline(baseline(CSR, csr_rate))
+            .with_note(format!(
+                "{:.2} ms, {got} triangles, {ok}; {:.2} x {CSR}, {:.2} x {CSR} with its sort",
+                graph_t.median_ms,
+                csr_t.median_ms / graph_t.median_ms,
+                (csr_t.median_ms + sort_t.median_ms) / graph_t.median_ms
+            )),
+    ])
+}
+
+/// Tables 5.2 / 5.3: random edge batches inserted into and deleted from the built graph.
+fn edge_rows(bench: &mut Bench, name: &str, coo: &Coo, batches: &[usize]) -> Result<Vec<Row>> {
+    let d = upload(bench, coo)?;
+    let m = coo.len() as u64;
+    let gpu = bench.gpu.clone();
+    let mut builder = CsrBuilder::new(&gpu).map_err(|e| err(e.into()))?;
+    let csr_t = bench.timer.measure(|rep| {
+        rep.time(|| {
+            builder
+                .build(coo.num_vertices, &d.src, &d.dst, true)
+                .map(drop)
+                .map_err(|e| err(e.into()))
+        })
+    })?;
+    let csr_rate = csr_t.giga_rate(m as f64);
+    let nv = coo.num_vertices.max(2);
+    let mut rows = Vec::new();
+    for &batch in batches {
+        let mut g = build(&gpu, coo, &d, GraphConfig::default())?;
+        g.reserve(batch as u64 * 2 * 8).map_err(err)?;
+        let mut seed = 0u32;
+        let ins_t = bench.timer.measure(|rep| {
+            seed = rep.seed();
+            let src = bench_words(&gpu, batch, seed, nv)?;
+            let dst = bench_words(&gpu, batch, seed ^ 0x5555, nv)?;
+            rep.time(|| {
+                g.insert_edges_device(&src, &dst, None)
+                    .map(drop)
+                    .map_err(err)
+            })
+        })?;
+        g.validate().map_err(err)?;
+        // Deletion: edges of the graph itself, a fresh sample each repetition.
+        let del_t = bench.timer.measure(|rep| {
+            let pick = sample(coo, batch, rep.seed());
+            let (src, dst) = (
+                gpu.stream().clone_htod(&pick.0)?,
+                gpu.stream().clone_htod(&pick.1)?,
+            );
+            rep.time(|| g.remove_edges_device(&src, &dst).map(drop).map_err(err))
+        })?;
+        g.validate().map_err(err)?;
+        let (ins, del) = (ins_t.giga_rate(batch as f64), del_t.giga_rate(batch as f64));
+        let big = batch == 1 << 22;
+        rows.push(
+            row(
+                &format!(
+                    "Table 5.2 edge insertion, {name}, batch {}",
+                    size_label(batch as u64)
+                ),
+                GRAPH,
+                batch as u64,
+                ins_t,
+                Unit::GigaItemsPerSecond,
+            )
+            .with_baseline(baseline("CSR rebuild", csr_rate))
+            .with_note(if big {
+                format!(
+                    "target >= 4 G edges/s: {}",
+                    if ins >= 4.0 { "met" } else { "missed" }
+                )
+            } else {
+                "random edges, both directions".into()
+            }),
+        );
+        rows.push(
+            row(
+                &format!(
+                    "Table 5.3 edge deletion, {name}, batch {}",
+                    size_label(batch as u64)
+                ),
+                GRAPH,
+                batch as u64,
+                del_t,
+                Unit::GigaItemsPerSecond,
+            )
+            .with_baseline(baseline("CSR rebuild", csr_rate))
+            .with_note(if big {
+                format!(
+                    "target >= 5 G edges/s: {}",
+                    if del >= 5.0 { "met" } else { "missed" }
+                )
+            } else {
+                "edges of the graph, both directions".into()
+            }),
+        );
+    }
+    Ok(rows)
+}
+
+/// `n` random vertex ids below `nv` on the device.
+fn bench_words(gpu: &gpuds_core::Gpu, n: usize, seed: u32, nv: u32) -> Result<CudaSlice<u32>> {
+    let host: Vec<u32> = (0..n as u64)
+        .map(|i| (mix(i ^ (u64::from(seed) << 32)) % u64::from(nv)) as u32)
+        .collect();
+    Ok(gpu.stream().clone_htod(&host)?)
+}
+
+/// `n` edges of `coo`, sampled with a seed.
+fn sample(coo: &Coo, n: usize, seed: u32) -> (Vec<u32>, Vec<u32>) {
+    let m = coo.len().max(1) as u64;
+    (0..n as u64)
+        .map(|i| {
+            let j = (mix(i ^ (u64::from(seed) << 40)) % m) as usize;
+            (coo.src[j], coo.dst[j])
+        })
+        .unzip()
+}
+
+/// Table 5.4: vertex deletion (a fresh graph each repetition).
+fn vertex_rows(bench: &mut Bench, coo: &Coo, batches: &[usize]) -> Result<Vec<Row>> {
+    let d = upload(bench, coo)?;
+    let gpu = bench.gpu.clone();
+    let nv = coo.num_vertices.max(2);
+    let mut rows = Vec::new();
+    for &batch in batches {
+        let batch = batch.min(nv as usize / 2);
+        let t = bench.timer.measure(|rep| {
+            let mut g = build(&gpu, coo, &d, GraphConfig::default())?;
+            let mut ids: Vec<u32> = (0..batch as u64)
+                .map(|i| (mix(i ^ u64::from(rep.seed()) << 32) % u64::from(nv)) as u32)
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            rep.time(|| g.remove_vertices(&ids).map(drop).map_err(err))
+        })?;
+        let rate = t.giga_rate(batch as f64);
+        rows.push(
+            row(
+                &format!(
+                    "Table 5.4 vertex deletion, soc-LiveJournal1, batch {}",
+                    size_label(batch as u64)
+                ),
+                GRAPH,
+                batch as u64,
+                t,
+                Unit::GigaItemsPerSecond,
+            )
+            .with_note(format!(
+                "{:.1} M vertices/s; target >= 150 M/s at 2^20",
+                rate * 1e3
+            )),
+        );
+    }
+    Ok(rows)
+}
+
+/// Table 5.6: incremental build from an empty graph of known capacity.
+fn incremental_rows(bench: &mut Bench, coo: &Coo, batches: &[usize]) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let d = upload(bench, coo)?;
+    let m = coo.len();
+    // Shuffled order: batches are not sorted by source.
+    let order: Vec<usize> = {
+        let mut o: Vec<(u64, usize)> = (0..m).map(|i| (mix(i as u64 ^ 77), i)).collect();
+        o.sort_unstable();
+        o.into_iter().map(|p| p.1).collect()
+    };
+    let src: Vec<u32> = order.iter().map(|&i| coo.src[i]).collect();
+    let dst: Vec<u32> = order.iter().map(|&i| coo.dst[i]).collect();
+    let (ds, dd) = (
+        gpu.stream().clone_htod(&src)?,
+        gpu.stream().clone_htod(&dst)?,
+    );
+    let mut rows = Vec::new();
+    let bulk = bench
+        .timer
+        .measure(|rep| rep.time(|| build(&gpu, coo, &d, GraphConfig::default()).map(drop)))?;
+    for &batch in batches {
+        let mut g = Graph::new(&gpu, coo.num_vertices).map_err(err)?;
+        g.reserve(2 * m as u64).map_err(err)?;
+        let mut total_ms = 0.0;
+        let mut at = 0;
+        while at < m {
+            let end = (at + batch).min(m);
+            let (s, t) = (ds.slice(at..end), dd.slice(at..end));
+            let (s, t) = (gpu.stream().clone_dtod(&s)?, gpu.stream().clone_dtod(&t)?);
+            total_ms += time_once(&gpu, || {
+                g.insert_edges_device(&s, &t, None).map(drop).map_err(err)
+            })?;
+            at = end;
+        }
+        g.validate().map_err(err)?;
+        let t = once(total_ms);
+        rows.push(
+            row(
+                &format!(
+                    "Table 5.6 incremental build, delaunay_n20, batch {}",
+                    size_label(batch as u64)
+                ),
+                GRAPH,
+                m as u64,
+                t,
+                Unit::GigaItemsPerSecond,
+            )
+            .with_baseline(baseline("bulk build", bulk.giga_rate(m as f64)))
+            .with_note(format!(
+                "{total_ms:.2} ms for {} edges",
+                size_label(m as u64)
+            )),
+        );
+    }
+    Ok(rows)
+}
+
+/// Table 5.9: five batches inserted, triangles counted after each (cumulative).
+fn dynamic_rows(bench: &mut Bench, coo: &Coo, rounds: usize) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let m = coo.len();
+    let base = m / 2;
+    let (head_src, head_dst) = (&coo.src[..base], &coo.dst[..base]);
+    let mut g = Graph::from_edges(
+        &gpu,
+        GraphConfig::default(),
+        coo.num_vertices,
+        head_src,
+        head_dst,
+        None,
+    )
+    .map_err(err)?;
+    let per = (m - base).div_ceil(rounds.max(1));
+    let mut all_src = head_src.to_vec();
+    let mut all_dst = head_dst.to_vec();
+    let (mut graph_ms, mut csr_ms) = (0.0, 0.0);
+    let mut inserted = 0u64;
+    let mut builder = CsrBuilder::new(&gpu).map_err(|e| err(e.into()))?;
+    for r in 0..rounds {
+        let (a, b) = (base + r * per, (base + (r + 1) * per).min(m));
+        if a >= b {
+            break;
+        }
+        inserted += (b - a) as u64;
+        let (s, t) = (
+            gpu.stream().clone_htod(&coo.src[a..b])?,
+            gpu.stream().clone_htod(&coo.dst[a..b])?,
+        );
+        let mut got = 0;
+        graph_ms += time_once(&gpu, || {
+            g.insert_edges_device(&s, &t, None).map_err(err)?;
+            got = g.triangle_count().map_err(err)?;
+            Ok(())
+        })?;
+        all_src.extend_from_slice(&coo.src[a..b]);
+        all_dst.extend_from_slice(&coo.dst[a..b]);
+        let (ds, dd) = (
+            gpu.stream().clone_htod(&all_src)?,
+            gpu.stream().clone_htod(&all_dst)?,
+        );
+        let mut want = 0;
+        csr_ms += time_once(&gpu, || {
+            let csr = builder
+                .build(coo.num_vertices, &ds, &dd, true)
+                .map_err(|e| err(e.into()))?;
+            want = csr.triangle_count(&gpu).map_err(|e| err(e.into()))?;
+            Ok(())
+        })?;
+        if got != want {
+            return Err(gpuds_core::Error::InvalidArgument(format!(
+                "round {r}: {got} triangles, the CSR counts {want}"
+            )));
+        }
+    }
+    let rate = |ms: f64| inserted as f64 / (ms * 1e-3) / 1e9;
+    Ok(vec![
+        row(
+            "Table 5.9 dynamic triangles, road_usa",
+            CSR,
+            inserted,
+            once(csr_ms),
+            Unit::GigaItemsPerSecond,
+        )
+        .with_note(format!(
+            "{csr_ms:.2} ms cumulative over {rounds} batches (rebuild + count)"
+        )),
+        row(
+            "Table 5.9 dynamic triangles, road_usa",
+            GRAPH,
+            inserted,
+            once(graph_ms),
+            Unit::GigaItemsPerSecond,
+        )
+        .with_baseline(baseline(CSR, rate(csr_ms)))
+        .with_note(format!(
+            "{graph_ms:.2} ms cumulative (insert + count), counts checked; {:.2} x {CSR}",
+            csr_ms / graph_ms
+        )),
+    ])
+}
+
+/// Figs. 5.2 / 5.3: the load factor swept (build, insertion of 2^20 edges, triangles).
+fn load_factor_rows(bench: &mut Bench, coo: &Coo) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let d = upload(bench, coo)?;
+    let m = coo.len() as u64;
+    let mut rows = Vec::new();
+    for lf in [0.4f32, 0.55, 0.7, 0.85, 1.0, 1.5, 2.0] {
+        let config = GraphConfig {
+            load_factor: lf,
+            ..Default::default()
+        };
+        let build_t = bench
+            .timer
+            .measure(|rep| rep.time(|| build(&gpu, coo, &d, config.clone()).map(drop)))?;
+        let mut g = build(&gpu, coo, &d, config.clone())?;
+        let tri_t = bench
+            .timer
+            .measure(|rep| rep.time(|| g.triangle_count().map(drop).map_err(err)))?;
+        let batch = 1usize << 20;
+        let ins_t = bench.timer.measure(|rep| {
+            let nv = coo.num_vertices.max(2);
+            let src = bench_words(&gpu, batch, rep.seed(), nv)?;
+            let dst = bench_words(&gpu, batch, rep.seed() ^ 0x77, nv)?;
+            rep.time(|| {
+                g.insert_edges_device(&src, &dst, None)
+                    .map(drop)
+                    .map_err(err)
+            })
+        })?;
+        let x = Some(f64::from(lf));
+        rows.push(
+            row(
+                "Fig. 5.2 bulk build vs load factor",
+                GRAPH,
+                m,
+                build_t,
+                Unit::GigaItemsPerSecond,
+            )
+            .in_figure("fig5.2", x),
+        );
+        rows.push(
+            row(
+                "Fig. 5.2 edge insertion vs load factor",
+                GRAPH,
+                batch as u64,
+                ins_t,
+                Unit::GigaItemsPerSecond,
+            )
+            .in_figure("fig5.2", x),
+        );
+        rows.push(
+            row(
+                "Fig. 5.3 triangles vs load factor",
+                GRAPH,
+                m,
+                tri_t,
+                Unit::GigaItemsPerSecond,
+            )
+            .in_figure("fig5.3", x)
+            .with_note(format!("{:.2} ms", tri_t.median_ms)),
+        );
+    }
+    Ok(rows)
+}
+
+/// splitmix64.
+fn mix(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plans_stay_within_the_limits() {
+        let quick = plan(&Params::new(Scale::Quick));
+        assert!(quick.len() <= 6, "{}", quick.len());
+        let full = plan(&Params::new(Scale::Full));
+        assert!(full.iter().any(|c| c.label.contains("Figs. 5.2")));
+        assert!(dataset("no such graph", 1 << 10).is_err());
+        let coo = dataset("road_usa", 1 << 10).unwrap();
+        let (s, d) = sample(&coo, 100, 3);
+        assert_eq!((s.len(), d.len()), (100, 100));
+    }
+}
