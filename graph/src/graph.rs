@@ -263,8 +263,14 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let degrees = self.degrees_of_batch(src, dst, n_ids)?;
             let ids: Option<&CudaSlice<u32>> = None;
             self.ensure_dictionary(n_ids)?;
-            self.place_sized(ids, 0, n_ids as usize, &degrees)?;
+            let buckets = self.place_sized(ids, 0, n_ids as usize, &degrees)?;
             self.num_ids = n_ids;
+            // Tables sized for their degrees overflow into collision slabs rarely (a
+            // bucket holds load factor x slots entries on average): room for one in
+            // eight buckets; a batch that runs short grows the pool and runs again.
+            let warps = self.gpu.info().sm_count as u64 * 64;
+            self.alloc
+                .reserve_within_max((buckets / 8).saturating_add(warps))?;
         }
         self.run_edges(Edit::Insert, src, dst, values)?;
         Ok(())
@@ -603,16 +609,16 @@ impl<W: EdgeValue> DynamicGraph<W> {
     }
 
     /// Gives `n` vertices (`ids`, or `first..first + n`) tables sized for `degrees[i]`
-    /// in one new chunk. Synchronizes.
+    /// in one new chunk; returns the base slabs placed. Synchronizes (the scan's total).
     fn place_sized(
         &mut self,
         ids: Option<&CudaSlice<u32>>,
         first: u32,
         n: usize,
         degrees: &CudaSlice<u64>,
-    ) -> Result<()> {
+    ) -> Result<u64> {
         if n == 0 {
-            return Ok(());
+            return Ok(0);
         }
         let stream = self.gpu.stream().clone();
         let mut buckets = stream.alloc_zeros::<u64>(n)?;
@@ -650,8 +656,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         // SAFETY: writes the entries of the n vertices (in the dictionary); offsets and
         // buckets stay inside the chunk of `total` slabs.
         unsafe { args.launch(shape) }?;
-        stream.synchronize()?;
-        Ok(())
+        Ok(total)
     }
 
     // ----- edges -----
@@ -782,9 +787,8 @@ impl<W: EdgeValue> DynamicGraph<W> {
         } else {
             2 * n as u64
         };
-        if edit == Edit::Insert {
-            self.reserve(entries)?;
-        }
+        // The pool is not grown ahead of a batch (counting its slabs in use costs a
+        // synchronization): a batch that runs out grows it and runs again.
         let stream = self.gpu.stream().clone();
         let mut total = [0u64; TALLY_WORDS];
         for round in 0..=GROWTH_ROUNDS {
@@ -828,8 +832,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
                     not_applied: call.not_applied()?.len(),
                 });
             }
-            self.alloc
-                .reserve_within_max(capacity.max(entries.div_ceil(W::SLOTS as u64)))?;
+            let warps = self.gpu.info().sm_count as u64 * 64;
+            self.alloc.reserve_within_max(
+                capacity.max(entries.div_ceil(W::SLOTS as u64).saturating_add(warps)),
+            )?;
             // Skipped requests of this run are counted again by the next.
             total[2] = 0;
         }
@@ -1062,13 +1068,15 @@ impl<W: EdgeValue> DynamicGraph<W> {
     fn all_offsets(&self) -> Result<(CudaSlice<u64>, u64)> {
         let stream = self.gpu.stream().clone();
         let n = self.num_ids as usize;
-        let degrees = self.degree_many(&(0..self.num_ids).collect::<Vec<_>>())?;
-        let wide: Vec<u64> = degrees
-            .iter()
-            .map(|&d| d as u64)
-            .chain(std::iter::once(0))
-            .collect();
-        let d = stream.clone_htod(&wide)?;
+        let mut d = stream.alloc_zeros::<u64>(n + 1)?;
+        let kernel = self.kernel("degrees_wide")?;
+        let shape = self.item_shape(&kernel, n + 1)?;
+        let r = self.device_ref_quiet();
+        let n64 = n as u64;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&n64).arg(&mut d);
+        // SAFETY: writes d[..=n]; reads the counts of ids below n.
+        unsafe { args.launch(shape) }?;
         let mut offsets = stream.alloc_zeros::<u64>(n + 1)?;
         let total = primitives::exclusive_scan(&self.gpu, &d, &mut offsets)?;
         Ok((offsets, total))

@@ -25,6 +25,7 @@ fn every_module_has_its_kernels_for_every_target() {
         "census",
         "triangles",
         "revive",
+        "degrees_wide",
     ];
     for arch in gpuds_testkit::compile_targets() {
         let all: String = gpuds_graph::programs()

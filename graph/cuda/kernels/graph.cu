@@ -385,9 +385,16 @@ extern "C" __global__ void GPUDS_KERNEL(census)(ref_t g, unsigned first, unsigne
 }
 
 // Static triangle counting on the hash tables (§5.6.3): for each listed edge (u, v) with
-// u < v, one warp walks the smaller of the two tables and asks the other, for every
-// neighbour w > v, whether the edge to w exists (an edge-exists query per wedge); each
-// triangle u < v < w is counted once. Adds the count to *total.
+// u < v, one warp walks the smaller of the two tables and, for every neighbour w > v,
+// asks whether the other table holds w; each triangle u < v < w is counted once. Both
+// dictionary entries are read at once. When the other table is one short list (one
+// bucket, at most SHUFFLE_INTERSECT entries: the low-degree graphs' usual case), its
+// slabs are compared with the walked slab in registers, one broadcast per entry, instead
+// of one hash lookup (a dependent slab read each) per candidate; else each candidate is
+// an edge-exists query in the other table (the dissertation's way). Adds the count to
+// *total.
+constexpr unsigned SHUFFLE_INTERSECT = 4u * layout::SLOTS;
+
 extern "C" __global__ void GPUDS_KERNEL(triangles)(ref_t g, const unsigned* src, const unsigned* dst,
                                                    unsigned long long n, unsigned long long* total) {
   const unsigned lane = warp::lane_id();
@@ -395,16 +402,30 @@ extern "C" __global__ void GPUDS_KERNEL(triangles)(ref_t g, const unsigned* src,
   for (unsigned long long i = warp::global_warp_id(); i < n; i += warp::warp_count()) {
     const unsigned u = src[i], v = dst[i];
     if (u >= v || v >= g.num_vertices) continue;
-    const bool u_smaller = g.degree(u) <= g.degree(v);
-    const unsigned walk = u_smaller ? u : v;
-    const unsigned other = u_smaller ? v : u;
-    const vertex_entry oe = g.entry(other);
-    for (auto it = g.adjacency(walk); it.valid(); it.next()) {
+    const vertex_entry eu = g.entry(u);
+    const vertex_entry ev = g.entry(v);
+    const bool u_smaller = eu.count <= ev.count;
+    const vertex_entry we = u_smaller ? eu : ev;
+    const vertex_entry oe = u_smaller ? ev : eu;
+    const bool by_slabs = (oe.buckets & BUCKET_MASK) == 1u && oe.count <= SHUFFLE_INTERSECT;
+    for (auto it = g.adjacency_of(we); it.valid(); it.next()) {
       const unsigned live = it.live_key_lanes();
       const unsigned w = layout::own_key(it.word());
       const bool ask = ((live >> lane) & 1u) && w > v;
-      const unsigned outcome = g.contains_in(ask, ask ? g.home(oe, w) : nullptr, w);
-      found += __popc(__ballot_sync(warp::FULL_MASK, ask && outcome == OP_PRESENT));
+      if (!__any_sync(warp::FULL_MASK, ask)) continue;
+      if (by_slabs) {
+        bool hit = false;
+        for (auto ot = g.adjacency_of(oe); ot.valid(); ot.next()) {
+          const unsigned other_key = layout::own_key(ot.word());
+          for (unsigned olive = ot.live_key_lanes(); olive != 0u; olive &= olive - 1u) {
+            hit |= w == __shfl_sync(warp::FULL_MASK, other_key, __ffs(olive) - 1);
+          }
+        }
+        found += __popc(__ballot_sync(warp::FULL_MASK, ask && hit));
+      } else {
+        const unsigned outcome = g.contains_in(ask, ask ? g.home(oe, w) : nullptr, w);
+        found += __popc(__ballot_sync(warp::FULL_MASK, ask && outcome == OP_PRESENT));
+      }
     }
   }
   if (lane == 0 && found != 0ull) mem::fetch_add_relaxed(total, found);
@@ -414,5 +435,13 @@ extern "C" __global__ void GPUDS_KERNEL(triangles)(ref_t g, const unsigned* src,
 extern "C" __global__ void GPUDS_KERNEL(revive)(ref_t g, const unsigned* ids, unsigned long long n) {
   for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
     atomicAnd(&g.vertices[ids[i]].buckets, ~DELETED_BIT);
+  }
+}
+
+// Out-degrees of ids 0..n as 64-bit words, and out[n] = 0: the input of the scan that
+// places every vertex's entries in an export.
+extern "C" __global__ void GPUDS_KERNEL(degrees_wide)(ref_t g, unsigned long long n, unsigned long long* out) {
+  for (unsigned long long i = thread_index(); i <= n; i += thread_count()) {
+    out[i] = i < n ? g.degree(static_cast<unsigned>(i)) : 0ull;
   }
 }

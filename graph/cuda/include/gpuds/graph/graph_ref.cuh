@@ -279,9 +279,11 @@ struct graph_ref {
     }
   };
 
-  __device__ adjacency_iterator adjacency(unsigned u) const {
+  __device__ adjacency_iterator adjacency(unsigned u) const { return adjacency_of(entry(u)); }
+
+  // The iterator over the table of a dictionary entry the caller has read already.
+  __device__ adjacency_iterator adjacency_of(const vertex_entry& e) const {
     adjacency_iterator a;
-    const vertex_entry e = entry(u);
     a.it.alloc = lists.alloc;
     a.base = reinterpret_cast<unsigned*>(e.base);
     a.bucket = 0;
