@@ -1066,16 +1066,27 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// Exclusive scan of all degrees, `num_ids + 1` entries, on the device; and the
     /// total.
     fn all_offsets(&self) -> Result<(CudaSlice<u64>, u64)> {
+        self.offsets_of(None, self.num_ids as usize)
+    }
+
+    /// Exclusive scan of the degrees of `ids` (or of `0..n`), `n + 1` entries, on the
+    /// device; and the total.
+    fn offsets_of(&self, ids: Option<&CudaSlice<u32>>, n: usize) -> Result<(CudaSlice<u64>, u64)> {
         let stream = self.gpu.stream().clone();
-        let n = self.num_ids as usize;
         let mut d = stream.alloc_zeros::<u64>(n + 1)?;
         let kernel = self.kernel("degrees_wide")?;
         let shape = self.item_shape(&kernel, n + 1)?;
         let r = self.device_ref_quiet();
         let n64 = n as u64;
         let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&n64).arg(&mut d);
-        // SAFETY: writes d[..=n]; reads the counts of ids below n.
+        args.arg(&r);
+        let null = 0u64;
+        match ids {
+            Some(ids) => args.arg(ids),
+            None => args.arg(&null),
+        };
+        args.arg(&n64).arg(&mut d);
+        // SAFETY: writes d[..=n]; reads the counts of ids[..n] (or of ids below n).
         unsafe { args.launch(shape) }?;
         let mut offsets = stream.alloc_zeros::<u64>(n + 1)?;
         let total = primitives::exclusive_scan(&self.gpu, &d, &mut offsets)?;
@@ -1296,8 +1307,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
         )
     }
 
-    /// Vertex deletion (Algorithm 5.2): every edge of `ids` goes (undirected: removed
-    /// from each neighbour's table by a work queue over warps; directed: a sweep of all
+    /// Vertex deletion (Algorithm 5.2): every edge of `ids` goes (undirected: each arc
+    /// of a deleted vertex, collected first, is removed from its neighbour's table by
+    /// one thread, so a hub's neighbours spread over the whole GPU instead of Algorithm
+    /// 5.2's one warp per vertex; directed: a sweep of all
     /// tables removes the edges into them), their collision slabs go back to the pool,
     /// their base slabs are emptied and kept for reuse, their counts become 0. Their ids
     /// are reused first by [`insert_vertices`](Self::insert_vertices). Ids already
@@ -1330,7 +1343,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         for &u in &list {
             self.deleted.insert(u);
         }
-        // Step 2: unlink (undirected: work queue) or sweep (directed).
+        // Step 2: unlink (undirected: arc by arc) or sweep (directed).
         let r = self.graph_ref(call.status_ptr());
         if self.config.directed {
             let kernel = self.kernel("sweep_deleted")?;
@@ -1340,13 +1353,21 @@ impl<W: EdgeValue> DynamicGraph<W> {
             // SAFETY: walks and edits the tables of live vertices only.
             unsafe { args.launch(shape) }?;
         } else {
-            let mut queue = stream.alloc_zeros::<u64>(1)?;
-            let kernel = self.kernel("unlink_deleted")?;
-            let shape = self.warp_shape(&kernel, n)?;
-            let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r).arg(&d).arg(&n64).arg(&mut queue);
-            // SAFETY: reads ids[..n]; edits the tables of live neighbours only.
-            unsafe { args.launch(shape) }?;
+            // The deleted vertices' arcs (count, scan, collect), then one thread per
+            // arc removes the reverse arc from the neighbour's table.
+            let (offsets, total) = self.offsets_of(Some(&d), n)?;
+            if total > 0 {
+                let ((src, dst), _) =
+                    self.collect(Some(&d), 0, n, &offsets, total as usize, true)?;
+                let src =
+                    src.ok_or_else(|| Error::Invalid("collect returned no sources".into()))?;
+                let kernel = self.kernel("unlink_arcs")?;
+                let shape = self.item_shape(&kernel, total as usize)?;
+                let mut args = stream.launch_builder(kernel.func());
+                args.arg(&r).arg(&src).arg(&dst).arg(&total);
+                // SAFETY: reads the collected arcs; edits the tables of live neighbours.
+                unsafe { args.launch(shape) }?;
+            }
         }
         // Step 3: empty the deleted vertices' tables.
         let mut freed = stream.alloc_zeros::<u64>(1)?;

@@ -18,7 +18,7 @@ fn every_module_has_its_kernels_for_every_target() {
         "degree_of",
         "collect",
         "mark_deleted",
-        "unlink_deleted",
+        "unlink_arcs",
         "sweep_deleted",
         "empty_tables",
         "flush",

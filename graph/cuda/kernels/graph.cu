@@ -254,26 +254,23 @@ extern "C" __global__ void GPUDS_KERNEL(mark_deleted)(ref_t g, const unsigned* i
   }
 }
 
-// Vertex deletion, step 2 (undirected graphs; Algorithm 5.2): a work queue over warps;
-// the warp that takes vertex u walks u's adjacency and removes u from the table of every
-// neighbour that is not being deleted itself (those tables are emptied whole in step 3),
-// keeping their counts exact.
-extern "C" __global__ void GPUDS_KERNEL(unlink_deleted)(ref_t g, const unsigned* ids, unsigned long long n,
-                                                        unsigned long long* queue) {
-  const unsigned lane = warp::lane_id();
-  for (;;) {
-    unsigned long long q = 0;
-    if (lane == 0) q = atomicAdd(queue, 1ull);
-    q = __shfl_sync(warp::FULL_MASK, q, 0);
-    if (q >= n) return;
-    const unsigned u = ids[q];
-    for (auto it = g.adjacency(u); it.valid(); it.next()) {
-      const unsigned live = it.live_key_lanes();
-      const unsigned v = layout::own_key(it.word());
-      const bool mine = ((live >> lane) & 1u) && v != u && v < g.num_vertices && !g.is_deleted(v);
-      typename ref_t::value_type old{};
-      g.erase_arc(mine, v, u, old);
-    }
+// Vertex deletion, step 2 (undirected graphs): every arc (u, v) of a deleted vertex u,
+// collected first (count, scan, collect), removes u from the table of v when v is not
+// being deleted itself (those tables are emptied whole in step 3), keeping v's count
+// exact. One thread per arc: a vertex of high degree spreads over many warps, where
+// Algorithm 5.2's one warp per vertex would walk all its neighbours alone.
+extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(unlink_arcs)(
+    ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n) {
+  const unsigned long long stride = thread_count();
+  const unsigned long long rounds = (n + stride - 1) / stride;
+  for (unsigned long long r = 0; r < rounds; ++r) {
+    const unsigned long long i = r * stride + thread_index();
+    const bool active = i < n;
+    const unsigned u = active ? src[i] : 0u;
+    const unsigned v = active ? dst[i] : 0u;
+    const bool run = active && v != u && v < g.num_vertices && !g.is_deleted(v);
+    typename ref_t::value_type old{};
+    g.erase_arc(run, v, u, old);
   }
 }
 
@@ -438,10 +435,11 @@ extern "C" __global__ void GPUDS_KERNEL(revive)(ref_t g, const unsigned* ids, un
   }
 }
 
-// Out-degrees of ids 0..n as 64-bit words, and out[n] = 0: the input of the scan that
-// places every vertex's entries in an export.
-extern "C" __global__ void GPUDS_KERNEL(degrees_wide)(ref_t g, unsigned long long n, unsigned long long* out) {
+// Out-degrees of ids[i] (or of i when ids is null) for i < n as 64-bit words, and
+// out[n] = 0: the input of the scan that places each vertex's entries in an export.
+extern "C" __global__ void GPUDS_KERNEL(degrees_wide)(ref_t g, const unsigned* ids, unsigned long long n,
+                                                      unsigned long long* out) {
   for (unsigned long long i = thread_index(); i <= n; i += thread_count()) {
-    out[i] = i < n ? g.degree(static_cast<unsigned>(i)) : 0ull;
+    out[i] = i < n ? g.degree(ids != nullptr ? ids[i] : static_cast<unsigned>(i)) : 0ull;
   }
 }
