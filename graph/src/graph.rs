@@ -265,12 +265,14 @@ impl<W: EdgeValue> DynamicGraph<W> {
             self.ensure_dictionary(n_ids)?;
             let buckets = self.place_sized(ids, 0, n_ids as usize, &degrees)?;
             self.num_ids = n_ids;
-            // Tables sized for their degrees overflow into collision slabs rarely (a
-            // bucket holds load factor x slots entries on average): room for one in
-            // eight buckets; a batch that runs short grows the pool and runs again.
+            // Tables sized for their degrees overflow into collision slabs rarely at load
+            // factors below one (a bucket holds load factor x slots entries on average):
+            // room for one bucket in eight, plus the expected overflow of fuller
+            // buckets; a batch that runs short grows the pool and runs again.
             let warps = self.gpu.info().sm_count as u64 * 64;
-            self.alloc
-                .reserve_within_max((buckets / 8).saturating_add(warps))?;
+            let over = f64::from((self.config.load_factor - 0.7).max(0.0));
+            let slabs = buckets / 8 + (buckets as f64 * over).ceil() as u64;
+            self.alloc.reserve_within_max(slabs.saturating_add(warps))?;
         }
         self.run_edges(Edit::Insert, src, dst, values)?;
         Ok(())
