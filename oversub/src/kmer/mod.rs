@@ -1,0 +1,1 @@
+//! k-mer counting and metagenomic classification inputs (§6).
