@@ -1,0 +1,436 @@
+//! [`RangeTable`]: the paper's two-level table (HT-OVS, §4.1, Algorithm 4): an outer
+//! array of key ranges (h_o(K) = K / RNG) and one flat inner table per range in use,
+//! allocated on first use in the configured [`Placement`]; batches sorted by key before
+//! they run, so that nearby keys are processed together and land in the same inner table.
+
+use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, PushKernelArg, ValidAsZeroBits};
+use gpuds_core::failures::CallStatus;
+use gpuds_core::primitives::{self, RadixSorter};
+use gpuds_core::{Gpu, Module};
+
+use crate::batch::{bits, check_device_keys, check_host_keys, same_len, shape};
+use crate::error::{Error, Result};
+use crate::flat::{check_slots, live_pairs, windows_for, WINDOW};
+use crate::placement::{Placement, Region};
+use crate::TableStats;
+
+/// How a [`RangeTable`] is built.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RangeTableConfig {
+    /// log2 of the keys per range (RNG = 2^range_bits; the paper's 2^20 by default).
+    pub range_bits: u32,
+    /// The load factor of a full inner table (a range's every key present).
+    pub load_factor: f64,
+    /// Keys per kernel launch (GBS; the paper's 10^9): larger batches are split.
+    pub batch: usize,
+    /// Where the inner tables live (the outer array is on the device).
+    pub placement: Placement,
+}
+
+impl Default for RangeTableConfig {
+    fn default() -> Self {
+        Self {
+            range_bits: 20,
+            load_factor: 0.5,
+            batch: 1_000_000_000,
+            placement: Placement::Device,
+        }
+    }
+}
+
+impl RangeTableConfig {
+    /// Checks the configuration: range bits in 8 ..= 28, a load factor in (0, 1], a
+    /// nonzero batch.
+    pub fn validate(&self) -> Result<()> {
+        if !(8..=28).contains(&self.range_bits) {
+            return Err(Error::Config(format!(
+                "range_bits must be in 8..=28, got {}",
+                self.range_bits
+            )));
+        }
+        if self.batch == 0 {
+            return Err(Error::Config("batch must be at least 1".into()));
+        }
+        windows_for(1 << self.range_bits, self.load_factor).map(|_| ())
+    }
+}
+
+/// One outer entry, as `gpuds::oversub::range_entry`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct RangeEntry {
+    inner: u64,
+    count: u64,
+}
+// SAFETY: plain data with the layout of range_entry.
+unsafe impl DeviceRepr for RangeEntry {}
+// SAFETY: all zero bits is an empty range.
+unsafe impl ValidAsZeroBits for RangeEntry {}
+
+/// The `#[repr(C)]` mirror of `gpuds::oversub::range_table`.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+struct RangeRef {
+    outer: u64,
+    num_ranges: u64,
+    inner_windows: u64,
+    count: u64,
+    status: u64,
+    range_shift: u32,
+    pad: u32,
+}
+// SAFETY: plain data with the layout of range_table.
+unsafe impl DeviceRepr for RangeRef {}
+
+/// The two-level hash table of u32 keys and values (keys 1 ..= 2^32 - 2). Each range of
+/// RNG consecutive keys has its own flat inner table of RNG / load factor slots, made
+/// when a batch first touches the range; a lookup in a range that has no key answers at
+/// once. Every batch is sorted by key on the device first (the sort is part of the
+/// call), and results come back in the caller's order.
+///
+/// ```no_run
+/// use gpuds_oversub::{RangeTable, RangeTableConfig, Placement};
+/// let gpu = gpuds_core::Gpu::new(0)?;
+/// let config = RangeTableConfig { range_bits: 16, placement: Placement::HostMapped, ..Default::default() };
+/// let mut t = RangeTable::with_config(&gpu, config)?;
+/// t.insert_many(&[3, 1 << 20, 3], &[30, 40, 31])?;
+/// assert_eq!(t.len()?, 2);
+/// assert_eq!(t.get_many(&[1 << 20, 4])?, vec![Some(40), None]);
+/// assert_eq!(t.stats().containers, 2); // two ranges in use
+/// # Ok::<(), gpuds_oversub::Error>(())
+/// ```
+pub struct RangeTable {
+    gpu: Gpu,
+    module: Module,
+    config: RangeTableConfig,
+    outer: CudaSlice<RangeEntry>,
+    inners: Vec<Option<Region>>,
+    inner_windows: u64,
+    count: CudaSlice<u64>,
+    sorter: RadixSorter,
+}
+
+impl std::fmt::Debug for RangeTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RangeTable")
+            .field("config", &self.config)
+            .field(
+                "ranges_in_use",
+                &self.inners.iter().filter(|i| i.is_some()).count(),
+            )
+            .finish()
+    }
+}
+
+impl RangeTable {
+    /// An empty table with the default configuration (RNG 2^20, device memory).
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        Self::with_config(gpu, RangeTableConfig::default())
+    }
+
+    /// An empty table with the given configuration. Synchronizes.
+    pub fn with_config(gpu: &Gpu, config: RangeTableConfig) -> Result<Self> {
+        config.validate()?;
+        let num_ranges = 1usize << (32 - config.range_bits);
+        let inner_windows = windows_for(1 << config.range_bits, config.load_factor)?;
+        Ok(Self {
+            gpu: gpu.clone(),
+            module: gpu.load(&crate::kernels::program())?,
+            config,
+            outer: gpu.stream().alloc_zeros::<RangeEntry>(num_ranges)?,
+            inners: (0..num_ranges).map(|_| None).collect(),
+            inner_windows,
+            count: gpu.stream().alloc_zeros::<u64>(1)?,
+            sorter: RadixSorter::new(gpu)?,
+        })
+    }
+
+    fn table_ref(&self, status: u64) -> RangeRef {
+        let stream = self.gpu.stream();
+        RangeRef {
+            outer: self.outer.device_ptr(stream).0,
+            num_ranges: self.inners.len() as u64,
+            inner_windows: self.inner_windows,
+            count: self.count.device_ptr(stream).0,
+            status,
+            range_shift: self.config.range_bits,
+            pad: 0,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RangeTableConfig {
+        &self.config
+    }
+
+    /// Live keys. Synchronizes.
+    pub fn len(&self) -> Result<u64> {
+        Ok(self.gpu.stream().clone_dtoh(&self.count)?[0])
+    }
+
+    /// Whether no key is live. Synchronizes.
+    pub fn is_empty(&self) -> Result<bool> {
+        Ok(self.len()? == 0)
+    }
+
+    /// Inserts or replaces `keys[i] -> values[i]` (duplicates inside a batch keep one of
+    /// their values), in batches of `config.batch`, each sorted by key on the device and
+    /// given the inner tables of the ranges it touches first. A reserved key fails the
+    /// call before anything is applied. Synchronizes.
+    pub fn insert_many(&mut self, keys: &[u32], values: &[u32]) -> Result<()> {
+        same_len("keys and values", keys.len(), values.len())?;
+        check_host_keys(keys)?;
+        let stream = self.gpu.stream().clone();
+        for (kc, vc) in keys
+            .chunks(self.config.batch)
+            .zip(values.chunks(self.config.batch))
+        {
+            let (k, v) = (stream.clone_htod(kc)?, stream.clone_htod(vc)?);
+            self.run_insert(k, v)?;
+        }
+        Ok(())
+    }
+
+    /// [`insert_many`](Self::insert_many) of one batch on the device (checked on the
+    /// device; the arrays are sorted in place).
+    pub fn insert_many_device(
+        &mut self,
+        keys: CudaSlice<u32>,
+        values: CudaSlice<u32>,
+    ) -> Result<()> {
+        same_len("keys and values", keys.len(), values.len())?;
+        check_device_keys(&self.gpu, &self.module.kernel("first_reserved_u32")?, &keys)?;
+        self.run_insert(keys, values)
+    }
+
+    fn run_insert(&mut self, mut keys: CudaSlice<u32>, mut values: CudaSlice<u32>) -> Result<()> {
+        let n = keys.len();
+        if n == 0 {
+            return Ok(());
+        }
+        self.sorter.sort_pairs(&mut keys, &mut values)?;
+        self.make_inners(&keys)?;
+        let call = CallStatus::new(&self.gpu, n)?;
+        let kernel = self.module.kernel("range_insert_u32")?;
+        let r = self.table_ref(call.status_ptr());
+        let (n64, failed) = (n as u64, call.bits_ptr());
+        let stream = self.gpu.stream();
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&keys).arg(&values).arg(&n64).arg(&failed);
+        // SAFETY: reads the sorted batch; every range it touches has its inner table.
+        unsafe { args.launch(shape(&self.gpu, &kernel, n)?) }?;
+        call.check()?;
+        Ok(())
+    }
+
+    /// Allocates the inner tables of the ranges `keys` touch that have none.
+    fn make_inners(&mut self, keys: &CudaSlice<u32>) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        let mut need = stream.alloc_zeros::<u32>(self.inners.len())?;
+        let kernel = self.module.kernel("range_need_u32")?;
+        let r = self.table_ref(0);
+        let n64 = keys.len() as u64;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(keys).arg(&n64).arg(&mut need);
+        // SAFETY: reads the keys and the outer array; writes need[range].
+        unsafe { args.launch(shape(&self.gpu, &kernel, keys.len())?) }?;
+        let need = stream.clone_dtoh(&need)?;
+        let mut ranges = Vec::new();
+        let mut inners = Vec::new();
+        for (range, &flag) in need.iter().enumerate() {
+            if flag == 0 || self.inners[range].is_some() {
+                continue;
+            }
+            let region = Region::new(
+                &self.gpu,
+                self.config.placement,
+                self.inner_windows * WINDOW * 8,
+            )?;
+            ranges.push(range as u32);
+            inners.push(region.device_ptr());
+            self.inners[range] = Some(region);
+        }
+        if ranges.is_empty() {
+            return Ok(());
+        }
+        let (dr, di) = (stream.clone_htod(&ranges)?, stream.clone_htod(&inners)?);
+        let kernel = self.module.kernel("range_set_inner_u32")?;
+        let m = ranges.len() as u64;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&dr).arg(&di).arg(&m);
+        // SAFETY: writes outer[ranges[j]].inner for j < m (every range below num_ranges).
+        unsafe { args.launch(shape(&self.gpu, &kernel, ranges.len())?) }?;
+        Ok(())
+    }
+
+    /// Keys and their positions, sorted by key on the device.
+    fn sorted_with_index(&mut self, keys: &[u32]) -> Result<(CudaSlice<u32>, CudaSlice<u64>)> {
+        let stream = self.gpu.stream().clone();
+        let mut k = stream.clone_htod(keys)?;
+        let mut index = stream.alloc_zeros::<u64>(keys.len())?;
+        primitives::iota(&self.gpu, &mut index, 0u64)?;
+        self.sorter.sort_pairs(&mut k, &mut index)?;
+        Ok((k, index))
+    }
+
+    /// The value of each key (`None` where absent); the batch runs sorted, the answers
+    /// come back in the caller's order. Synchronizes.
+    pub fn get_many(&mut self, keys: &[u32]) -> Result<Vec<Option<u32>>> {
+        let (found, values) = self.query(keys, true)?;
+        Ok(found
+            .iter()
+            .zip(values)
+            .map(|(&f, v)| f.then_some(v))
+            .collect())
+    }
+
+    /// Whether each key is present. Synchronizes.
+    pub fn contains_many(&mut self, keys: &[u32]) -> Result<Vec<bool>> {
+        Ok(self.query(keys, false)?.0)
+    }
+
+    fn query(&mut self, keys: &[u32], want_values: bool) -> Result<(Vec<bool>, Vec<u32>)> {
+        check_host_keys(keys)?;
+        let n = keys.len();
+        if n == 0 {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        let stream = self.gpu.stream().clone();
+        let mut found_all = vec![false; n];
+        let mut values_all = vec![0u32; if want_values { n } else { 0 }];
+        for (c, chunk) in keys.chunks(self.config.batch).enumerate() {
+            let m = chunk.len();
+            let (k, index) = self.sorted_with_index(chunk)?;
+            let mut found = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
+            let mut values = stream.alloc_zeros::<u32>(if want_values { m } else { 1 })?;
+            let call = CallStatus::new(&self.gpu, m)?;
+            let kernel = self.module.kernel("range_find_u32")?;
+            let r = self.table_ref(call.status_ptr());
+            let (m64, null, failed) = (m as u64, 0u64, call.bits_ptr());
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r).arg(&k).arg(&index).arg(&m64);
+            if want_values {
+                args.arg(&mut values);
+            } else {
+                args.arg(&null);
+            }
+            args.arg(&mut found).arg(&failed);
+            // SAFETY: reads the sorted keys and their positions (< m); writes
+            // values[position] and the found bits.
+            unsafe { args.launch(shape(&self.gpu, &kernel, m)?) }?;
+            call.check()?;
+            let base = c * self.config.batch;
+            for (j, f) in bits(&stream.clone_dtoh(&found)?, m).into_iter().enumerate() {
+                found_all[base + j] = f;
+            }
+            if want_values {
+                let v = stream.clone_dtoh(&values)?;
+                values_all[base..base + m].copy_from_slice(&v[..m]);
+            }
+        }
+        Ok((found_all, values_all))
+    }
+
+    /// Removes each key; `true` where this batch removed it (answers in the caller's
+    /// order). Synchronizes.
+    pub fn remove_many(&mut self, keys: &[u32]) -> Result<Vec<bool>> {
+        check_host_keys(keys)?;
+        let stream = self.gpu.stream().clone();
+        let mut out = Vec::with_capacity(keys.len());
+        for chunk in keys.chunks(self.config.batch) {
+            let m = chunk.len();
+            let (k, index) = self.sorted_with_index(chunk)?;
+            let mut removed = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
+            let call = CallStatus::new(&self.gpu, m)?;
+            let kernel = self.module.kernel("range_erase_u32")?;
+            let r = self.table_ref(call.status_ptr());
+            let (m64, failed) = (m as u64, call.bits_ptr());
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r)
+                .arg(&k)
+                .arg(&index)
+                .arg(&m64)
+                .arg(&mut removed)
+                .arg(&failed);
+            // SAFETY: reads the sorted keys and positions; writes the removed bits.
+            unsafe { args.launch(shape(&self.gpu, &kernel, m)?) }?;
+            call.check()?;
+            out.extend(bits(&stream.clone_dtoh(&removed)?, m));
+        }
+        Ok(out)
+    }
+
+    /// Bytes per tier and inner tables in use. Does not synchronize.
+    pub fn stats(&self) -> TableStats {
+        let mut s = TableStats::default();
+        s.add(
+            Placement::Device,
+            (self.inners.len() * std::mem::size_of::<RangeEntry>()) as u64,
+        );
+        for region in self.inners.iter().flatten() {
+            s.add(region.placement(), region.bytes());
+            s.containers += 1;
+        }
+        s
+    }
+
+    /// Every live pair, range by range. Synchronizes; copies the inner tables.
+    pub fn to_vec(&self) -> Result<Vec<(u32, u32)>> {
+        let mut out = Vec::new();
+        for region in self.inners.iter().flatten() {
+            out.extend(live_pairs(&region.to_host_words()?));
+        }
+        Ok(out)
+    }
+
+    /// Checks every inner table (see [`FlatTable::validate`](crate::FlatTable::validate)),
+    /// that each key lies in its table's range, that each range's count equals its live
+    /// keys and the total equals their sum. Synchronizes; copies the table.
+    pub fn validate(&self) -> Result<()> {
+        let outer = self.gpu.stream().clone_dtoh(&self.outer)?;
+        let mut total = 0u64;
+        for (range, (entry, region)) in outer.iter().zip(&self.inners).enumerate() {
+            match region {
+                None => {
+                    if entry.inner != 0 || entry.count != 0 {
+                        return Err(Error::Invalid(format!(
+                            "range {range} has no inner table but an entry"
+                        )));
+                    }
+                }
+                Some(region) => {
+                    if entry.inner != region.device_ptr() {
+                        return Err(Error::Invalid(format!(
+                            "range {range}: its entry names another table"
+                        )));
+                    }
+                    let words = region.to_host_words()?;
+                    if let Some(&(k, _)) = live_pairs(&words)
+                        .iter()
+                        .find(|(k, _)| (*k as usize) >> self.config.range_bits != range)
+                    {
+                        return Err(Error::Invalid(format!(
+                            "key {k} is in the table of range {range}"
+                        )));
+                    }
+                    let live =
+                        check_slots(&words, self.inner_windows, 0, &format!("range {range}"))?;
+                    if live != entry.count {
+                        return Err(Error::Invalid(format!(
+                            "range {range}: count {} but {live} keys",
+                            entry.count
+                        )));
+                    }
+                    total += live;
+                }
+            }
+        }
+        let count = self.len()?;
+        if count != total {
+            return Err(Error::Invalid(format!(
+                "total count {count} but {total} keys"
+            )));
+        }
+        Ok(())
+    }
+}

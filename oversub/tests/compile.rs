@@ -1,0 +1,32 @@
+//! NVRTC compile checks of gpuds-oversub's kernels (no GPU needed).
+
+use gpuds_testkit::ptx;
+
+#[test]
+fn every_kernel_compiles_for_every_target() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    for arch in gpuds_testkit::compile_targets() {
+        let all: String = gpuds_oversub::programs()
+            .iter()
+            .map(|p| ptx(p, arch))
+            .collect();
+        for name in [
+            "first_reserved",
+            "flat_insert",
+            "flat_erase",
+            "flat_find",
+            "range_insert",
+            "range_erase",
+            "range_find",
+            "range_need",
+            "range_set_inner",
+        ] {
+            assert!(
+                all.contains(&format!(".entry {name}_u32(")),
+                "{name} {arch}"
+            );
+        }
+    }
+}

@@ -1,0 +1,268 @@
+//! FlatTable and RangeTable on the GPU, on every placement (managed at small sizes only),
+//! against a `HashMap` oracle: random batches of insertions (with duplicates),
+//! removals and lookups, `validate()` after every batch; reserved keys, the managed
+//! guard, a full flat table.
+
+use std::collections::HashMap;
+
+use gpuds_core::Error as CoreError;
+use gpuds_oversub::{Error, FlatTable, Placement, RangeTable, RangeTableConfig, Region};
+use gpuds_testkit::gpu;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+/// The operations both tables share, for one oracle-driven test.
+trait Table {
+    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error>;
+    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error>;
+    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error>;
+    fn len(&self) -> u64;
+    fn check(&self) -> Result<(), Error>;
+    fn pairs(&self) -> Vec<(u32, u32)>;
+}
+
+impl Table for FlatTable {
+    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error> {
+        self.insert_many(k, v)
+    }
+    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error> {
+        self.remove_many(k)
+    }
+    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error> {
+        self.get_many(k)
+    }
+    fn len(&self) -> u64 {
+        FlatTable::len(self).unwrap()
+    }
+    fn check(&self) -> Result<(), Error> {
+        self.validate()
+    }
+    fn pairs(&self) -> Vec<(u32, u32)> {
+        self.to_vec().unwrap()
+    }
+}
+
+impl Table for RangeTable {
+    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error> {
+        self.insert_many(k, v)
+    }
+    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error> {
+        self.remove_many(k)
+    }
+    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error> {
+        self.get_many(k)
+    }
+    fn len(&self) -> u64 {
+        RangeTable::len(self).unwrap()
+    }
+    fn check(&self) -> Result<(), Error> {
+        self.validate()
+    }
+    fn pairs(&self) -> Vec<(u32, u32)> {
+        self.to_vec().unwrap()
+    }
+}
+
+/// Keys from a small dense range and a few sparse ones (never reserved).
+fn key(rng: &mut ChaCha8Rng, dense: u32) -> u32 {
+    if rng.random_range(0..50u32) == 0 {
+        rng.random_range(1..u32::MAX - 1)
+    } else {
+        rng.random_range(1..dense)
+    }
+}
+
+fn random_batches(t: &mut dyn Table, seed: u64, what: &str) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut oracle: HashMap<u32, u32> = HashMap::new();
+    for step in 0..12 {
+        let n = rng.random_range(1..3000usize);
+        match rng.random_range(0..3u32) {
+            0 => {
+                // Distinct keys per batch keep the expected values exact.
+                let mut keys: Vec<u32> = (0..n).map(|_| key(&mut rng, 1 << 18)).collect();
+                keys.sort_unstable();
+                keys.dedup();
+                let values: Vec<u32> = keys.iter().map(|_| rng.random_range(0..1000u32)).collect();
+                t.insert(&keys, &values).unwrap();
+                for (&k, &v) in keys.iter().zip(&values) {
+                    oracle.insert(k, v);
+                }
+            }
+            1 => {
+                let keys: Vec<u32> = (0..n).map(|_| key(&mut rng, 1 << 18)).collect();
+                let removed = t.remove(&keys).unwrap();
+                // A key named twice is removed once: the oracle removes in order.
+                let mut want = Vec::new();
+                let mut gone = std::collections::HashSet::new();
+                for &k in &keys {
+                    want.push(oracle.remove(&k).is_some() && gone.insert(k));
+                }
+                let got_count = removed.iter().filter(|r| **r).count();
+                let want_count = want.iter().filter(|r| **r).count();
+                assert_eq!(got_count, want_count, "{what} step {step}: removed");
+            }
+            _ => {
+                let keys: Vec<u32> = (0..n).map(|_| key(&mut rng, 1 << 18)).collect();
+                let got = t.get(&keys).unwrap();
+                for (i, &k) in keys.iter().enumerate() {
+                    assert_eq!(
+                        got[i],
+                        oracle.get(&k).copied(),
+                        "{what} step {step}: key {k}"
+                    );
+                }
+            }
+        }
+        t.check()
+            .unwrap_or_else(|e| panic!("{what} step {step}: {e}"));
+        assert_eq!(t.len(), oracle.len() as u64, "{what} step {step}: len");
+    }
+    let mut pairs = t.pairs();
+    pairs.sort_unstable();
+    let mut want: Vec<(u32, u32)> = oracle.into_iter().collect();
+    want.sort_unstable();
+    assert_eq!(pairs, want, "{what}: contents");
+}
+
+#[test]
+fn flat_tables_on_every_placement_match_the_oracle() {
+    let Some(gpu) = gpu() else { return };
+    for placement in Placement::ALL {
+        let mut t = FlatTable::new(&gpu, 40_000, placement).unwrap();
+        random_batches(&mut t, 1, &format!("flat {}", placement.name()));
+        assert_eq!(t.stats().containers, 1);
+    }
+}
+
+#[test]
+fn range_tables_on_every_placement_match_the_oracle() {
+    let Some(gpu) = gpu() else { return };
+    for placement in Placement::ALL {
+        let config = RangeTableConfig {
+            range_bits: 14,
+            placement,
+            batch: 1000,
+            ..Default::default()
+        };
+        let mut t = RangeTable::with_config(&gpu, config).unwrap();
+        random_batches(&mut t, 2, &format!("range {}", placement.name()));
+        let s = t.stats();
+        assert!(s.containers > 1);
+        match placement {
+            Placement::HostMapped => assert!(s.host_bytes > 0),
+            Placement::Managed => assert!(s.managed_bytes > 0),
+            Placement::Device => assert_eq!(s.host_bytes + s.managed_bytes, 0),
+        }
+    }
+}
+
+#[test]
+fn reserved_keys_are_refused_and_change_nothing() {
+    let Some(gpu) = gpu() else { return };
+    let mut f = FlatTable::new(&gpu, 100, Placement::Device).unwrap();
+    let e = f.insert_many(&[5, 0, 7], &[1, 2, 3]).unwrap_err();
+    assert!(matches!(e, Error::ReservedKey { index: 1, key: 0 }), "{e}");
+    assert_eq!(f.len().unwrap(), 0);
+    let mut r = RangeTable::new(&gpu).unwrap();
+    let e = r.insert_many(&[5, 6, u32::MAX], &[1, 2, 3]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ReservedKey {
+                index: 2,
+                key: u32::MAX
+            }
+        ),
+        "{e}"
+    );
+    assert_eq!(r.len().unwrap(), 0);
+    assert!(matches!(r.get_many(&[0]), Err(Error::ReservedKey { .. })));
+    // Device batches are checked on the device.
+    let stream = gpu.stream();
+    let (k, v) = (
+        stream.clone_htod(&[3u32, u32::MAX]).unwrap(),
+        stream.clone_htod(&[1u32, 2]).unwrap(),
+    );
+    let e = f.insert_many_device(&k, &v).unwrap_err();
+    assert!(matches!(e, Error::ReservedKey { index: 1, .. }), "{e}");
+    assert_eq!(f.len().unwrap(), 0);
+    assert!(matches!(
+        f.insert_many(&[1], &[1, 2]),
+        Err(Error::LengthMismatch { .. })
+    ));
+}
+
+#[test]
+fn the_managed_guard_refuses_before_allocating() {
+    let Some(gpu) = gpu() else { return };
+    let (free, _) = gpu.memory_info().unwrap();
+    let before = gpuds_oversub::managed_bytes();
+    let e = Region::new(&gpu, Placement::Managed, free as u64).unwrap_err();
+    assert!(matches!(e, Error::ManagedGuard { .. }), "{e}");
+    assert_eq!(gpuds_oversub::managed_bytes(), before);
+    // A small one is fine, and given back on drop.
+    let r = Region::new(&gpu, Placement::Managed, 1 << 20).unwrap();
+    assert_eq!(gpuds_oversub::managed_bytes(), before + (1 << 20));
+    drop(r);
+    assert_eq!(gpuds_oversub::managed_bytes(), before);
+}
+
+#[test]
+fn a_full_flat_table_fails_the_keys_without_a_slot() {
+    let Some(gpu) = gpu() else { return };
+    let mut f = FlatTable::new(&gpu, 64, Placement::Device).unwrap();
+    let slots = f.slots();
+    let keys: Vec<u32> = (1..=(slots as u32 + 50)).collect();
+    let e = f.insert_many(&keys, &keys).unwrap_err();
+    match e {
+        Error::Core(CoreError::NotApplied {
+            status,
+            not_applied,
+        }) => {
+            assert!(status.contains(gpuds_core::Status::TABLE_FULL));
+            assert_eq!(not_applied.len(), 50);
+        }
+        other => panic!("{other}"),
+    }
+    f.validate().unwrap();
+    assert_eq!(f.len().unwrap(), slots);
+    // Lookups of absent keys in a full table end after every window: no hang.
+    assert_eq!(f.get_many(&[u32::MAX - 5]).unwrap(), vec![None]);
+    // Removing frees nothing for new keys (tombstones stay), but replacing works.
+    f.insert_many(&keys[..10], &[9; 10]).unwrap();
+    assert_eq!(f.get_many(&[1]).unwrap(), vec![Some(9)]);
+}
+
+#[test]
+fn large_batches_on_host_mapped_memory() {
+    let Some(gpu) = gpu() else { return };
+    let n = 1usize << 22;
+    // A permutation of 1..=n (four ranges of 2^20 keys): dense, as the paper's DU.
+    let keys: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) % n as u32 + 1)
+        .collect();
+    let mut r = RangeTable::with_config(
+        &gpu,
+        RangeTableConfig {
+            placement: Placement::HostMapped,
+            batch: 1 << 20,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    r.insert_many(&keys, &keys).unwrap();
+    let mut f = FlatTable::new(&gpu, n as u64, Placement::HostMapped).unwrap();
+    f.insert_many(&keys, &keys).unwrap();
+    let mut distinct = keys.clone();
+    distinct.sort_unstable();
+    distinct.dedup();
+    assert_eq!(r.len().unwrap(), distinct.len() as u64);
+    assert_eq!(f.len().unwrap(), distinct.len() as u64);
+    let probe: Vec<u32> = keys.iter().step_by(97).copied().collect();
+    let want: Vec<Option<u32>> = probe.iter().map(|&k| Some(k)).collect();
+    assert_eq!(r.get_many(&probe).unwrap(), want);
+    assert_eq!(f.get_many(&probe).unwrap(), want);
+    r.validate().unwrap();
+    f.validate().unwrap();
+}
