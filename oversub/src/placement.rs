@@ -237,6 +237,9 @@ impl Region {
 
 impl Drop for Region {
     fn drop(&mut self) {
+        if self.device == 0 && self.host.is_null() {
+            return; // nothing was allocated (a refused or failed request)
+        }
         let _ = self.gpu.stream().synchronize();
         let _ = self.gpu.context().bind_to_thread();
         // SAFETY: the allocation is ours and no kernel uses it any more (synchronized).
@@ -250,7 +253,9 @@ impl Drop for Region {
                     MANAGED_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
                 }
                 Placement::HostMapped => {
-                    let _ = sys::cuMemFreeHost(self.host);
+                    if !self.host.is_null() {
+                        let _ = sys::cuMemFreeHost(self.host);
+                    }
                 }
             }
         }

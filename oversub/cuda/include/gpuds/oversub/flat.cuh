@@ -83,8 +83,8 @@ struct flat_table {
   // `table`: this lane's table (its slots; all of one flat table's lanes pass `slots`,
   // a range table's lanes the inner tables of their keys' ranges, all of `windows`).
   template <class Visit>
-  __device__ void serve(bool active, unsigned long long* table, unsigned key, unsigned value, unsigned& outcome,
-                        Visit&& visit) const {
+  __device__ void serve(bool inserting, bool active, unsigned long long* table, unsigned key, unsigned value,
+                        unsigned& outcome, Visit&& visit) const {
     const unsigned base = half_base();
     bool pending = active;
     // Per half: the request in service (its leader lane), its window and counters.
@@ -114,8 +114,12 @@ struct flat_table {
         w = (w + s) & (windows - 1);
         retries = 0;
         if (++probes >= windows) {
-          status::report(status, status::TABLE_FULL);
-          if (warp::lane_id() == static_cast<unsigned>(src)) outcome = OP_FAILED;
+          // Every window visited: an insertion found no room (TABLE_FULL); a lookup or
+          // removal has seen the whole table, and the key is absent.
+          if (inserting) {
+            status::report(status, status::TABLE_FULL);
+            if (warp::lane_id() == static_cast<unsigned>(src)) outcome = OP_FAILED;
+          }
           finished = true;
         }
       } else if (busy && verdict == 2u) {
@@ -140,7 +144,7 @@ struct flat_table {
   }
   __device__ unsigned insert_at(bool active, unsigned long long* table, unsigned key, unsigned value) const {
     unsigned outcome = OP_ABSENT;
-    serve(active, table, key, value, outcome,
+    serve(true, active, table, key, value, outcome,
           [&](bool busy, unsigned k, unsigned v, unsigned long long* window, unsigned long long pair,
               int src) -> unsigned {
             const unsigned word = static_cast<unsigned>(pair);
@@ -176,7 +180,7 @@ struct flat_table {
   }
   __device__ unsigned erase_at(bool active, unsigned long long* table, unsigned key, unsigned& old) const {
     unsigned outcome = OP_ABSENT;
-    serve(active, table, key, 0u, outcome,
+    serve(false, active, table, key, 0u, outcome,
           [&](bool busy, unsigned k, unsigned, unsigned long long* window, unsigned long long pair,
               int src) -> unsigned {
             const unsigned word = static_cast<unsigned>(pair);
@@ -205,7 +209,7 @@ struct flat_table {
   }
   __device__ unsigned find_at(bool active, unsigned long long* table, unsigned key, unsigned& value) const {
     unsigned outcome = OP_ABSENT;
-    serve(active, table, key, 0u, outcome,
+    serve(false, active, table, key, 0u, outcome,
           [&](bool busy, unsigned k, unsigned, unsigned long long*, unsigned long long pair,
               int src) -> unsigned {
             const unsigned word = static_cast<unsigned>(pair);
