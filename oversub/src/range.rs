@@ -19,8 +19,12 @@ use crate::TableStats;
 pub struct RangeTableConfig {
     /// log2 of the keys per range (RNG = 2^range_bits; the paper's 2^20 by default).
     pub range_bits: u32,
-    /// The load factor of a full inner table (a range's every key present).
+    /// The load factor of a full inner table.
     pub load_factor: f64,
+    /// Keys one inner table holds; 0 (the default, the paper's design) sizes it for every
+    /// key of its range. A smaller number saves memory when keys are sparse (a few per
+    /// range), and a range that gets more keys than that fails them with `TABLE_FULL`.
+    pub inner_keys: u64,
     /// Keys per kernel launch (GBS; the paper's 10^9): larger batches are split.
     pub batch: usize,
     /// Where the inner tables live (the outer array is on the device).
@@ -32,6 +36,7 @@ impl Default for RangeTableConfig {
         Self {
             range_bits: 20,
             load_factor: 0.5,
+            inner_keys: 0,
             batch: 1_000_000_000,
             placement: Placement::Device,
         }
@@ -51,7 +56,16 @@ impl RangeTableConfig {
         if self.batch == 0 {
             return Err(Error::Config("batch must be at least 1".into()));
         }
-        windows_for(1 << self.range_bits, self.load_factor).map(|_| ())
+        windows_for(self.keys_per_inner(), self.load_factor).map(|_| ())
+    }
+
+    /// Keys one inner table is sized for.
+    pub fn keys_per_inner(&self) -> u64 {
+        if self.inner_keys == 0 {
+            1 << self.range_bits
+        } else {
+            self.inner_keys.min(1 << self.range_bits)
+        }
     }
 }
 
@@ -132,7 +146,7 @@ impl RangeTable {
     pub fn with_config(gpu: &Gpu, config: RangeTableConfig) -> Result<Self> {
         config.validate()?;
         let num_ranges = 1usize << (32 - config.range_bits);
-        let inner_windows = windows_for(1 << config.range_bits, config.load_factor)?;
+        let inner_windows = windows_for(config.keys_per_inner(), config.load_factor)?;
         Ok(Self {
             gpu: gpu.clone(),
             module: gpu.load(&crate::kernels::program())?,
