@@ -13,6 +13,7 @@ fn all_programs() -> Vec<Program> {
     programs.extend(gpuds_hive::programs());
     programs.extend(gpuds_mvbtree::programs());
     programs.extend(gpuds_graph::programs());
+    programs.extend(gpuds_oversub::programs());
     programs.extend(gpuds_benches::experiments::linear::programs());
     programs
 }

@@ -15,6 +15,7 @@ pub mod hive;
 pub mod limits;
 pub mod linear;
 pub mod mvbtree;
+pub mod oversub;
 pub mod primitives;
 pub mod slabhash;
 pub mod wide;
@@ -322,6 +323,7 @@ pub fn registry() -> Vec<Experiment> {
         slabhash::EXPERIMENT,
         slabhash::TARGETS,
         graph::EXPERIMENT,
+        oversub::EXPERIMENT,
     ]
 }
 
