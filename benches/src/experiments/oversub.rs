@@ -85,19 +85,19 @@ fn row(name: String, structure: &str, n: usize, ms: f64) -> Row {
     .with_structure(structure)
 }
 
-/// A range table sized for the sequence: the paper's full inner tables for dense keys,
-/// inner tables of a few times the expected keys per range for sparse ones.
+/// A range table sized for the sequence: the paper's full inner tables when the keys
+/// are dense, else inner tables of twice the most keys any range gets (sparse keys would
+/// otherwise take an inner table of 2^20 keys per range they touch).
 fn range_config(keys: &[u32], placement: Placement) -> RangeTableConfig {
-    let max = keys.iter().copied().max().unwrap_or(1) as u64;
-    let ranges_touched = (max >> 20) + 1;
-    let dense = max <= 4 * keys.len() as u64;
+    let mut per_range: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
+    for &k in keys {
+        *per_range.entry(k >> 20).or_default() += 1;
+    }
+    let most = per_range.values().copied().max().unwrap_or(1);
+    let inner_keys = (2 * most).max(1 << 12);
     RangeTableConfig {
         placement,
-        inner_keys: if dense {
-            0
-        } else {
-            (4 * keys.len() as u64 / ranges_touched).max(1 << 12)
-        },
+        inner_keys: if inner_keys >= 1 << 20 { 0 } else { inner_keys },
         ..Default::default()
     }
 }
@@ -207,9 +207,9 @@ mod tests {
         assert_eq!(plan(&Params::new(Scale::Quick)).len(), 3);
         assert_eq!(plan(&Params::new(Scale::Full)).len(), 9);
         let dense: Vec<u32> = (1..=1000).collect();
-        assert_eq!(range_config(&dense, Placement::Device).inner_keys, 0);
-        let sparse = vec![1u32, u32::MAX - 2];
-        assert!(range_config(&sparse, Placement::Device).inner_keys > 0);
+        assert!(range_config(&dense, Placement::Device).inner_keys >= 2000);
+        let full: Vec<u32> = (1..=(1 << 20)).collect();
+        assert_eq!(range_config(&full, Placement::Device).inner_keys, 0);
         let neg = negatives(&dense, 10);
         assert!(neg
             .iter()
