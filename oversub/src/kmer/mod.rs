@@ -10,8 +10,9 @@
 //! kernels are tested against), the rule that turns k-mer codes into table keys
 //! ([`KmerKey`]: the tables reserve `0` and `u32::MAX`, the codes of poly-A and poly-T),
 //! a FASTA/FASTQ reader for plain and gzip files with errors that name record and line
-//! ([`read_records`]), writers, and seeded synthetic genomes, communities and reads
-//! with repeats and sequencing errors ([`genome`], [`community`], [`reads`]).
+//! ([`read_records`]), writers, seeded synthetic genomes, communities and reads with
+//! repeats and sequencing errors ([`genome`], [`community`], [`reads`]), and the
+//! classification rule ([`merge_taxa`] when building, [`classify`] when querying).
 //!
 //! # Examples
 //!
@@ -34,11 +35,13 @@
 //! assert_eq!(rs.len(), 100);
 //! ```
 
+mod classify;
 mod encode;
 mod reader;
 mod synth;
 mod write;
 
+pub use classify::{classify, merge_taxa, UNCLASSIFIED};
 pub use encode::{
     canonical, decode, encode, kmers, reverse_complement, table_key, KmerKey, Kmers, TableKeys, K,
 };
