@@ -4,9 +4,10 @@
 //! access pattern: dense or sparse keys, unique or 20 % repeated, sorted, shuffled
 //! within blocks, or zigzagging between the two ends of the key range. [`Sequence`]
 //! generates any of them at any length, seeded and deterministic, on the host, in
-//! O(n) time on all cores (2^26 keys in well under a second in release): unique keys
-//! are images of a counter under a seeded Feistel permutation, never drawn and checked
-//! against a set.
+//! O(n) time on all cores (2^26 keys in about a second in release on two cores): unique
+//! keys are images of a counter under a seeded Feistel permutation, never drawn and
+//! checked against a set. [`values`] gives each key its value, [`search_queries`] mixes
+//! in negative queries ([`absent_keys`]).
 //!
 //! Every key lies in [`KEY_MIN`]`..=`[`KEY_MAX`], the paper's `[1, UINT32_MAX - 1]`:
 //! `0` and `u32::MAX` are reserved by the tables.
@@ -17,8 +18,8 @@
 //! of 10^9, sizes meant for streams of billions of keys. [`Sequence::keys`] scales them
 //! to the stream: `block = max(n / 8, 1)`, so that every sequence shows its shape (about
 //! eight blocks, like the paper's 32-bit key range holds about eight blocks of 5×10^8)
-//! at any `n`; [`Sequence::keys_with`] takes the block explicitly (pass `500_000_000`
-//! for the paper's own).
+//! at any `n` (DUL uses the same block, not twice DU's); [`Sequence::keys_with`] takes
+//! the block explicitly (pass `500_000_000` for the paper's own).
 //!
 //! With `n` keys in blocks of `block` positions, block `b` holds
 //! `L_b = min(block, n - b·block)` keys and owns the *value window*
@@ -49,6 +50,7 @@
 
 mod fill;
 mod permute;
+mod queries;
 
 use std::fmt;
 use std::ops::RangeInclusive;
@@ -61,6 +63,7 @@ use fill::fill_blocks;
 use gpuds_core::hash::murmur3_32;
 pub(crate) use permute::derive_seed;
 use permute::Permutation;
+pub use queries::{absent_keys, search_queries};
 
 /// The smallest key a sequence holds (`0` is reserved by the tables).
 pub const KEY_MIN: u32 = 1;
@@ -106,6 +109,7 @@ mod salt {
     pub const REPEAT: u64 = 4;
     pub const SPARSE: u64 = 5;
     pub const VALUE: u64 = 6;
+    pub const ABSENT: u64 = 7;
 }
 
 impl Sequence {
