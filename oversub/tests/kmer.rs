@@ -556,3 +556,36 @@ fn classification_votes_and_ties() {
     assert_eq!(classify(&read_of(&[4]), |k| db.get(&k).copied()), None);
     assert_eq!(classify(b"", |k| db.get(&k).copied()), None);
 }
+
+/// A reader that reports the end of its input once, then has more.
+struct Reopening {
+    parts: Vec<&'static [u8]>,
+}
+
+impl Read for Reopening {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(part) = self.parts.first_mut() else {
+            return Ok(0);
+        };
+        let n = part.len().min(buf.len());
+        buf[..n].copy_from_slice(&part[..n]);
+        *part = &part[n..];
+        if n == 0 {
+            self.parts.remove(0);
+        }
+        Ok(n)
+    }
+}
+
+#[test]
+fn the_records_end_at_the_first_end_of_input() {
+    let mut records = read_records(Reopening {
+        parts: vec![b">a\nAC\n", b"", b">b\nGG\n"],
+    });
+    assert_eq!(records.next().unwrap().unwrap().id, "a");
+    assert!(records.next().is_none());
+    assert!(
+        records.next().is_none(),
+        "the records went on after their end"
+    );
+}

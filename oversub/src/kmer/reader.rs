@@ -212,10 +212,11 @@ impl Iterator for Records<'_> {
         }
         let next = match self.failed.take() {
             Some(e) => Err(e),
-            None => self.read_record().transpose()?,
+            None => self.read_record(),
         };
-        self.done = next.is_err();
-        Some(next)
+        // The end of the input and the first error both end the records.
+        self.done = !matches!(next, Ok(Some(_)));
+        next.transpose()
     }
 }
 
