@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use gpuds_oversub::workload::{values, Sequence, KEY_MAX, KEY_MIN};
+use gpuds_oversub::workload::{absent_keys, search_queries, values, Sequence, KEY_MAX, KEY_MIN};
 use proptest::prelude::*;
 
 fn distinct(keys: &[u32]) -> usize {
@@ -299,16 +299,63 @@ proptest! {
     }
 }
 
-/// Run with `cargo test --release -p gpuds-oversub --test workload -- --ignored`.
+/// The properties at the benchmarks' size, where windows are wide and the sparse
+/// permutation runs over most of its domain. Run with
+/// `cargo test --release -p gpuds-oversub --test workload -- --ignored --nocapture`
+/// (it prints each sequence's generation time; speed is not asserted).
 #[test]
 #[ignore = "large: run in release"]
-fn every_sequence_at_two_to_the_26_in_seconds() {
+fn every_sequence_at_two_to_the_26() {
+    let n = 1 << 26;
     for seq in Sequence::ALL {
         let start = std::time::Instant::now();
-        let keys = seq.keys(1 << 26, 1);
-        let took = start.elapsed();
-        println!("{seq}: {took:?}");
-        assert_eq!(keys.len(), 1 << 26);
-        assert!(took.as_secs_f64() < 5.0, "{seq} took {took:?}");
+        let keys = seq.keys(n, 1);
+        println!("{seq}: {:?}", start.elapsed());
+        assert_eq!(keys.len(), n);
+        assert!(in_key_range(&keys), "{seq}");
+        let mut sorted = keys;
+        sorted.sort_unstable();
+        sorted.dedup();
+        let expected = if seq.repeats() { n - n / 5 } else { n };
+        assert_eq!(sorted.len(), expected, "{seq}");
     }
+}
+
+#[test]
+fn absent_keys_are_absent_distinct_and_seeded() {
+    for seq in Sequence::ALL {
+        let keys = seq.keys(20_000, 3);
+        let present: HashSet<u32> = keys.iter().copied().collect();
+        let misses = absent_keys(&keys, 7_000, 4);
+        assert_eq!(misses.len(), 7_000);
+        assert!(in_key_range(&misses), "{seq}");
+        assert!(
+            misses.iter().all(|m| !present.contains(m)),
+            "{seq}: a miss is present"
+        );
+        assert_eq!(distinct(&misses), 7_000, "{seq}");
+        assert_eq!(misses, absent_keys(&keys, 7_000, 4));
+        assert_ne!(misses, absent_keys(&keys, 7_000, 5));
+    }
+    // Present keys that are reserved do not count against the range.
+    assert_eq!(absent_keys(&[0, u32::MAX], 3, 1).len(), 3);
+}
+
+#[test]
+fn search_queries_replace_one_in_every() {
+    let keys = Sequence::Sr.keys(10_000, 8);
+    let present: HashSet<u32> = keys.iter().copied().collect();
+    assert_eq!(search_queries(&keys, 0, 1), keys);
+    for every in [3, 4, 5] {
+        let queries = search_queries(&keys, every, 1);
+        assert_eq!(queries.len(), keys.len());
+        for (j, (q, k)) in queries.iter().zip(&keys).enumerate() {
+            if j % every == every - 1 {
+                assert!(!present.contains(q), "position {j}: {q} is present");
+            } else {
+                assert_eq!(q, k, "position {j}");
+            }
+        }
+    }
+    assert_eq!(search_queries(&[5, 6], 3, 1), vec![5, 6]);
 }

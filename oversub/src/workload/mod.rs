@@ -4,9 +4,10 @@
 //! access pattern: dense or sparse keys, unique or 20 % repeated, sorted, shuffled
 //! within blocks, or zigzagging between the two ends of the key range. [`Sequence`]
 //! generates any of them at any length, seeded and deterministic, on the host, in
-//! O(n) time on all cores (2^26 keys in well under a second in release): unique keys
-//! are images of a counter under a seeded Feistel permutation, never drawn and checked
-//! against a set.
+//! O(n) time on all cores (2^26 keys in about a second in release on two cores): unique
+//! keys are images of a counter under a seeded Feistel permutation, never drawn and
+//! checked against a set. [`values`] gives each key its value, [`search_queries`] mixes
+//! in negative queries ([`absent_keys`]).
 //!
 //! Every key lies in [`KEY_MIN`]`..=`[`KEY_MAX`], the paper's `[1, UINT32_MAX - 1]`:
 //! `0` and `u32::MAX` are reserved by the tables.
@@ -17,8 +18,8 @@
 //! of 10^9, sizes meant for streams of billions of keys. [`Sequence::keys`] scales them
 //! to the stream: `block = max(n / 8, 1)`, so that every sequence shows its shape (about
 //! eight blocks, like the paper's 32-bit key range holds about eight blocks of 5×10^8)
-//! at any `n`; [`Sequence::keys_with`] takes the block explicitly (pass `500_000_000`
-//! for the paper's own).
+//! at any `n` (DUL uses the same block, not twice DU's); [`Sequence::keys_with`] takes
+//! the block explicitly (pass `500_000_000` for the paper's own).
 //!
 //! With `n` keys in blocks of `block` positions, block `b` holds
 //! `L_b = min(block, n - b·block)` keys and owns the *value window*
@@ -49,6 +50,7 @@
 
 mod fill;
 mod permute;
+mod queries;
 
 use std::fmt;
 use std::ops::RangeInclusive;
@@ -59,7 +61,9 @@ use rand::SeedableRng;
 
 use fill::fill_blocks;
 use gpuds_core::hash::murmur3_32;
-use permute::{derive, Permutation};
+pub(crate) use permute::derive_seed;
+use permute::Permutation;
+pub use queries::{absent_keys, search_queries};
 
 /// The smallest key a sequence holds (`0` is reserved by the tables).
 pub const KEY_MIN: u32 = 1;
@@ -105,6 +109,7 @@ mod salt {
     pub const REPEAT: u64 = 4;
     pub const SPARSE: u64 = 5;
     pub const VALUE: u64 = 6;
+    pub const ABSENT: u64 = 7;
 }
 
 impl Sequence {
@@ -253,7 +258,7 @@ impl fmt::Display for Sequence {
 /// assert_ne!(v[0], v[1]);
 /// ```
 pub fn values(keys: &[u32], seed: u64) -> Vec<u32> {
-    let key = derive(seed, salt::VALUE, 0) as u32;
+    let key = derive_seed(seed, salt::VALUE, 0) as u32;
     fill_blocks(keys.len(), &[0], |_| (), |_, j| murmur3_32(keys[j] ^ key))
 }
 
@@ -268,7 +273,7 @@ fn round_up_one_digit(n: u64) -> u64 {
 
 /// The permutation behind sparse keys: `1 + p(i)` runs over `[1, KEY_MAX]`.
 fn sparse(seed: u64) -> Permutation {
-    Permutation::new(derive(seed, salt::SPARSE, 0), KEY_MAX - 1)
+    Permutation::new(derive_seed(seed, salt::SPARSE, 0), KEY_MAX - 1)
 }
 
 /// The first position of every block of `block` keys, in position order.
@@ -290,7 +295,11 @@ fn windows(n: usize, seed: u64, block: usize, largest: u32, shuffle: bool) -> Ve
     let len = |b: usize| block.min(n - by_value[b]);
     let mut order: Vec<usize> = (0..by_value.len()).collect();
     if shuffle {
-        order.shuffle(&mut ChaCha8Rng::seed_from_u64(derive(seed, salt::ORDER, 0)));
+        order.shuffle(&mut ChaCha8Rng::seed_from_u64(derive_seed(
+            seed,
+            salt::ORDER,
+            0,
+        )));
     }
     let mut starts = Vec::with_capacity(order.len());
     let mut at = 0;
@@ -307,7 +316,7 @@ fn windows(n: usize, seed: u64, block: usize, largest: u32, shuffle: bool) -> Ve
             let hi = window_edge(by_value[b] + len(b), n, largest);
             (
                 lo,
-                Permutation::new(derive(seed, salt::WINDOW, b as u64), hi - lo - 1),
+                Permutation::new(derive_seed(seed, salt::WINDOW, b as u64), hi - lo - 1),
             )
         },
         |(lo, window), offset| 1 + lo + window.apply(offset as u32),
@@ -320,7 +329,7 @@ fn repeat_slot(slot: u32, distinct: u32, seed: u64, part: u64) -> u32 {
     if slot < distinct {
         slot
     } else {
-        (derive(seed, salt::REPEAT, part ^ ((slot as u64) << 32)) % distinct as u64) as u32
+        (derive_seed(seed, salt::REPEAT, part ^ ((slot as u64) << 32)) % distinct as u64) as u32
     }
 }
 
@@ -337,8 +346,8 @@ fn dense_repeat(n: usize, seed: u64, block: usize) -> Vec<u32> {
             // to more than the block minus one key of its own.
             let repeats = ((first + len) / 5 - first / 5).min(len - 1);
             let positions =
-                Permutation::new(derive(seed, salt::POSITIONS, b as u64), len as u32 - 1);
-            let keys = Permutation::new(derive(seed, salt::WINDOW, b as u64), len as u32 - 1);
+                Permutation::new(derive_seed(seed, salt::POSITIONS, b as u64), len as u32 - 1);
+            let keys = Permutation::new(derive_seed(seed, salt::WINDOW, b as u64), len as u32 - 1);
             (
                 first as u32,
                 (len - repeats) as u32,
@@ -357,7 +366,7 @@ fn dense_repeat(n: usize, seed: u64, block: usize) -> Vec<u32> {
 /// SR: SU's keys behind a permutation of the positions; `⌊n/5⌋` of the slots repeat.
 fn sparse_repeat(n: usize, seed: u64) -> Vec<u32> {
     let distinct = (n - n / 5) as u32;
-    let positions = Permutation::new(derive(seed, salt::POSITIONS, 0), n as u32 - 1);
+    let positions = Permutation::new(derive_seed(seed, salt::POSITIONS, 0), n as u32 - 1);
     let keys = sparse(seed);
     fill_blocks(
         n,

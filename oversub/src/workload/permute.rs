@@ -28,7 +28,7 @@ pub(crate) struct Permutation {
 
 /// A 64-bit seed for stream `salt`, part `part` of `seed`: distinct inputs give unrelated
 /// streams.
-pub(crate) fn derive(seed: u64, salt: u64, part: u64) -> u64 {
+pub(crate) fn derive_seed(seed: u64, salt: u64, part: u64) -> u64 {
     murmur3_64(
         murmur3_64(seed ^ 0x243f_6a88_85a3_08d3)
             ^ salt.wrapping_mul(0x9e37_79b9_7f4a_7c15)
@@ -40,7 +40,7 @@ impl Permutation {
     /// The permutation of `[0, last]` chosen by `seed`.
     pub(crate) fn new(seed: u64, last: u32) -> Self {
         let bits = (32 - last.leading_zeros()).max(2);
-        let keys = std::array::from_fn(|round| derive(seed, 0x5eed, round as u64) as u32);
+        let keys = std::array::from_fn(|round| derive_seed(seed, 0x5eed, round as u64) as u32);
         Permutation {
             last,
             high_bits: bits / 2,
