@@ -112,6 +112,11 @@ impl FlatTable {
     /// A table with the given configuration. Synchronizes.
     pub fn with_config(gpu: &Gpu, config: FlatTableConfig) -> Result<Self> {
         let windows = windows_for(config.capacity, config.load_factor)?;
+        if let Placement::Tiered { .. } = config.placement {
+            return Err(Error::Config(
+                "a flat table is one container: the tiered placement is for range tables".into(),
+            ));
+        }
         let module = gpu.load(&crate::kernels::program())?;
         let slots = Region::new(gpu, config.placement, windows * WINDOW * 8)?;
         Ok(Self {

@@ -46,6 +46,12 @@ pub struct TableStats {
     pub host_bytes: u64,
     /// Containers (inner tables) allocated.
     pub containers: u64,
+    /// `Tiered`: containers copied into the device cache.
+    pub moved_in: u64,
+    /// `Tiered`: containers written back out of it.
+    pub moved_out: u64,
+    /// `Tiered`: bytes copied over the host link (in and out).
+    pub link_bytes: u64,
 }
 
 impl TableStats {
@@ -53,7 +59,7 @@ impl TableStats {
         match placement {
             Placement::Device => self.device_bytes += bytes,
             Placement::Managed => self.managed_bytes += bytes,
-            Placement::HostMapped => self.host_bytes += bytes,
+            Placement::HostMapped | Placement::Tiered { .. } => self.host_bytes += bytes,
         }
     }
 }

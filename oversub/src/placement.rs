@@ -30,6 +30,17 @@ pub enum Placement {
     /// (accessed-by: remote mapping instead of migration) amounts to, without managed
     /// memory; it can hold structures many times the GPU's memory.
     HostMapped,
+    /// Real oversubscription without unified memory (beyond the paper): the structure's
+    /// home is pinned host memory, and a device-resident cache of at most
+    /// `device_budget_bytes` holds whole containers (a range table's inner tables). Each
+    /// batch is sorted, split into runs of ranges that fit the cache, and every run's
+    /// missing containers are copied in (least recently used ones evicted first, dirty
+    /// ones written back) before its kernel runs. For range tables; a budget smaller than
+    /// one container is a configuration error.
+    Tiered {
+        /// The most device bytes the cache may hold.
+        device_budget_bytes: u64,
+    },
 }
 
 impl Placement {
@@ -42,6 +53,7 @@ impl Placement {
             Placement::Device => "device",
             Placement::Managed => "managed",
             Placement::HostMapped => "host-mapped",
+            Placement::Tiered { .. } => "tiered",
         }
     }
 }
@@ -84,6 +96,22 @@ fn check(r: sys::CUresult, what: &str) -> Result<()> {
     } else {
         Err(gpuds_core::Error::InvalidArgument(format!("{what} failed: {r:?}")).into())
     }
+}
+
+/// A zero-filled pinned host allocation of `size` bytes with `flags`.
+fn pinned(size: usize, flags: u32) -> Result<*mut std::ffi::c_void> {
+    let mut h: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: a pinned host allocation into a local.
+    let r = unsafe { sys::cuMemHostAlloc(&mut h, size, flags) };
+    if r != sys::CUresult::CUDA_SUCCESS || h.is_null() {
+        return Err(Error::HostAlloc {
+            bytes: size as u64,
+            reason: format!("{r:?}"),
+        });
+    }
+    // SAFETY: `size` bytes at h are ours.
+    unsafe { std::ptr::write_bytes(h.cast::<u8>(), 0, size) };
+    Ok(h)
 }
 
 impl Region {
@@ -175,20 +203,12 @@ impl Region {
                     )?;
                 }
             }
+            Placement::Tiered { .. } => {
+                region.host = pinned(size, 0)?;
+            }
             Placement::HostMapped => {
-                let mut h: *mut std::ffi::c_void = std::ptr::null_mut();
-                // SAFETY: a pinned, mapped host allocation into a local.
-                let r =
-                    unsafe { sys::cuMemHostAlloc(&mut h, size, sys::CU_MEMHOSTALLOC_DEVICEMAP) };
-                if r != sys::CUresult::CUDA_SUCCESS || h.is_null() {
-                    return Err(Error::HostAlloc {
-                        bytes,
-                        reason: format!("{r:?}"),
-                    });
-                }
+                let h = pinned(size, sys::CU_MEMHOSTALLOC_DEVICEMAP)?;
                 region.host = h;
-                // SAFETY: `size` bytes at h are ours.
-                unsafe { std::ptr::write_bytes(h.cast::<u8>(), 0, size) };
                 let mut p: sys::CUdeviceptr = 0;
                 // SAFETY: h is a mapped pinned allocation.
                 check(
@@ -202,9 +222,15 @@ impl Region {
         Ok(region)
     }
 
-    /// The device address of the region's first byte.
+    /// The device address of the region's first byte (0 for a `Tiered` home, which the
+    /// device reaches only through copies).
     pub fn device_ptr(&self) -> u64 {
         self.device
+    }
+
+    /// The host address of a pinned region (`HostMapped`, `Tiered`), else null.
+    pub(crate) fn host_ptr(&self) -> *mut std::ffi::c_void {
+        self.host
     }
 
     /// Its size in bytes.
@@ -224,6 +250,14 @@ impl Region {
         let mut out = vec![0u64; words];
         self.gpu.stream().synchronize()?;
         if words == 0 {
+            return Ok(out);
+        }
+        if !self.host.is_null() {
+            // SAFETY: the pinned region holds at least words * 8 bytes; no copy or kernel
+            // uses it now (synchronized).
+            unsafe {
+                std::ptr::copy_nonoverlapping(self.host.cast::<u64>(), out.as_mut_ptr(), words)
+            };
             return Ok(out);
         }
         // SAFETY: the region holds at least words * 8 bytes; the stream is idle.
@@ -252,7 +286,7 @@ impl Drop for Region {
                     let _ = sys::cuMemFree_v2(self.device);
                     MANAGED_BYTES.fetch_sub(self.bytes, Ordering::Relaxed);
                 }
-                Placement::HostMapped => {
+                Placement::HostMapped | Placement::Tiered { .. } => {
                     if !self.host.is_null() {
                         let _ = sys::cuMemFreeHost(self.host);
                     }

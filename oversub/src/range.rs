@@ -14,6 +14,17 @@ use crate::flat::{check_slots, live_pairs, windows_for, WINDOW};
 use crate::placement::{Placement, Region};
 use crate::TableStats;
 
+fn check_copy(r: cudarc::driver::sys::CUresult) -> Result<()> {
+    if r == cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(gpuds_core::Error::InvalidArgument(format!(
+            "a copy between host and device failed: {r:?}"
+        ))
+        .into())
+    }
+}
+
 /// How a [`RangeTable`] is built.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RangeTableConfig {
@@ -122,6 +133,35 @@ pub struct RangeTable {
     inner_windows: u64,
     count: CudaSlice<u64>,
     sorter: RadixSorter,
+    /// The device cache of the tiered placement.
+    cache: Option<Cache>,
+}
+
+/// The tiered placement's device cache: slots of one inner table each.
+struct Cache {
+    slots: Vec<Slot>,
+    /// The slot of each range, or NONE.
+    resident: Vec<u32>,
+    clock: u64,
+    moved_in: u64,
+    moved_out: u64,
+    link_bytes: u64,
+}
+
+struct Slot {
+    region: Region,
+    range: Option<usize>,
+    dirty: bool,
+    used: u64,
+}
+
+const NONE: u32 = u32::MAX;
+
+/// A run of a sorted batch: `len` keys from `start`, in `ranges` (ascending).
+struct Run {
+    start: usize,
+    len: usize,
+    ranges: Vec<usize>,
 }
 
 impl std::fmt::Debug for RangeTable {
@@ -147,6 +187,38 @@ impl RangeTable {
         config.validate()?;
         let num_ranges = 1usize << (32 - config.range_bits);
         let inner_windows = windows_for(config.keys_per_inner(), config.load_factor)?;
+        let cache = match config.placement {
+            Placement::Tiered {
+                device_budget_bytes,
+            } => {
+                let inner_bytes = inner_windows * WINDOW * 8;
+                let slots = device_budget_bytes / inner_bytes;
+                if slots == 0 {
+                    return Err(Error::Config(format!(
+                        "a device budget of {device_budget_bytes} bytes holds no inner table of {inner_bytes} bytes"
+                    )));
+                }
+                let slots = (0..slots.min(num_ranges as u64))
+                    .map(|_| {
+                        Ok(Slot {
+                            region: Region::new(gpu, Placement::Device, inner_bytes)?,
+                            range: None,
+                            dirty: false,
+                            used: 0,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                Some(Cache {
+                    slots,
+                    resident: vec![NONE; num_ranges],
+                    clock: 0,
+                    moved_in: 0,
+                    moved_out: 0,
+                    link_bytes: 0,
+                })
+            }
+            _ => None,
+        };
         Ok(Self {
             gpu: gpu.clone(),
             module: gpu.load(&crate::kernels::program())?,
@@ -156,6 +228,7 @@ impl RangeTable {
             inner_windows,
             count: gpu.stream().alloc_zeros::<u64>(1)?,
             sorter: RadixSorter::new(gpu)?,
+            cache,
         })
     }
 
@@ -226,13 +299,19 @@ impl RangeTable {
         self.make_inners(&keys)?;
         let call = CallStatus::new(&self.gpu, n)?;
         let kernel = self.module.kernel("range_insert_u32")?;
-        let r = self.table_ref(call.status_ptr());
-        let (n64, failed) = (n as u64, call.bits_ptr());
-        let stream = self.gpu.stream();
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&keys).arg(&values).arg(&n64).arg(&failed);
-        // SAFETY: reads the sorted batch; every range it touches has its inner table.
-        unsafe { args.launch(shape(&self.gpu, &kernel, n)?) }?;
+        for run in self.runs(&keys)? {
+            self.make_resident(&run.ranges, true)?;
+            let r = self.table_ref(call.status_ptr());
+            let (len64, failed) = (run.len as u64, call.bits_ptr());
+            let span = run.start..run.start + run.len;
+            let (k, v) = (keys.slice(span.clone()), values.slice(span));
+            let stream = self.gpu.stream();
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r).arg(&k).arg(&v).arg(&len64).arg(&failed);
+            // SAFETY: reads the run of the sorted batch; every range it touches has its
+            // inner table on the device.
+            unsafe { args.launch(shape(&self.gpu, &kernel, run.len)?) }?;
+        }
         call.check()?;
         Ok(())
     }
@@ -264,7 +343,8 @@ impl RangeTable {
             inners.push(region.device_ptr());
             self.inners[range] = Some(region);
         }
-        if ranges.is_empty() {
+        if ranges.is_empty() || self.cache.is_some() {
+            // A tiered home is reached only through the cache (make_resident).
             return Ok(());
         }
         let (dr, di) = (stream.clone_htod(&ranges)?, stream.clone_htod(&inners)?);
@@ -275,6 +355,187 @@ impl RangeTable {
         // SAFETY: writes outer[ranges[j]].inner for j < m (every range below num_ranges).
         unsafe { args.launch(shape(&self.gpu, &kernel, ranges.len())?) }?;
         Ok(())
+    }
+
+    /// The runs of a sorted batch: one run of everything, or (tiered) runs of at most as
+    /// many ranges as the cache has slots.
+    fn runs(&self, keys: &CudaSlice<u32>) -> Result<Vec<Run>> {
+        let n = keys.len();
+        let Some(cache) = &self.cache else {
+            return Ok(vec![Run {
+                start: 0,
+                len: n,
+                ranges: Vec::new(),
+            }]);
+        };
+        let stream = self.gpu.stream().clone();
+        let mut counts = stream.alloc_zeros::<u32>(self.inners.len())?;
+        let kernel = self.module.kernel("range_histogram_u32")?;
+        let r = self.table_ref(0);
+        let n64 = n as u64;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(keys).arg(&n64).arg(&mut counts);
+        // SAFETY: reads the keys; writes counts[range].
+        unsafe { args.launch(shape(&self.gpu, &kernel, n)?) }?;
+        let counts = stream.clone_dtoh(&counts)?;
+        let mut runs = Vec::new();
+        let mut run = Run {
+            start: 0,
+            len: 0,
+            ranges: Vec::new(),
+        };
+        for (range, &c) in counts.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            if run.ranges.len() == cache.slots.len() {
+                let start = run.start + run.len;
+                let next = Run {
+                    start,
+                    len: 0,
+                    ranges: Vec::new(),
+                };
+                runs.push(std::mem::replace(&mut run, next));
+            }
+            run.ranges.push(range);
+            run.len += c as usize;
+        }
+        if run.len > 0 {
+            runs.push(run);
+        }
+        Ok(runs)
+    }
+
+    /// Tiered: brings the inner tables of `ranges` (at most the cache's slots) into the
+    /// cache, evicting the least recently used others (written back when dirty), and
+    /// points their outer entries at their slots; `write` marks them dirty. Enqueued on
+    /// the table's stream, so the copies are ordered with the kernels.
+    fn make_resident(&mut self, ranges: &[usize], write: bool) -> Result<()> {
+        let Some(cache) = &mut self.cache else {
+            return Ok(());
+        };
+        let stream = self.gpu.stream().clone();
+        let bytes = (self.inner_windows * WINDOW * 8) as usize;
+        let wanted: std::collections::HashSet<usize> = ranges.iter().copied().collect();
+        let mut updates: Vec<(u32, u64)> = Vec::new();
+        for &range in ranges {
+            let Some(home) = &self.inners[range] else {
+                continue; // no key ever in this range: lookups answer at once
+            };
+            cache.clock += 1;
+            let at = cache.resident[range];
+            if at != NONE {
+                let slot = &mut cache.slots[at as usize];
+                slot.used = cache.clock;
+                slot.dirty |= write;
+                continue;
+            }
+            // A free slot, or the least recently used one this run does not need.
+            let victim = cache
+                .slots
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| s.range.is_none_or(|r| !wanted.contains(&r)))
+                .min_by_key(|(_, s)| (s.range.is_some(), s.used))
+                .map(|(i, _)| i)
+                .ok_or_else(|| {
+                    Error::Invalid("a run needs more ranges than the cache has slots".into())
+                })?;
+            let slot = &mut cache.slots[victim];
+            if let Some(old) = slot.range.take() {
+                if slot.dirty {
+                    let old_home = self.inners[old].as_ref().ok_or_else(|| {
+                        Error::Invalid(format!("range {old} cached without a home"))
+                    })?;
+                    // SAFETY: both regions hold `bytes`; the copy is ordered on the stream
+                    // after every kernel that wrote the slot.
+                    check_copy(unsafe {
+                        cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
+                            old_home.host_ptr(),
+                            slot.region.device_ptr(),
+                            bytes,
+                            stream.cu_stream(),
+                        )
+                    })?;
+                    cache.moved_out += 1;
+                    cache.link_bytes += bytes as u64;
+                }
+                cache.resident[old] = NONE;
+                updates.push((old as u32, 0));
+            }
+            // SAFETY: both regions hold `bytes`; ordered on the stream after the
+            // write-back of the slot's previous range.
+            check_copy(unsafe {
+                cudarc::driver::sys::cuMemcpyHtoDAsync_v2(
+                    slot.region.device_ptr(),
+                    home.host_ptr(),
+                    bytes,
+                    stream.cu_stream(),
+                )
+            })?;
+            cache.moved_in += 1;
+            cache.link_bytes += bytes as u64;
+            slot.range = Some(range);
+            slot.dirty = write;
+            slot.used = cache.clock;
+            cache.resident[range] = victim as u32;
+            updates.push((range as u32, slot.region.device_ptr()));
+        }
+        if updates.is_empty() {
+            return Ok(());
+        }
+        let (ranges, ptrs): (Vec<u32>, Vec<u64>) = updates.into_iter().unzip();
+        let (dr, dp) = (stream.clone_htod(&ranges)?, stream.clone_htod(&ptrs)?);
+        let kernel = self.module.kernel("range_set_inner_u32")?;
+        let r = self.table_ref(0);
+        let m = ranges.len() as u64;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(&dr).arg(&dp).arg(&m);
+        // SAFETY: writes outer[ranges[j]].inner for j < m.
+        unsafe { args.launch(shape(&self.gpu, &kernel, ranges.len())?) }?;
+        Ok(())
+    }
+
+    /// Tiered: writes every dirty cached inner table back to its home (no-op for the
+    /// other placements). Synchronizes.
+    pub fn write_back(&mut self) -> Result<()> {
+        let Some(cache) = &mut self.cache else {
+            return Ok(());
+        };
+        let stream = self.gpu.stream().clone();
+        let bytes = (self.inner_windows * WINDOW * 8) as usize;
+        for slot in cache.slots.iter_mut().filter(|s| s.dirty) {
+            let Some(range) = slot.range else { continue };
+            let home = self.inners[range]
+                .as_ref()
+                .ok_or_else(|| Error::Invalid(format!("range {range} cached without a home")))?;
+            // SAFETY: both regions hold `bytes`; ordered after the kernels on the stream.
+            check_copy(unsafe {
+                cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
+                    home.host_ptr(),
+                    slot.region.device_ptr(),
+                    bytes,
+                    stream.cu_stream(),
+                )
+            })?;
+            cache.moved_out += 1;
+            cache.link_bytes += bytes as u64;
+            slot.dirty = false;
+        }
+        stream.synchronize()?;
+        Ok(())
+    }
+
+    /// The words of `range`'s inner table as the device sees them now (its cache slot
+    /// when cached, else its home).
+    fn inner_words(&self, range: usize, region: &Region) -> Result<Vec<u64>> {
+        if let Some(cache) = &self.cache {
+            let at = cache.resident[range];
+            if at != NONE {
+                return cache.slots[at as usize].region.to_host_words();
+            }
+        }
+        region.to_host_words()
     }
 
     /// Keys and their positions, sorted by key on the device.
@@ -319,19 +580,24 @@ impl RangeTable {
             let mut values = stream.alloc_zeros::<u32>(if want_values { m } else { 1 })?;
             let call = CallStatus::new(&self.gpu, m)?;
             let kernel = self.module.kernel("range_find_u32")?;
-            let r = self.table_ref(call.status_ptr());
-            let (m64, null, failed) = (m as u64, 0u64, call.bits_ptr());
-            let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r).arg(&k).arg(&index).arg(&m64);
-            if want_values {
-                args.arg(&mut values);
-            } else {
-                args.arg(&null);
+            for run in self.runs(&k)? {
+                self.make_resident(&run.ranges, false)?;
+                let r = self.table_ref(call.status_ptr());
+                let (len64, null, failed) = (run.len as u64, 0u64, call.bits_ptr());
+                let span = run.start..run.start + run.len;
+                let (rk, ri) = (k.slice(span.clone()), index.slice(span));
+                let mut args = stream.launch_builder(kernel.func());
+                args.arg(&r).arg(&rk).arg(&ri).arg(&len64);
+                if want_values {
+                    args.arg(&mut values);
+                } else {
+                    args.arg(&null);
+                }
+                args.arg(&mut found).arg(&failed);
+                // SAFETY: reads the run's sorted keys and their positions (< m); writes
+                // values[position] and the found bits.
+                unsafe { args.launch(shape(&self.gpu, &kernel, run.len)?) }?;
             }
-            args.arg(&mut found).arg(&failed);
-            // SAFETY: reads the sorted keys and their positions (< m); writes
-            // values[position] and the found bits.
-            unsafe { args.launch(shape(&self.gpu, &kernel, m)?) }?;
             call.check()?;
             let base = c * self.config.batch;
             for (j, f) in bits(&stream.clone_dtoh(&found)?, m).into_iter().enumerate() {
@@ -357,17 +623,22 @@ impl RangeTable {
             let mut removed = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
             let call = CallStatus::new(&self.gpu, m)?;
             let kernel = self.module.kernel("range_erase_u32")?;
-            let r = self.table_ref(call.status_ptr());
-            let (m64, failed) = (m as u64, call.bits_ptr());
-            let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r)
-                .arg(&k)
-                .arg(&index)
-                .arg(&m64)
-                .arg(&mut removed)
-                .arg(&failed);
-            // SAFETY: reads the sorted keys and positions; writes the removed bits.
-            unsafe { args.launch(shape(&self.gpu, &kernel, m)?) }?;
+            for run in self.runs(&k)? {
+                self.make_resident(&run.ranges, true)?;
+                let r = self.table_ref(call.status_ptr());
+                let (len64, failed) = (run.len as u64, call.bits_ptr());
+                let span = run.start..run.start + run.len;
+                let (rk, ri) = (k.slice(span.clone()), index.slice(span));
+                let mut args = stream.launch_builder(kernel.func());
+                args.arg(&r)
+                    .arg(&rk)
+                    .arg(&ri)
+                    .arg(&len64)
+                    .arg(&mut removed)
+                    .arg(&failed);
+                // SAFETY: reads the run's sorted keys and positions; writes the removed bits.
+                unsafe { args.launch(shape(&self.gpu, &kernel, run.len)?) }?;
+            }
             call.check()?;
             out.extend(bits(&stream.clone_dtoh(&removed)?, m));
         }
@@ -385,14 +656,24 @@ impl RangeTable {
             s.add(region.placement(), region.bytes());
             s.containers += 1;
         }
+        if let Some(cache) = &self.cache {
+            for slot in &cache.slots {
+                s.add(Placement::Device, slot.region.bytes());
+            }
+            s.moved_in = cache.moved_in;
+            s.moved_out = cache.moved_out;
+            s.link_bytes = cache.link_bytes;
+        }
         s
     }
 
     /// Every live pair, range by range. Synchronizes; copies the inner tables.
     pub fn to_vec(&self) -> Result<Vec<(u32, u32)>> {
         let mut out = Vec::new();
-        for region in self.inners.iter().flatten() {
-            out.extend(live_pairs(&region.to_host_words()?));
+        for (range, region) in self.inners.iter().enumerate() {
+            if let Some(region) = region {
+                out.extend(live_pairs(&self.inner_words(range, region)?));
+            }
         }
         Ok(out)
     }
@@ -413,12 +694,19 @@ impl RangeTable {
                     }
                 }
                 Some(region) => {
-                    if entry.inner != region.device_ptr() {
+                    let expected = match &self.cache {
+                        Some(cache) if cache.resident[range] != NONE => cache.slots
+                            [cache.resident[range] as usize]
+                            .region
+                            .device_ptr(),
+                        _ => region.device_ptr(),
+                    };
+                    if entry.inner != expected {
                         return Err(Error::Invalid(format!(
                             "range {range}: its entry names another table"
                         )));
                     }
-                    let words = region.to_host_words()?;
+                    let words = self.inner_words(range, region)?;
                     if let Some(&(k, _)) = live_pairs(&words)
                         .iter()
                         .find(|(k, _)| (*k as usize) >> self.config.range_bits != range)

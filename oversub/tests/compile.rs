@@ -22,6 +22,7 @@ fn every_kernel_compiles_for_every_target() {
             "range_find",
             "range_need",
             "range_set_inner",
+            "range_histogram",
         ] {
             assert!(
                 all.contains(&format!(".entry {name}_u32(")),

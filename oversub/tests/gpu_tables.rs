@@ -153,6 +153,7 @@ fn range_tables_on_every_placement_match_the_oracle() {
             Placement::HostMapped => assert!(s.host_bytes > 0),
             Placement::Managed => assert!(s.managed_bytes > 0),
             Placement::Device => assert_eq!(s.host_bytes + s.managed_bytes, 0),
+            Placement::Tiered { .. } => unreachable!("not in Placement::ALL"),
         }
     }
 }
@@ -267,4 +268,50 @@ fn large_batches_on_host_mapped_memory() {
     assert_eq!(f.get_many(&probe).unwrap(), want);
     r.validate().unwrap();
     f.validate().unwrap();
+}
+
+/// The tiered placement with a device budget of a quarter of the inner tables a run
+/// touches: every batch evicts and reloads, dirty tables are written back, and the
+/// contents stay the oracle's.
+#[test]
+fn tiered_range_tables_evict_reload_and_lose_nothing() {
+    let Some(gpu) = gpu() else { return };
+    let inner_bytes = (1u64 << 15) * 8; // range_bits 14 at load factor 0.5
+    let config = RangeTableConfig {
+        range_bits: 14,
+        placement: Placement::Tiered {
+            device_budget_bytes: 4 * inner_bytes,
+        },
+        batch: 1000,
+        ..Default::default()
+    };
+    let mut t = RangeTable::with_config(&gpu, config).unwrap();
+    random_batches(&mut t, 3, "tiered");
+    let s = t.stats();
+    assert!(s.containers > 8, "{s:?}");
+    assert!(s.moved_in > s.containers, "{s:?}");
+    assert!(s.moved_out > 0, "{s:?}");
+    assert_eq!(s.device_bytes - (1u64 << 18) * 16, 4 * inner_bytes);
+    t.write_back().unwrap();
+    t.validate().unwrap();
+    // A budget below one inner table is a configuration error.
+    let small = RangeTableConfig {
+        range_bits: 14,
+        placement: Placement::Tiered {
+            device_budget_bytes: inner_bytes - 1,
+        },
+        ..Default::default()
+    };
+    assert!(matches!(
+        RangeTable::with_config(&gpu, small),
+        Err(Error::Config(_))
+    ));
+    // A flat table has one container: tiered is refused.
+    let tiered = Placement::Tiered {
+        device_budget_bytes: 1 << 30,
+    };
+    assert!(matches!(
+        FlatTable::new(&gpu, 100, tiered),
+        Err(Error::Config(_))
+    ));
 }

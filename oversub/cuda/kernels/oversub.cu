@@ -135,3 +135,10 @@ extern "C" __global__ void GPUDS_KERNEL(range_set_inner)(range_table t, const un
                                                          const unsigned long long* inners, unsigned long long m) {
   for (unsigned long long j = thread_index(); j < m; j += thread_count()) t.outer[ranges[j]].inner = inners[j];
 }
+
+// counts[r] = keys of the batch in range r (the tiered placement splits a sorted batch
+// into runs of ranges that fit its device cache).
+extern "C" __global__ void GPUDS_KERNEL(range_histogram)(range_table t, const unsigned* keys, unsigned long long n,
+                                                         unsigned* counts) {
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) atomicAdd(&counts[t.range_of(keys[i])], 1u);
+}
