@@ -73,7 +73,7 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Problem size replacing the experiment's fixed one (the largest of a size sweep;
     /// table slots for linear), as `2^24` or `16777216` (slabhash, linear, hive, btree,
-    /// mvbtree, alloc, graph, oversub; quick passes it to those).
+    /// mvbtree, alloc, graph, oversub, kmer; quick passes it to those).
     #[arg(long, global = true, value_name = "N", value_parser = keys_parser)]
     pub keys: Option<u64>,
     /// Load factors replacing the experiment's fixed ones, comma-separated, each in (0, 1),
@@ -181,6 +181,9 @@ pub enum Command {
     /// FlatTable and RangeTable.
     #[command(about = about("oversub"))]
     Oversub,
+    /// k-mer counting and classification.
+    #[command(about = about("kmer"))]
+    Kmer,
     /// SlabHashMap.
     #[command(about = about("slabhash"))]
     Slabhash,
@@ -240,6 +243,7 @@ impl Command {
             Command::Mvbtree => "mvbtree",
             Command::Graph => "graph",
             Command::Oversub => "oversub",
+            Command::Kmer => "kmer",
             Command::Slabhash => "slabhash",
             Command::SlabhashTargets => "slabhash-targets",
             Command::Compare(_) | Command::Plot { .. } | Command::Completions { .. } => {

@@ -187,13 +187,31 @@ impl FlatTable {
         self.run_insert(keys, values)
     }
 
+    /// Adds `deltas[i]` to the value of `keys[i]` (atomically), inserting it with
+    /// `deltas[i]` when absent: counting (k-mer counts, histograms). Reserved keys and a
+    /// full table as [`insert_many`](Self::insert_many). Synchronizes.
+    pub fn add_many(&mut self, keys: &[u32], deltas: &[u32]) -> Result<()> {
+        same_len("keys and deltas", keys.len(), deltas.len())?;
+        check_host_keys(keys)?;
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let stream = self.gpu.stream();
+        let (k, v) = (stream.clone_htod(keys)?, stream.clone_htod(deltas)?);
+        self.run("flat_add_u32", &k, &v)
+    }
+
     fn run_insert(&mut self, keys: &CudaSlice<u32>, values: &CudaSlice<u32>) -> Result<()> {
+        self.run("flat_insert_u32", keys, values)
+    }
+
+    fn run(&mut self, name: &str, keys: &CudaSlice<u32>, values: &CudaSlice<u32>) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
         let call = CallStatus::new(&self.gpu, n)?;
-        let kernel = self.module.kernel("flat_insert_u32")?;
+        let kernel = self.module.kernel(name)?;
         let r = self.table_ref(call.status_ptr());
         let (n64, failed) = (n as u64, call.bits_ptr());
         let stream = self.gpu.stream();

@@ -290,7 +290,33 @@ impl RangeTable {
         self.run_insert(keys, values)
     }
 
-    fn run_insert(&mut self, mut keys: CudaSlice<u32>, mut values: CudaSlice<u32>) -> Result<()> {
+    /// Adds `deltas[i]` to the value of `keys[i]` (atomically), inserting it with
+    /// `deltas[i]` when absent: counting. Batches as [`insert_many`](Self::insert_many).
+    /// Synchronizes.
+    pub fn add_many(&mut self, keys: &[u32], deltas: &[u32]) -> Result<()> {
+        same_len("keys and deltas", keys.len(), deltas.len())?;
+        check_host_keys(keys)?;
+        let stream = self.gpu.stream().clone();
+        for (kc, dc) in keys
+            .chunks(self.config.batch)
+            .zip(deltas.chunks(self.config.batch))
+        {
+            let (k, d) = (stream.clone_htod(kc)?, stream.clone_htod(dc)?);
+            self.run("range_add_u32", k, d)?;
+        }
+        Ok(())
+    }
+
+    fn run_insert(&mut self, keys: CudaSlice<u32>, values: CudaSlice<u32>) -> Result<()> {
+        self.run("range_insert_u32", keys, values)
+    }
+
+    fn run(
+        &mut self,
+        name: &str,
+        mut keys: CudaSlice<u32>,
+        mut values: CudaSlice<u32>,
+    ) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
@@ -298,7 +324,7 @@ impl RangeTable {
         self.sorter.sort_pairs(&mut keys, &mut values)?;
         self.make_inners(&keys)?;
         let call = CallStatus::new(&self.gpu, n)?;
-        let kernel = self.module.kernel("range_insert_u32")?;
+        let kernel = self.module.kernel(name)?;
         for run in self.runs(&keys)? {
             self.make_resident(&run.ranges, true)?;
             let r = self.table_ref(call.status_ptr());

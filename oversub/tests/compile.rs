@@ -23,6 +23,8 @@ fn every_kernel_compiles_for_every_target() {
             "range_need",
             "range_set_inner",
             "range_histogram",
+            "flat_add",
+            "range_add",
         ] {
             assert!(
                 all.contains(&format!(".entry {name}_u32(")),

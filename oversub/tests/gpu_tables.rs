@@ -315,3 +315,57 @@ fn tiered_range_tables_evict_reload_and_lose_nothing() {
         Err(Error::Config(_))
     ));
 }
+
+/// Counting (`add_many`): repeated keys across and inside batches add up exactly, on the
+/// flat table and the range table (host-mapped and tiered).
+#[test]
+fn counts_add_up_on_every_table() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(4);
+    let batches: Vec<(Vec<u32>, Vec<u32>)> = (0..3)
+        .map(|_| {
+            let keys: Vec<u32> = (0..50_000).map(|_| key(&mut rng, 1 << 17)).collect();
+            let deltas: Vec<u32> = keys.iter().map(|_| rng.random_range(1..4u32)).collect();
+            (keys, deltas)
+        })
+        .collect();
+    let mut oracle: HashMap<u32, u32> = HashMap::new();
+    for (keys, deltas) in &batches {
+        for (&k, &d) in keys.iter().zip(deltas) {
+            *oracle.entry(k).or_default() += d;
+        }
+    }
+    let probe: Vec<u32> = oracle.keys().copied().chain([7_777_777, 123]).collect();
+    let want: Vec<Option<u32>> = probe.iter().map(|k| oracle.get(k).copied()).collect();
+    let mut flat = FlatTable::new(&gpu, 200_000, Placement::HostMapped).unwrap();
+    for (keys, deltas) in &batches {
+        flat.add_many(keys, deltas).unwrap();
+    }
+    assert_eq!(flat.get_many(&probe).unwrap(), want);
+    flat.validate().unwrap();
+    for placement in [
+        Placement::HostMapped,
+        Placement::Tiered {
+            device_budget_bytes: 2 * (1u64 << 15) * 8,
+        },
+    ] {
+        let config = RangeTableConfig {
+            range_bits: 14,
+            placement,
+            ..Default::default()
+        };
+        let mut range = RangeTable::with_config(&gpu, config).unwrap();
+        for (keys, deltas) in &batches {
+            range.add_many(keys, deltas).unwrap();
+        }
+        assert_eq!(
+            range.get_many(&probe).unwrap(),
+            want,
+            "{}",
+            placement.name()
+        );
+        assert_eq!(range.len().unwrap(), oracle.len() as u64);
+        range.write_back().unwrap();
+        range.validate().unwrap();
+    }
+}

@@ -12,6 +12,7 @@ pub mod alloc;
 pub mod btree;
 pub mod graph;
 pub mod hive;
+pub mod kmer;
 pub mod limits;
 pub mod linear;
 pub mod mvbtree;
@@ -324,6 +325,7 @@ pub fn registry() -> Vec<Experiment> {
         slabhash::TARGETS,
         graph::EXPERIMENT,
         oversub::EXPERIMENT,
+        kmer::EXPERIMENT,
     ]
 }
 

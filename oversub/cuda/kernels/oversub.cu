@@ -48,13 +48,15 @@ __device__ __forceinline__ void for_requests(unsigned long long n, Op&& op) {
   }
 }
 
+// Insertions (replace) or, with `accumulate`, additions (values null: add 1 per key).
 template <class Table>
 __device__ __forceinline__ void insert_all(const Table& t, unsigned long long* count, const unsigned* keys,
-                                           const unsigned* values, unsigned long long n, unsigned* failed) {
+                                           const unsigned* values, unsigned long long n, unsigned* failed,
+                                           bool accumulate = false) {
   for_requests(n, [&](bool active, unsigned long long i) {
     const unsigned k = active ? keys[i] : 1u;
-    const unsigned v = active && values != nullptr ? values[i] : 0u;
-    const unsigned outcome = t.insert(active, k, v);
+    const unsigned v = active && values != nullptr ? values[i] : (accumulate ? 1u : 0u);
+    const unsigned outcome = accumulate ? t.add(active, k, v) : t.insert(active, k, v);
     add_count(count, active && outcome == OP_ABSENT ? 1 : 0);
     note(failed, active, i, outcome);
   });
@@ -141,4 +143,13 @@ extern "C" __global__ void GPUDS_KERNEL(range_set_inner)(range_table t, const un
 extern "C" __global__ void GPUDS_KERNEL(range_histogram)(range_table t, const unsigned* keys, unsigned long long n,
                                                          unsigned* counts) {
   for (unsigned long long i = thread_index(); i < n; i += thread_count()) atomicAdd(&counts[t.range_of(keys[i])], 1u);
+}
+
+extern "C" __global__ void GPUDS_KERNEL(flat_add)(flat_table t, const unsigned* keys, const unsigned* deltas,
+                                                  unsigned long long n, unsigned* failed) {
+  insert_all(t, t.count, keys, deltas, n, failed, true);
+}
+extern "C" __global__ void GPUDS_KERNEL(range_add)(range_table t, const unsigned* keys, const unsigned* deltas,
+                                                   unsigned long long n, unsigned* failed) {
+  insert_all(t, t.count, keys, deltas, n, failed, true);
 }

@@ -142,7 +142,22 @@ struct flat_table {
   __device__ unsigned insert(bool active, unsigned key, unsigned value) const {
     return insert_at(active, slots, key, value);
   }
-  __device__ unsigned insert_at(bool active, unsigned long long* table, unsigned key, unsigned value) const {
+    __device__ unsigned insert_at(bool active, unsigned long long* table, unsigned key, unsigned value) const {
+    return store_at(active, table, key, value, false);
+  }
+
+  // Adds `delta` to key's value (an atomic add), or inserts (key, delta) when absent:
+  // OP_ABSENT (added) or OP_PRESENT. The counting operation of k-mer tables.
+  __device__ unsigned add(bool active, unsigned key, unsigned delta) const {
+    return store_at(active, slots, key, delta, true);
+  }
+  __device__ unsigned add_at(bool active, unsigned long long* table, unsigned key, unsigned delta) const {
+    return store_at(active, table, key, delta, true);
+  }
+
+  // insert_at (replace the value) or add_at (`accumulate`: add to it).
+  __device__ unsigned store_at(bool active, unsigned long long* table, unsigned key, unsigned value,
+                               bool accumulate) const {
     unsigned outcome = OP_ABSENT;
     serve(true, active, table, key, value, outcome,
           [&](bool busy, unsigned k, unsigned v, unsigned long long* window, unsigned long long pair,
@@ -161,8 +176,13 @@ struct flat_table {
             won = __shfl_sync(warp::FULL_MASK, won, static_cast<int>(half_base() + at));
             if (!busy) return 1u;
             if (hits != 0u) {
-              if (me) {
-                mem::st_relaxed(reinterpret_cast<unsigned*>(window + (__ffs(hits) - 1)) + 1, v);
+                            if (me) {
+                unsigned* const word_at = reinterpret_cast<unsigned*>(window + (__ffs(hits) - 1)) + 1;
+                if (accumulate) {
+                  atomicAdd(word_at, v);
+                } else {
+                  mem::st_relaxed(word_at, v);
+                }
                 outcome = OP_PRESENT;
               }
               return 1u;
@@ -282,6 +302,22 @@ struct range_table {
       active = false;
     }
     const unsigned got = inner_tables().insert_at(active, reinterpret_cast<unsigned long long*>(inner), key, value);
+    if (active) outcome = got;
+    add_counts(active && got == OP_ABSENT, r, 1);
+    return outcome;
+  }
+
+    // Adds delta to key's value, or inserts (key, delta): as insert.
+  __device__ unsigned add(bool active, unsigned key, unsigned delta) const {
+    const unsigned long long r = active ? range_of(key) : 0ull;
+    unsigned long long inner = active ? mem::ld_relaxed(&outer[r].inner) : 0ull;
+    unsigned outcome = OP_ABSENT;
+    if (active && inner == 0ull) {
+      status::report(status, status::OUT_OF_BOUNDS);
+      outcome = OP_FAILED;
+      active = false;
+    }
+    const unsigned got = inner_tables().add_at(active, reinterpret_cast<unsigned long long*>(inner), key, delta);
     if (active) outcome = got;
     add_counts(active && got == OP_ABSENT, r, 1);
     return outcome;

@@ -1,0 +1,219 @@
+//! `kmer`: the case study of Patel et al. (2026), §6 (Fig. 17), on the local GPU: k-mer
+//! counting (16-mers of sequencing reads into a k-mer → count table, `add_many`) and
+//! metagenomic classification (a k-mer → taxon table built from reference genomes, then
+//! a lookup of every read k-mer and a vote per read), with RangeTable over FlatTable in
+//! host-mapped memory, and RangeTable in the tiered placement at 1.5x its budget, all
+//! in the same run. Inputs are seeded synthetic genomes and reads with 1 % substitution
+//! errors (`gpuds_oversub::kmer`); counts are checked against a host count and the
+//! classification's accuracy is reported. `--keys N` sets the read k-mers (default 2^24;
+//! `quick` 2^22).
+
+use std::collections::HashMap;
+
+use gpuds_core::Result;
+use gpuds_oversub::kmer::{classify, community, kmers, merge_taxa, reads, table_key};
+use gpuds_oversub::{FlatTable, Placement, RangeTable, RangeTableConfig};
+
+use super::{core_error, Accepts, Case, Experiment, Params, Scale};
+use crate::bench::Bench;
+use crate::report::{Baseline, Row, Unit};
+use crate::timing::{time_once, Timing};
+
+/// The `kmer` experiment.
+pub const EXPERIMENT: Experiment = Experiment {
+    name: "kmer",
+    about: "k-mer counting and classification (Patel 2026, §6, Fig. 17): RangeTable vs FlatTable, host-mapped and tiered",
+    accepts: Accepts::KEYS,
+    plan,
+};
+
+const NAME: &str = "kmer";
+const READ_LEN: usize = 150;
+const TAXA: u32 = 8;
+
+fn plan(params: &Params) -> Vec<Case> {
+    let quick = params.scale == Scale::Quick;
+    let n = params
+        .keys_or(if quick { 1 << 22 } else { 1 << 24 })
+        .max(1 << 12);
+    vec![Case::new(
+        "Fig. 17 k-mer counting and classification",
+        move |b| rows(b, n),
+    )]
+}
+
+fn err(e: gpuds_oversub::Error) -> gpuds_core::Error {
+    core_error(e)
+}
+
+fn row(name: &str, structure: &str, n: usize, ms: f64) -> Row {
+    let t = Timing {
+        median_ms: ms,
+        min_ms: ms,
+        max_ms: ms,
+        reps: 1,
+    };
+    Row::new(NAME, name, n as u64, t, n as f64, Unit::GigaItemsPerSecond).with_structure(structure)
+}
+
+fn tiered(structure: u64) -> RangeTableConfig {
+    RangeTableConfig {
+        placement: Placement::Tiered {
+            device_budget_bytes: (structure as f64 / 1.5) as u64,
+        },
+        ..Default::default()
+    }
+}
+
+fn rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    // References: TAXA genomes; reads drawn from them (the truth is their taxon).
+    let genome_len = (n / 4).max(1 << 12);
+    let refs = community(TAXA, genome_len, 17);
+    let per_taxon = n.div_ceil((READ_LEN - 15) * TAXA as usize);
+    let mut read_keys = Vec::new();
+    let mut labelled = Vec::new();
+    for (i, (taxon, genome)) in refs.iter().enumerate() {
+        for r in reads(genome, per_taxon, READ_LEN, 0.01, 100 + i as u64) {
+            read_keys.extend(kmers(&r.seq).filter_map(table_key));
+            labelled.push((*taxon, r.seq));
+        }
+    }
+    let m = read_keys.len();
+    let ones = vec![1u32; m];
+    let mut host_counts: HashMap<u32, u32> = HashMap::new();
+    for &k in &read_keys {
+        *host_counts.entry(k).or_default() += 1;
+    }
+    // Counting.
+    let mut flat =
+        FlatTable::new(&gpu, host_counts.len() as u64, Placement::HostMapped).map_err(err)?;
+    let mut range = RangeTable::with_config(
+        &gpu,
+        RangeTableConfig {
+            placement: Placement::HostMapped,
+            ..Default::default()
+        },
+    )
+    .map_err(err)?;
+    let fc = time_once(&gpu, || flat.add_many(&read_keys, &ones).map_err(err))?;
+    let rc = time_once(&gpu, || range.add_many(&read_keys, &ones).map_err(err))?;
+    let mut tier = RangeTable::with_config(&gpu, tiered(range.stats().host_bytes)).map_err(err)?;
+    let tc = time_once(&gpu, || tier.add_many(&read_keys, &ones).map_err(err))?;
+    let sample: Vec<u32> = host_counts.keys().copied().take(1 << 16).collect();
+    let want: Vec<Option<u32>> = sample.iter().map(|k| host_counts.get(k).copied()).collect();
+    let ok = flat.get_many(&sample).map_err(err)? == want
+        && range.get_many(&sample).map_err(err)? == want
+        && tier.get_many(&sample).map_err(err)? == want;
+    let checked = if ok {
+        "counts checked"
+    } else {
+        "COUNTS DIFFER"
+    };
+    let flat_rate = m as f64 / (fc * 1e-3) / 1e9;
+    let base = || {
+        Some(Baseline {
+            label: "FlatTable host-mapped, this run".into(),
+            rate: flat_rate,
+        })
+    };
+    let mut out = vec![
+        row("Fig. 17 k-mer counting", "FlatTable", m, fc).with_note(format!(
+            "host-mapped; {} distinct 16-mers",
+            host_counts.len()
+        )),
+        row("Fig. 17 k-mer counting", "RangeTable", m, rc)
+            .with_baseline(base())
+            .with_note(format!("host-mapped; {:.2}x FlatTable; {checked}", fc / rc)),
+        row(
+            "Fig. 17 k-mer counting, tiered at 1.5x its budget",
+            "RangeTable",
+            m,
+            tc,
+        )
+        .with_baseline(base())
+        .with_note(format!(
+            "{:.2}x FlatTable; {} tables in",
+            fc / tc,
+            tier.stats().moved_in
+        )),
+    ];
+    // Classification: the k-mer -> taxon database (shared k-mers unclassified), then a
+    // lookup of every read k-mer and a vote per read on the host.
+    let mut db: HashMap<u32, u32> = HashMap::new();
+    for (taxon, genome) in &refs {
+        for k in kmers(genome).filter_map(table_key) {
+            db.entry(k)
+                .and_modify(|t| *t = merge_taxa(*t, *taxon))
+                .or_insert(*taxon);
+        }
+    }
+    let (db_keys, db_taxa): (Vec<u32>, Vec<u32>) = db.iter().map(|(&k, &t)| (k, t)).unzip();
+    let mut flat =
+        FlatTable::new(&gpu, db_keys.len() as u64, Placement::HostMapped).map_err(err)?;
+    let mut range = RangeTable::with_config(
+        &gpu,
+        RangeTableConfig {
+            placement: Placement::HostMapped,
+            ..Default::default()
+        },
+    )
+    .map_err(err)?;
+    flat.insert_many(&db_keys, &db_taxa).map_err(err)?;
+    range.insert_many(&db_keys, &db_taxa).map_err(err)?;
+    let mut tier = RangeTable::with_config(&gpu, tiered(range.stats().host_bytes)).map_err(err)?;
+    tier.insert_many(&db_keys, &db_taxa).map_err(err)?;
+    let mut found = Vec::new();
+    let fl = time_once(&gpu, || {
+        found = flat.get_many(&read_keys).map_err(err)?;
+        Ok(())
+    })?;
+    let rl = time_once(&gpu, || range.get_many(&read_keys).map(drop).map_err(err))?;
+    let tl = time_once(&gpu, || tier.get_many(&read_keys).map(drop).map_err(err))?;
+    let answers: HashMap<u32, u32> = read_keys
+        .iter()
+        .zip(&found)
+        .filter_map(|(&k, v)| v.map(|t| (k, t)))
+        .collect();
+    let correct = labelled
+        .iter()
+        .filter(|(taxon, seq)| classify(seq, |k| answers.get(&k).copied()) == Some(*taxon))
+        .count();
+    let accuracy = correct as f64 / labelled.len().max(1) as f64 * 100.0;
+    let flat_rate = m as f64 / (fl * 1e-3) / 1e9;
+    let base = || {
+        Some(Baseline {
+            label: "FlatTable host-mapped, this run".into(),
+            rate: flat_rate,
+        })
+    };
+    out.extend([
+        row("Fig. 17 classification lookups", "FlatTable", m, fl).with_note(format!(
+            "host-mapped; {} reads, {accuracy:.1} % classified correctly",
+            labelled.len()
+        )),
+        row("Fig. 17 classification lookups", "RangeTable", m, rl)
+            .with_baseline(base())
+            .with_note(format!("host-mapped; {:.2}x FlatTable", fl / rl)),
+        row(
+            "Fig. 17 classification lookups, tiered at 1.5x its budget",
+            "RangeTable",
+            m,
+            tl,
+        )
+        .with_baseline(base())
+        .with_note(format!("{:.2}x FlatTable", fl / tl)),
+    ]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_has_one_case() {
+        assert_eq!(plan(&Params::new(Scale::Quick)).len(), 1);
+        assert!(tiered(3 << 20).placement != Placement::Device);
+    }
+}
