@@ -14,6 +14,7 @@ use gpuds_core::Result;
 use gpuds_oversub::kmer::{classify, community, kmers, merge_taxa, reads, table_key};
 use gpuds_oversub::{FlatTable, Placement, RangeTable, RangeTableConfig};
 
+use super::oversub::range_config;
 use super::{core_error, Accepts, Case, Experiment, Params, Scale};
 use crate::bench::Bench;
 use crate::report::{Baseline, Row, Unit};
@@ -56,12 +57,14 @@ fn row(name: &str, structure: &str, n: usize, ms: f64) -> Row {
     Row::new(NAME, name, n as u64, t, n as f64, Unit::GigaItemsPerSecond).with_structure(structure)
 }
 
-fn tiered(structure: u64) -> RangeTableConfig {
+/// The tiered table of `sized` (inner tables sized for the keys) with a device budget
+/// of 1/1.5 of `structure` bytes.
+fn tiered(sized: RangeTableConfig, structure: u64) -> RangeTableConfig {
     RangeTableConfig {
         placement: Placement::Tiered {
             device_budget_bytes: (structure as f64 / 1.5) as u64,
         },
-        ..Default::default()
+        ..sized
     }
 }
 
@@ -88,17 +91,14 @@ fn rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     // Counting.
     let mut flat =
         FlatTable::new(&gpu, host_counts.len() as u64, Placement::HostMapped).map_err(err)?;
-    let mut range = RangeTable::with_config(
-        &gpu,
-        RangeTableConfig {
-            placement: Placement::HostMapped,
-            ..Default::default()
-        },
-    )
-    .map_err(err)?;
+    // k-mer keys spread over the whole key space: inner tables sized for the keys each
+    // range gets (the paper's full-range inner tables would take 64 GiB here).
+    let sized = range_config(&read_keys, Placement::HostMapped);
+    let mut range = RangeTable::with_config(&gpu, sized).map_err(err)?;
     let fc = time_once(&gpu, || flat.add_many(&read_keys, &ones).map_err(err))?;
     let rc = time_once(&gpu, || range.add_many(&read_keys, &ones).map_err(err))?;
-    let mut tier = RangeTable::with_config(&gpu, tiered(range.stats().host_bytes)).map_err(err)?;
+    let mut tier =
+        RangeTable::with_config(&gpu, tiered(sized, range.stats().host_bytes)).map_err(err)?;
     let tc = time_once(&gpu, || tier.add_many(&read_keys, &ones).map_err(err))?;
     let sample: Vec<u32> = host_counts.keys().copied().take(1 << 16).collect();
     let want: Vec<Option<u32>> = sample.iter().map(|k| host_counts.get(k).copied()).collect();
@@ -151,17 +151,12 @@ fn rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let (db_keys, db_taxa): (Vec<u32>, Vec<u32>) = db.iter().map(|(&k, &t)| (k, t)).unzip();
     let mut flat =
         FlatTable::new(&gpu, db_keys.len() as u64, Placement::HostMapped).map_err(err)?;
-    let mut range = RangeTable::with_config(
-        &gpu,
-        RangeTableConfig {
-            placement: Placement::HostMapped,
-            ..Default::default()
-        },
-    )
-    .map_err(err)?;
+    let sized = range_config(&db_keys, Placement::HostMapped);
+    let mut range = RangeTable::with_config(&gpu, sized).map_err(err)?;
     flat.insert_many(&db_keys, &db_taxa).map_err(err)?;
     range.insert_many(&db_keys, &db_taxa).map_err(err)?;
-    let mut tier = RangeTable::with_config(&gpu, tiered(range.stats().host_bytes)).map_err(err)?;
+    let mut tier =
+        RangeTable::with_config(&gpu, tiered(sized, range.stats().host_bytes)).map_err(err)?;
     tier.insert_many(&db_keys, &db_taxa).map_err(err)?;
     let mut found = Vec::new();
     let fl = time_once(&gpu, || {
@@ -214,6 +209,6 @@ mod tests {
     #[test]
     fn plan_has_one_case() {
         assert_eq!(plan(&Params::new(Scale::Quick)).len(), 1);
-        assert!(tiered(3 << 20).placement != Placement::Device);
+        assert!(tiered(RangeTableConfig::default(), 3 << 20).placement != Placement::Device);
     }
 }

@@ -88,7 +88,7 @@ fn row(name: String, structure: &str, n: usize, ms: f64) -> Row {
 /// A range table sized for the sequence: the paper's full inner tables when the keys
 /// are dense, else inner tables of twice the most keys any range gets (sparse keys would
 /// otherwise take an inner table of 2^20 keys per range they touch).
-fn range_config(keys: &[u32], placement: Placement) -> RangeTableConfig {
+pub(crate) fn range_config(keys: &[u32], placement: Placement) -> RangeTableConfig {
     let mut per_range: std::collections::HashMap<u32, u64> = std::collections::HashMap::new();
     for &k in keys {
         *per_range.entry(k >> 20).or_default() += 1;
