@@ -246,7 +246,19 @@ impl Region {
     /// Copies the region to the host (its first `bytes` bytes, as u64 words).
     /// Synchronizes.
     pub fn to_host_words(&self) -> Result<Vec<u64>> {
-        let words = (self.bytes / 8) as usize;
+        self.words_at(0, self.bytes)
+    }
+
+    /// Copies `bytes` bytes from `offset` to the host, as u64 words (both multiples of 8,
+    /// inside the region). Synchronizes.
+    pub(crate) fn words_at(&self, offset: u64, bytes: u64) -> Result<Vec<u64>> {
+        if offset.checked_add(bytes).is_none_or(|end| end > self.bytes) {
+            return Err(Error::Invalid(format!(
+                "{bytes} bytes at {offset} pass the region's {} bytes",
+                self.bytes
+            )));
+        }
+        let words = (bytes / 8) as usize;
         let mut out = vec![0u64; words];
         self.gpu.stream().synchronize()?;
         if words == 0 {
@@ -256,13 +268,19 @@ impl Region {
             // SAFETY: the pinned region holds at least words * 8 bytes; no copy or kernel
             // uses it now (synchronized).
             unsafe {
-                std::ptr::copy_nonoverlapping(self.host.cast::<u64>(), out.as_mut_ptr(), words)
+                std::ptr::copy_nonoverlapping(
+                    self.host.cast::<u8>().add(offset as usize).cast::<u64>(),
+                    out.as_mut_ptr(),
+                    words,
+                )
             };
             return Ok(out);
         }
         // SAFETY: the region holds at least words * 8 bytes; the stream is idle.
         check(
-            unsafe { sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.device, words * 8) },
+            unsafe {
+                sys::cuMemcpyDtoH_v2(out.as_mut_ptr().cast(), self.device + offset, words * 8)
+            },
             "cuMemcpyDtoH",
         )?;
         Ok(out)

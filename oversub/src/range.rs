@@ -129,12 +129,48 @@ pub struct RangeTable {
     module: Module,
     config: RangeTableConfig,
     outer: CudaSlice<RangeEntry>,
-    inners: Vec<Option<Region>>,
+    inners: Vec<Option<Home>>,
     inner_windows: u64,
     count: CudaSlice<u64>,
     sorter: RadixSorter,
     /// The device cache of the tiered placement.
     cache: Option<Cache>,
+}
+
+/// The memory of one inner table: a part of a block that every inner table made by one
+/// batch shares (one allocation per batch instead of one per table: pinned host
+/// allocations are slow), freed with the last of them.
+struct Home {
+    block: std::sync::Arc<Region>,
+    offset: u64,
+    bytes: u64,
+}
+
+impl Home {
+    fn device_ptr(&self) -> u64 {
+        match self.block.device_ptr() {
+            0 => 0,
+            base => base + self.offset,
+        }
+    }
+    fn host_ptr(&self) -> *mut std::ffi::c_void {
+        let base = self.block.host_ptr();
+        if base.is_null() {
+            base
+        } else {
+            // SAFETY: offset + bytes lie inside the block.
+            unsafe { base.cast::<u8>().add(self.offset as usize).cast() }
+        }
+    }
+    fn to_host_words(&self) -> Result<Vec<u64>> {
+        self.block.words_at(self.offset, self.bytes)
+    }
+    fn placement(&self) -> Placement {
+        self.block.placement()
+    }
+    fn bytes(&self) -> u64 {
+        self.bytes
+    }
 }
 
 /// The tiered placement's device cache: slots of one inner table each.
@@ -354,20 +390,30 @@ impl RangeTable {
         // SAFETY: reads the keys and the outer array; writes need[range].
         unsafe { args.launch(shape(&self.gpu, &kernel, keys.len())?) }?;
         let need = stream.clone_dtoh(&need)?;
-        let mut ranges = Vec::new();
-        let mut inners = Vec::new();
-        for (range, &flag) in need.iter().enumerate() {
-            if flag == 0 || self.inners[range].is_some() {
-                continue;
+        let new: Vec<usize> = need
+            .iter()
+            .enumerate()
+            .filter(|&(range, &flag)| flag != 0 && self.inners[range].is_none())
+            .map(|(range, _)| range)
+            .collect();
+        let mut ranges = Vec::with_capacity(new.len());
+        let mut inners = Vec::with_capacity(new.len());
+        if !new.is_empty() {
+            let bytes = self.inner_windows * WINDOW * 8;
+            let total = bytes.checked_mul(new.len() as u64).ok_or_else(|| {
+                gpuds_core::Error::CapacityOverflow(format!("{} inner tables", new.len()))
+            })?;
+            let block = std::sync::Arc::new(Region::new(&self.gpu, self.config.placement, total)?);
+            for (j, &range) in new.iter().enumerate() {
+                let home = Home {
+                    block: block.clone(),
+                    offset: j as u64 * bytes,
+                    bytes,
+                };
+                ranges.push(range as u32);
+                inners.push(home.device_ptr());
+                self.inners[range] = Some(home);
             }
-            let region = Region::new(
-                &self.gpu,
-                self.config.placement,
-                self.inner_windows * WINDOW * 8,
-            )?;
-            ranges.push(range as u32);
-            inners.push(region.device_ptr());
-            self.inners[range] = Some(region);
         }
         if ranges.is_empty() || self.cache.is_some() {
             // A tiered home is reached only through the cache (make_resident).
@@ -554,7 +600,7 @@ impl RangeTable {
 
     /// The words of `range`'s inner table as the device sees them now (its cache slot
     /// when cached, else its home).
-    fn inner_words(&self, range: usize, region: &Region) -> Result<Vec<u64>> {
+    fn inner_words(&self, range: usize, region: &Home) -> Result<Vec<u64>> {
         if let Some(cache) = &self.cache {
             let at = cache.resident[range];
             if at != NONE {
