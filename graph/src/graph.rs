@@ -888,8 +888,8 @@ impl<W: EdgeValue> DynamicGraph<W> {
         if n == 0 {
             return Ok((Vec::new(), Vec::new()));
         }
-        // Ids past the dictionary (reserved ones included) name no edge: they are asked
-        // as (0, 0)... no: they are answered here and left out of the device batch.
+        // Ids past the dictionary (reserved ones included) name no edge: they are answered
+        // here and left out of the device batch.
         let limit = self.num_ids;
         let keep: Vec<usize> = (0..n)
             .filter(|&i| src[i] < limit && dst[i] < limit)
@@ -949,17 +949,13 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let mut out = stream.alloc_zeros::<u32>(ids.len())?;
         let kernel = self.kernel("degree_of")?;
         let shape = self.item_shape(&kernel, ids.len())?;
-        let r = self.device_ref_quiet();
+        let r = self.device_ref();
         let n64 = ids.len() as u64;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&d).arg(&n64).arg(&mut out);
         // SAFETY: reads ids[..n], writes out[..n].
         unsafe { args.launch(shape) }?;
         Ok(stream.clone_dtoh(&out)?)
-    }
-
-    fn device_ref_quiet(&self) -> GraphRef<W> {
-        self.graph_ref(self.control_ptr())
     }
 
     /// The adjacency of each of `ids` (count pass: the exact degrees; scan; collect
@@ -1035,7 +1031,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let mut overflow = stream.alloc_zeros::<u32>(1)?;
         let kernel = self.kernel("collect")?;
         let shape = self.warp_shape(&kernel, n)?;
-        let r = self.device_ref_quiet();
+        let r = self.device_ref();
         let (null, n64) = (0u64, n as u64);
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r);
@@ -1078,7 +1074,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let mut d = stream.alloc_zeros::<u64>(n + 1)?;
         let kernel = self.kernel("degrees_wide")?;
         let shape = self.item_shape(&kernel, n + 1)?;
-        let r = self.device_ref_quiet();
+        let r = self.device_ref();
         let n64 = n as u64;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r);
@@ -1221,7 +1217,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let d = stream.clone_htod(ids)?;
         let kernel = self.kernel("revive")?;
         let shape = self.item_shape(&kernel, ids.len())?;
-        let r = self.device_ref_quiet();
+        let r = self.device_ref();
         let n64 = ids.len() as u64;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&d).arg(&n64);
@@ -1416,7 +1412,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let mut freed = stream.alloc_zeros::<u64>(1)?;
         let kernel = self.kernel("flush")?;
         let shape = self.warp_shape(&kernel, n)?;
-        let r = self.device_ref_quiet();
+        let r = self.device_ref();
         let (null, first, n64) = (0u64, 0u32, n as u64);
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r);
@@ -1459,7 +1455,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         if n > 0 {
             let kernel = self.kernel("triangles")?;
             let shape = self.warp_shape(&kernel, n)?;
-            let r = self.device_ref_quiet();
+            let r = self.device_ref();
             let n64 = n as u64;
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&r).arg(src).arg(dst).arg(&n64).arg(&mut total);

@@ -317,7 +317,7 @@ impl FlatTable {
     /// Synchronizes; copies the table.
     pub fn validate(&self) -> Result<()> {
         let words = self.slots.to_host_words()?;
-        let live = check_slots(&words, self.windows, 0, "the table")?;
+        let live = check_slots(&words, self.windows, "the table")?;
         let count = self.len()?;
         if live != count {
             return Err(Error::Invalid(format!(
@@ -355,10 +355,9 @@ pub(crate) fn mix2(mut k: u32) -> u32 {
     k
 }
 
-/// Checks one flat slot array of `windows` windows; keys must lie in
-/// `[lo, lo + span)` when `span` (range tables) is set through `in_range`. Returns the
-/// live keys.
-pub(crate) fn check_slots(words: &[u64], windows: u64, _lo: u64, what: &str) -> Result<u64> {
+/// Checks one flat slot array of `windows` windows (no key twice, every key reachable
+/// on its probe sequence); `what` names it in errors. Returns the live keys.
+pub(crate) fn check_slots(words: &[u64], windows: u64, what: &str) -> Result<u64> {
     let mut seen = std::collections::HashSet::new();
     let mut live = 0u64;
     for &p in words.iter().take((windows * WINDOW) as usize) {

@@ -137,6 +137,29 @@ pub struct RangeTable {
     cache: Option<Cache>,
 }
 
+/// Enqueues the copy of a cache slot (`bytes` of `slot`) back to the home of `range`:
+/// ordered on the stream after every kernel that wrote the slot.
+fn copy_back(
+    inners: &[Option<Home>],
+    range: usize,
+    slot: &Region,
+    bytes: usize,
+    stream: &cudarc::driver::CudaStream,
+) -> Result<()> {
+    let home = inners[range]
+        .as_ref()
+        .ok_or_else(|| Error::Invalid(format!("range {range} cached without a home")))?;
+    // SAFETY: both regions hold `bytes`; the stream orders the copy after the kernels.
+    check_copy(unsafe {
+        cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
+            home.host_ptr(),
+            slot.device_ptr(),
+            bytes,
+            stream.cu_stream(),
+        )
+    })
+}
+
 /// The memory of one inner table: a part of a block that every inner table made by one
 /// batch shares (one allocation per batch instead of one per table: pinned host
 /// allocations are slow), freed with the last of them.
@@ -516,19 +539,7 @@ impl RangeTable {
             let slot = &mut cache.slots[victim];
             if let Some(old) = slot.range.take() {
                 if slot.dirty {
-                    let old_home = self.inners[old].as_ref().ok_or_else(|| {
-                        Error::Invalid(format!("range {old} cached without a home"))
-                    })?;
-                    // SAFETY: both regions hold `bytes`; the copy is ordered on the stream
-                    // after every kernel that wrote the slot.
-                    check_copy(unsafe {
-                        cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
-                            old_home.host_ptr(),
-                            slot.region.device_ptr(),
-                            bytes,
-                            stream.cu_stream(),
-                        )
-                    })?;
+                    copy_back(&self.inners, old, &slot.region, bytes, &stream)?;
                     cache.moved_out += 1;
                     cache.link_bytes += bytes as u64;
                 }
@@ -578,18 +589,7 @@ impl RangeTable {
         let bytes = (self.inner_windows * WINDOW * 8) as usize;
         for slot in cache.slots.iter_mut().filter(|s| s.dirty) {
             let Some(range) = slot.range else { continue };
-            let home = self.inners[range]
-                .as_ref()
-                .ok_or_else(|| Error::Invalid(format!("range {range} cached without a home")))?;
-            // SAFETY: both regions hold `bytes`; ordered after the kernels on the stream.
-            check_copy(unsafe {
-                cudarc::driver::sys::cuMemcpyDtoHAsync_v2(
-                    home.host_ptr(),
-                    slot.region.device_ptr(),
-                    bytes,
-                    stream.cu_stream(),
-                )
-            })?;
+            copy_back(&self.inners, range, &slot.region, bytes, &stream)?;
             cache.moved_out += 1;
             cache.link_bytes += bytes as u64;
             slot.dirty = false;
@@ -787,8 +787,7 @@ impl RangeTable {
                             "key {k} is in the table of range {range}"
                         )));
                     }
-                    let live =
-                        check_slots(&words, self.inner_windows, 0, &format!("range {range}"))?;
+                    let live = check_slots(&words, self.inner_windows, &format!("range {range}"))?;
                     if live != entry.count {
                         return Err(Error::Invalid(format!(
                             "range {range}: count {} but {live} keys",
