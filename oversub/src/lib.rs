@@ -26,6 +26,7 @@ mod kernels;
 pub mod kmer;
 mod placement;
 mod range;
+mod skiplist;
 pub mod workload;
 
 pub use batch::RESERVED_KEYS;
@@ -33,6 +34,10 @@ pub use error::{Error, Result};
 pub use flat::{FlatTable, FlatTableConfig, WINDOW};
 pub use placement::{managed_bytes, Placement, Region};
 pub use range::{RangeTable, RangeTableConfig};
+pub use skiplist::{
+    NodeLayout, PoolLayout, RangePairs, RangeSkipList, RangeSkipListConfig, SkipList,
+    SkipListConfig,
+};
 
 /// Memory of a table per tier, and its containers (a flat table: 1; a range table: its
 /// inner tables in use).
@@ -66,7 +71,7 @@ impl TableStats {
 
 /// The kernel modules of gpuds-oversub, for a compile test without a GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
-    vec![kernels::program()]
+    vec![kernels::program(), kernels::skiplist_program()]
 }
 
 /// gpuds-oversub's device headers and those of gpuds-core, as (include name, text).
@@ -75,6 +80,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     headers.push((
         "gpuds/oversub/flat.cuh",
         include_str!("../cuda/include/gpuds/oversub/flat.cuh"),
+    ));
+    headers.push((
+        "gpuds/oversub/skiplist.cuh",
+        include_str!("../cuda/include/gpuds/oversub/skiplist.cuh"),
     ));
     headers
 }

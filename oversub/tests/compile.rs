@@ -25,6 +25,17 @@ fn every_kernel_compiles_for_every_target() {
             "range_histogram",
             "flat_add",
             "range_add",
+            "sl_init_lists",
+            "sl_need",
+            "sl_insert",
+            "sl_erase",
+            "sl_find",
+            "sl_neighbour",
+            "sl_range_count",
+            "sl_range_collect",
+            "sl_compact",
+            "sl_bounds",
+            "sl_aux_changes",
         ] {
             assert!(
                 all.contains(&format!(".entry {name}_u32(")),

@@ -1,0 +1,401 @@
+//! SkipList and RangeSkipList on the GPU against a `BTreeMap` oracle: random and proptest
+//! batches of insertions (duplicates included), removals, lookups, successor, predecessor
+//! and range queries with `validate()` after every batch, on every placement (managed at
+//! small sizes only) and with the §4.2.1 options; the eight Table 2 sequences; sorted
+//! input with every warp contending (bounded in time); pools that grow from 16 nodes;
+//! everything removed and inserted again; reserved keys.
+
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Included, Unbounded};
+
+use gpuds_oversub::workload::Sequence;
+use gpuds_oversub::{
+    Error, NodeLayout, Placement, PoolLayout, RangePairs, RangeSkipList, RangeSkipListConfig,
+    SkipList, SkipListConfig,
+};
+use gpuds_testkit::gpu;
+use proptest::prelude::*;
+use rand::rngs::ChaCha8Rng;
+use rand::{RngExt, SeedableRng};
+
+/// The operations both skip lists share, for the oracle-driven tests.
+trait Ordered {
+    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error>;
+    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error>;
+    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error>;
+    fn succ(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error>;
+    fn pred(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error>;
+    fn ranges(&mut self, r: &[(u32, u32)]) -> Result<RangePairs, Error>;
+    fn count(&self) -> u64;
+    fn check(&self) -> Result<(), Error>;
+    fn pairs(&self) -> Vec<(u32, u32)>;
+}
+
+macro_rules! ordered {
+    ($t:ty) => {
+        impl Ordered for $t {
+            fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error> {
+                self.insert_many(k, v)
+            }
+            fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error> {
+                self.remove_many(k)
+            }
+            fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error> {
+                self.get_many(k)
+            }
+            fn succ(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error> {
+                self.successor_many(k)
+            }
+            fn pred(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error> {
+                self.predecessor_many(k)
+            }
+            fn ranges(&mut self, r: &[(u32, u32)]) -> Result<RangePairs, Error> {
+                self.range_many(r)
+            }
+            fn count(&self) -> u64 {
+                self.len().unwrap()
+            }
+            fn check(&self) -> Result<(), Error> {
+                self.validate()
+            }
+            fn pairs(&self) -> Vec<(u32, u32)> {
+                self.to_vec().unwrap()
+            }
+        }
+    };
+}
+ordered!(SkipList);
+ordered!(RangeSkipList);
+
+type Oracle = BTreeMap<u32, u32>;
+
+fn successor(o: &Oracle, k: u32) -> Option<(u32, u32)> {
+    o.range(k..).next().map(|(&a, &b)| (a, b))
+}
+fn predecessor(o: &Oracle, k: u32) -> Option<(u32, u32)> {
+    o.range(..=k).next_back().map(|(&a, &b)| (a, b))
+}
+
+/// Applies one insertion batch to both (duplicates inside the batch carry one value, so
+/// the oracle's value is exact).
+fn insert(t: &mut dyn Ordered, o: &mut Oracle, keys: &[u32], value_of: impl Fn(u32) -> u32) {
+    let values: Vec<u32> = keys.iter().map(|&k| value_of(k)).collect();
+    t.insert(keys, &values).unwrap();
+    for &k in keys {
+        o.insert(k, value_of(k));
+    }
+}
+
+fn remove(t: &mut dyn Ordered, o: &mut Oracle, keys: &[u32], what: &str) {
+    let got = t.remove(keys).unwrap();
+    let mut want = Vec::with_capacity(keys.len());
+    for &k in keys {
+        want.push(o.remove(&k).is_some());
+    }
+    // A key named twice is removed by one of its requests.
+    let (g, w) = (
+        got.iter().filter(|&&b| b).count(),
+        want.iter().filter(|&&b| b).count(),
+    );
+    assert_eq!(g, w, "{what}: removed");
+}
+
+/// Every query kind on `keys` against the oracle.
+fn query(t: &mut dyn Ordered, o: &Oracle, keys: &[u32], what: &str) {
+    let got = t.get(keys).unwrap();
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(got[i], o.get(&k).copied(), "{what}: get {k}");
+    }
+    // Neighbour queries may ask any u32, the reserved values included.
+    let mut asks: Vec<u32> = keys.to_vec();
+    asks.extend([0, 1, u32::MAX - 1, u32::MAX]);
+    let s = t.succ(&asks).unwrap();
+    let p = t.pred(&asks).unwrap();
+    for (i, &k) in asks.iter().enumerate() {
+        assert_eq!(s[i], successor(o, k), "{what}: successor of {k}");
+        assert_eq!(p[i], predecessor(o, k), "{what}: predecessor of {k}");
+    }
+    let mut ranges: Vec<(u32, u32)> = keys
+        .iter()
+        .take(64)
+        .map(|&k| (k, k.saturating_add(k % 5000)))
+        .collect();
+    ranges.extend([(0, u32::MAX), (10, 5), (u32::MAX, u32::MAX)]);
+    let r = t.ranges(&ranges).unwrap();
+    assert_eq!(r.len(), ranges.len());
+    for (i, &(lo, hi)) in ranges.iter().enumerate() {
+        let want: Vec<(u32, u32)> = if lo > hi {
+            Vec::new()
+        } else {
+            o.range((Included(lo), Included(hi)))
+                .map(|(&a, &b)| (a, b))
+                .collect()
+        };
+        assert_eq!(r.get(i), &want[..], "{what}: range {lo}..={hi}");
+    }
+}
+
+fn settle(t: &dyn Ordered, o: &Oracle, what: &str) {
+    t.check().unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(t.count(), o.len() as u64, "{what}: len");
+}
+
+/// Keys: mostly a dense window (so nodes fill, split and merge), a few anywhere.
+fn key(rng: &mut ChaCha8Rng, dense: u32) -> u32 {
+    if rng.random_range(0..20u32) == 0 {
+        rng.random_range(1..u32::MAX - 1)
+    } else {
+        rng.random_range(1..dense)
+    }
+}
+
+fn random_batches(t: &mut dyn Ordered, seed: u64, steps: usize, what: &str) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut o = Oracle::new();
+    let salt = rng.random_range(0..1000u32);
+    for step in 0..steps {
+        let what = format!("{what} step {step}");
+        let n = rng.random_range(1..6000usize);
+        let keys: Vec<u32> = (0..n).map(|_| key(&mut rng, 1 << 16)).collect();
+        match rng.random_range(0..5u32) {
+            0..=2 => insert(t, &mut o, &keys, |k| k ^ salt),
+            3 => remove(t, &mut o, &keys, &what),
+            _ => {}
+        }
+        settle(t, &o, &what);
+        let asks: Vec<u32> = (0..500).map(|_| key(&mut rng, 1 << 16)).collect();
+        query(t, &o, &asks, &what);
+    }
+    let want: Vec<(u32, u32)> = o.iter().map(|(&a, &b)| (a, b)).collect();
+    assert_eq!(t.pairs(), want, "{what}: contents in key order");
+}
+
+fn skip(gpu: &gpuds_core::Gpu, config: SkipListConfig) -> SkipList {
+    SkipList::with_config(gpu, config).unwrap()
+}
+
+fn ranged(gpu: &gpuds_core::Gpu, config: RangeSkipListConfig) -> RangeSkipList {
+    RangeSkipList::with_config(gpu, config).unwrap()
+}
+
+#[test]
+fn skip_lists_on_every_placement_match_the_oracle() {
+    let Some(gpu) = gpu() else { return };
+    for placement in Placement::ALL {
+        let mut s = SkipList::new(&gpu, placement).unwrap();
+        random_batches(&mut s, 1, 14, &format!("skip list {}", placement.name()));
+        let config = RangeSkipListConfig {
+            placement,
+            keys_per_range: 1 << 12,
+            ..Default::default()
+        };
+        let mut r = ranged(&gpu, config);
+        random_batches(
+            &mut r,
+            2,
+            14,
+            &format!("range skip list {}", placement.name()),
+        );
+        let stats = r.stats().unwrap();
+        assert!(stats.containers > 10, "{stats:?}");
+    }
+}
+
+#[test]
+fn every_option_matches_the_oracle() {
+    let Some(gpu) = gpu() else { return };
+    let options = [
+        (NodeLayout::Unsorted, PoolLayout::Shared, false, 1),
+        (NodeLayout::Sorted, PoolLayout::IndexSeparate, true, 300),
+        (NodeLayout::Unsorted, PoolLayout::PerLayer, true, 180),
+        (NodeLayout::Sorted, PoolLayout::PerLayer, false, 32),
+    ];
+    for (i, &(layout, pools, pin, kpw)) in options.iter().enumerate() {
+        let config = SkipListConfig {
+            placement: Placement::HostMapped,
+            layout,
+            pools,
+            pin_index_layers: pin,
+            keys_per_warp: kpw,
+            batch: 2500,
+            initial_nodes: 16,
+        };
+        let what = format!("skip list {layout:?} {pools:?} pinned {pin} kpw {kpw}");
+        random_batches(&mut skip(&gpu, config), 10 + i as u64, 10, &what);
+        if pin {
+            assert!(skip(&gpu, config).stats().unwrap().device_bytes > 0);
+        }
+    }
+    let config = RangeSkipListConfig {
+        layout: NodeLayout::Unsorted,
+        keys_per_range: 1 << 13,
+        keys_per_warp: 1,
+        batch: 3000,
+        initial_nodes: 16,
+        ..Default::default()
+    };
+    random_batches(
+        &mut ranged(&gpu, config),
+        20,
+        10,
+        "range skip list unsorted",
+    );
+}
+
+#[test]
+fn the_eight_sequences() {
+    let Some(gpu) = gpu() else { return };
+    let n = 1 << 16;
+    for seq in Sequence::ALL {
+        let keys = seq.keys(n, 5);
+        let structures: [Box<dyn Ordered>; 2] = [
+            Box::new(SkipList::new(&gpu, Placement::Device).unwrap()),
+            Box::new(ranged(&gpu, RangeSkipListConfig::default())),
+        ];
+        for (j, mut t) in structures.into_iter().enumerate() {
+            let what = format!("{} structure {j}", seq.name());
+            let mut o = Oracle::new();
+            insert(t.as_mut(), &mut o, &keys, |k| k.wrapping_mul(3));
+            settle(t.as_ref(), &o, &what);
+            query(t.as_mut(), &o, &keys[..4096], &what);
+            let half: Vec<u32> = keys.iter().step_by(2).copied().collect();
+            remove(t.as_mut(), &mut o, &half, &what);
+            settle(t.as_ref(), &o, &what);
+            query(t.as_mut(), &o, &keys[..4096], &what);
+        }
+    }
+}
+
+#[test]
+fn sorted_input_with_every_warp_contending_finishes() {
+    let Some(gpu) = gpu() else { return };
+    // MI, dealt one key per warp: every warp wants the same growing last node.
+    let n = 1u32 << 20;
+    let keys: Vec<u32> = (1..=n).collect();
+    let config = SkipListConfig {
+        keys_per_warp: 1,
+        ..Default::default()
+    };
+    let mut s = skip(&gpu, config);
+    let start = std::time::Instant::now();
+    s.insert_many(&keys, &keys).unwrap();
+    assert!(start.elapsed().as_secs() < 60, "took {:?}", start.elapsed());
+    assert_eq!(s.len().unwrap(), u64::from(n));
+    s.validate().unwrap();
+    let got = s.get_many(&[1, n / 2, n, n + 1]).unwrap();
+    assert_eq!(got, vec![Some(1), Some(n / 2), Some(n), None]);
+}
+
+#[test]
+fn pools_grow_and_everything_can_be_removed_and_reinserted() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    let mut keys: Vec<u32> = (1..=200_000u32).map(|k| k * 7).collect();
+    for i in (1..keys.len()).rev() {
+        keys.swap(i, rng.random_range(0..=i));
+    }
+    let config = SkipListConfig {
+        initial_nodes: 16,
+        ..Default::default()
+    };
+    let mut structures: [Box<dyn Ordered>; 2] = [
+        Box::new(skip(&gpu, config)),
+        Box::new(ranged(
+            &gpu,
+            RangeSkipListConfig {
+                keys_per_range: 1 << 14,
+                initial_nodes: 16,
+                ..Default::default()
+            },
+        )),
+    ];
+    for (j, t) in structures.iter_mut().enumerate() {
+        let what = format!("structure {j}");
+        let mut o = Oracle::new();
+        insert(t.as_mut(), &mut o, &keys, |k| k + 1);
+        settle(t.as_ref(), &o, &what);
+        remove(t.as_mut(), &mut o, &keys, &what);
+        settle(t.as_ref(), &o, &what);
+        assert!(t.pairs().is_empty());
+        assert_eq!(t.succ(&[0]).unwrap(), vec![None]);
+        insert(t.as_mut(), &mut o, &keys[..50_000], |k| k + 2);
+        settle(t.as_ref(), &o, &what);
+        query(t.as_mut(), &o, &keys[..2000], &what);
+    }
+}
+
+#[test]
+fn reserved_keys_are_refused_and_change_nothing() {
+    let Some(gpu) = gpu() else { return };
+    let mut s = SkipList::new(&gpu, Placement::Device).unwrap();
+    s.insert_many(&[5, 6], &[1, 2]).unwrap();
+    for bad in [0u32, u32::MAX] {
+        let e = s.insert_many(&[7, bad], &[3, 4]).unwrap_err();
+        assert!(
+            matches!(e, Error::ReservedKey { index: 1, key } if key == bad),
+            "{e}"
+        );
+        assert!(s.remove_many(&[bad]).is_err());
+        assert!(s.get_many(&[bad]).is_err());
+    }
+    assert!(matches!(
+        s.insert_many(&[1, 2], &[1]).unwrap_err(),
+        Error::LengthMismatch { .. }
+    ));
+    assert_eq!(s.to_vec().unwrap(), vec![(5, 1), (6, 2)]);
+    s.validate().unwrap();
+    let bad = RangeSkipListConfig {
+        keys_per_range: 1000,
+        ..Default::default()
+    };
+    assert!(matches!(
+        RangeSkipList::with_config(&gpu, bad).unwrap_err(),
+        Error::Config(_)
+    ));
+    let tiered = SkipListConfig {
+        placement: Placement::Tiered {
+            device_budget_bytes: 1 << 30,
+        },
+        ..Default::default()
+    };
+    assert!(matches!(
+        SkipList::with_config(&gpu, tiered).unwrap_err(),
+        Error::Config(_)
+    ));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 12, ..ProptestConfig::default() })]
+
+    #[test]
+    fn proptest_sequences_match_the_oracle(
+        ops in proptest::collection::vec(
+            (0u8..4, proptest::collection::vec(1u32..3000, 1..400)),
+            1..8,
+        ),
+        range_bits in 12u32..14,
+    ) {
+        let Some(gpu) = gpu() else { return Ok(()) };
+        let config = RangeSkipListConfig { keys_per_range: 1 << range_bits, ..Default::default() };
+        let mut structures: [Box<dyn Ordered>; 2] = [
+            Box::new(SkipList::new(&gpu, Placement::Device).unwrap()),
+            Box::new(ranged(&gpu, config)),
+        ];
+        for t in structures.iter_mut() {
+            let mut o = Oracle::new();
+            for (step, (op, keys)) in ops.iter().enumerate() {
+                let what = format!("op {step}");
+                match op {
+                    0 | 1 => insert(t.as_mut(), &mut o, keys, |k| k * 2),
+                    2 => remove(t.as_mut(), &mut o, keys, &what),
+                    _ => query(t.as_mut(), &o, keys, &what),
+                }
+                settle(t.as_ref(), &o, &what);
+            }
+            let lo = o.keys().next().copied();
+            let far = o.range((Excluded(1500), Unbounded)).next().map(|(&a, &b)| (a, b));
+            prop_assert_eq!(t.succ(&[1501]).unwrap()[0], far);
+            prop_assert_eq!(t.succ(&[0]).unwrap()[0].map(|p| p.0), lo);
+        }
+    }
+}
