@@ -17,6 +17,7 @@ pub mod limits;
 pub mod linear;
 pub mod mvbtree;
 pub mod oversub;
+pub mod skiplist;
 pub mod primitives;
 pub mod slabhash;
 pub mod wide;
@@ -325,6 +326,7 @@ pub fn registry() -> Vec<Experiment> {
         slabhash::TARGETS,
         graph::EXPERIMENT,
         oversub::EXPERIMENT,
+        skiplist::EXPERIMENT,
         kmer::EXPERIMENT,
     ]
 }

@@ -120,7 +120,7 @@ extern "C" __global__ void GPUDS_KERNEL(sl_erase)(skiplist_ref t, const unsigned
     const unsigned k = keys[i];
     const list_ref r = t.of(k);
     unsigned old = 0;
-    const unsigned outcome = erase(r, k, old);
+    const unsigned outcome = r.l->heads[0] == NIL ? ABSENT : erase(r, k, old);
     if (warp::lane_id() == 0 && outcome == PRESENT) {
       atomicAdd(&r.l->count, ~0ull);
       if (k == mem::ld_relaxed(&r.l->min_key) || k == mem::ld_relaxed(&r.l->max_key)) r.l->bounds_dirty = 1u;

@@ -21,6 +21,8 @@
 // underfull node's keys into its right neighbour and marks it DEAD (it stays linked, its
 // range joins the neighbour's). So a stale index entry is never wrong, only slower, and
 // raising a key into the layer above is a separate later step that may even be skipped.
+// (An entry's key may end up above its node's high: a node that absorbed a merged
+// neighbour and is then split keeps its entry; a search coming down there moves right.)
 //
 // Concurrency. Updates (insertion or removal kernels, never both at once) lock data nodes
 // and read them only under their lock; index nodes are read without locks while other
