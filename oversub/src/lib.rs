@@ -66,7 +66,7 @@ impl TableStats {
 
 /// The kernel modules of gpuds-oversub, for a compile test without a GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
-    vec![kernels::program()]
+    vec![kernels::program(), kernels::workload_program()]
 }
 
 /// gpuds-oversub's device headers and those of gpuds-core, as (include name, text).
@@ -75,6 +75,14 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     headers.push((
         "gpuds/oversub/flat.cuh",
         include_str!("../cuda/include/gpuds/oversub/flat.cuh"),
+    ));
+    headers.push((
+        "gpuds/oversub/workload.cuh",
+        include_str!("../cuda/include/gpuds/oversub/workload.cuh"),
+    ));
+    headers.push((
+        "gpuds/oversub/kmer.cuh",
+        include_str!("../cuda/include/gpuds/oversub/kmer.cuh"),
     ));
     headers
 }

@@ -25,6 +25,12 @@ fn every_kernel_compiles_for_every_target() {
             "range_histogram",
             "flat_add",
             "range_add",
+            "sequence_keys",
+            "sequence_values",
+            "absent_candidates",
+            "search_queries",
+            "kmer_flags",
+            "kmer_collect",
         ] {
             assert!(
                 all.contains(&format!(".entry {name}_u32(")),

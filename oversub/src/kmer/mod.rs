@@ -36,12 +36,14 @@
 //! ```
 
 mod classify;
+mod device;
 mod encode;
 mod reader;
 mod synth;
 mod write;
 
 pub use classify::{classify, merge_taxa, UNCLASSIFIED};
+pub use device::{device_table_keys, table_keys, DeviceKmers, Orientation};
 pub use encode::{
     canonical, decode, encode, kmers, reverse_complement, table_key, KmerKey, Kmers, TableKeys, K,
 };
