@@ -49,7 +49,9 @@ impl Orientation {
     }
 }
 
-/// The table keys of a batch of reads, read by read.
+/// The table keys of a batch of reads, read by read: the keys and homopolymer counts of
+/// all reads together, and where each read's keys start (`offsets[r]..offsets[r + 1]`,
+/// one entry more than reads). The host reference of [`device_table_keys`].
 ///
 /// ```
 /// use gpuds_oversub::kmer::{table_keys, Orientation};
@@ -59,10 +61,6 @@ impl Orientation {
 /// assert_eq!(&batch.keys[..2], &[1, 4]);
 /// assert_eq!(batch.poly_a, 1);
 /// ```
-///
-/// Returns the keys and homopolymer counts of all reads together, and where each
-/// read's keys start (`offsets[r]..offsets[r + 1]`, one entry more than reads). The
-/// host reference of [`device_table_keys`].
 pub fn table_keys<S: AsRef<[u8]>>(
     reads: &[S],
     orientation: Orientation,

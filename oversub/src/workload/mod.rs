@@ -9,6 +9,13 @@
 //! checked against a set. [`values`] gives each key its value, [`search_queries`] mixes
 //! in negative queries ([`absent_keys`]).
 //!
+//! Every key is a function of the sequence, `n`, the block, the seed and its position
+//! alone (the order of SUR's blocks too: a seeded slot for the one short block and a
+//! seeded permutation of the others), so the device generates the same keys one thread
+//! per key: [`Sequence::device_keys`], [`device_values`], [`device_absent_keys`] and
+//! [`device_search_queries`] return exactly what their host twins return, which stay
+//! the reference.
+//!
 //! Every key lies in [`KEY_MIN`]`..=`[`KEY_MAX`], the paper's `[1, UINT32_MAX - 1]`:
 //! `0` and `u32::MAX` are reserved by the tables.
 //!
