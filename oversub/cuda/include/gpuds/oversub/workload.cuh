@@ -61,6 +61,7 @@ struct permutation {
     p.last = last;
     p.high_bits = bits / 2;
     p.low_bits = bits - bits / 2;
+#pragma unroll
     for (int r = 0; r < ROUNDS; ++r) {
       p.keys[r] = static_cast<unsigned>(derive_seed(seed, SALT_ROUND, static_cast<unsigned long long>(r)));
     }
@@ -70,6 +71,7 @@ struct permutation {
   __host__ __device__ __forceinline__ unsigned network(unsigned x) const {
     unsigned high_bits_now = high_bits;
     unsigned low_bits_now = low_bits;
+#pragma unroll
     for (int r = 0; r < ROUNDS; ++r) {
       // Both parts have at most 16 bits: no shift reaches 32.
       const unsigned high = x >> low_bits_now;
