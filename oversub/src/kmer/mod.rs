@@ -13,6 +13,8 @@
 //! ([`read_records`]), writers, seeded synthetic genomes, communities and reads with
 //! repeats and sequencing errors ([`genome`], [`community`], [`reads`]), and the
 //! classification rule ([`merge_taxa`] when building, [`classify`] when querying).
+//! [`device_table_keys`] encodes a batch of reads on the device, with exactly the keys,
+//! order and per-read offsets of its host twin [`table_keys`].
 //!
 //! # Examples
 //!
