@@ -71,7 +71,11 @@ impl TableStats {
 
 /// The kernel modules of gpuds-oversub, for a compile test without a GPU.
 pub fn programs() -> Vec<gpuds_core::Program> {
-    vec![kernels::program(), kernels::skiplist_program()]
+    vec![
+        kernels::program(),
+        kernels::skiplist_program(),
+        kernels::workload_program(),
+    ]
 }
 
 /// gpuds-oversub's device headers and those of gpuds-core, as (include name, text).
@@ -84,6 +88,14 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     headers.push((
         "gpuds/oversub/skiplist.cuh",
         include_str!("../cuda/include/gpuds/oversub/skiplist.cuh"),
+    ));
+    headers.push((
+        "gpuds/oversub/workload.cuh",
+        include_str!("../cuda/include/gpuds/oversub/workload.cuh"),
+    ));
+    headers.push((
+        "gpuds/oversub/kmer.cuh",
+        include_str!("../cuda/include/gpuds/oversub/kmer.cuh"),
     ));
     headers
 }

@@ -36,6 +36,12 @@ fn every_kernel_compiles_for_every_target() {
             "sl_compact",
             "sl_bounds",
             "sl_aux_changes",
+            "sequence_keys",
+            "sequence_values",
+            "absent_candidates",
+            "search_queries",
+            "kmer_flags",
+            "kmer_collect",
         ] {
             assert!(
                 all.contains(&format!(".entry {name}_u32(")),

@@ -17,8 +17,8 @@ pub mod limits;
 pub mod linear;
 pub mod mvbtree;
 pub mod oversub;
-pub mod skiplist;
 pub mod primitives;
+pub mod skiplist;
 pub mod slabhash;
 pub mod wide;
 

@@ -20,8 +20,7 @@ use gpuds_core::Result;
 use gpuds_hive::LinearProbeMap;
 use gpuds_oversub::workload::Sequence;
 use gpuds_oversub::{
-    NodeLayout, Placement, PoolLayout, RangeSkipList, RangeSkipListConfig, SkipList,
-    SkipListConfig,
+    NodeLayout, Placement, PoolLayout, RangeSkipList, RangeSkipListConfig, SkipList, SkipListConfig,
 };
 
 use super::{core_error, Accepts, Case, Experiment, Params, Scale};
@@ -122,11 +121,7 @@ fn insert_search<T>(
     Ok((i, s))
 }
 
-fn skip_ops(
-    gpu: &gpuds_core::Gpu,
-    config: SkipListConfig,
-    keys: &[u32],
-) -> Result<(f64, f64)> {
+fn skip_ops(gpu: &gpuds_core::Gpu, config: SkipListConfig, keys: &[u32]) -> Result<(f64, f64)> {
     let mut t = SkipList::with_config(gpu, config).map_err(err)?;
     insert_search(
         gpu,
@@ -319,9 +314,7 @@ fn memory_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let sn = time_once(&gpu, || skip.successor_many(&keys).map(drop).map_err(err))?;
     let ri = time_once(&gpu, || ranged.insert_many(&keys, &values).map_err(err))?;
     let rs = time_once(&gpu, || ranged.get_many(&keys).map(drop).map_err(err))?;
-    let rn = time_once(&gpu, || {
-        ranged.successor_many(&keys).map(drop).map_err(err)
-    })?;
+    let rn = time_once(&gpu, || ranged.successor_many(&keys).map(drop).map_err(err))?;
     let spans: Vec<(u32, u32)> = keys
         .iter()
         .take(n / 16)
@@ -337,19 +330,49 @@ fn memory_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     ] {
         let label = format!("in-memory {op}, SU, device");
         rows.push(row(label.clone(), base_name, n, base));
-        rows.push(against(row(label.clone(), "SkipList", n, s), base_name, n, base, s));
-        rows.push(against(row(label, "RangeSkipList", n, r), base_name, n, base, r));
+        rows.push(against(
+            row(label.clone(), "SkipList", n, s),
+            base_name,
+            n,
+            base,
+            s,
+        ));
+        rows.push(against(
+            row(label, "RangeSkipList", n, r),
+            base_name,
+            n,
+            base,
+            r,
+        ));
     }
     for (op, base, s, r) in [("insert", li, si, ri), ("search", ls, ss, rs)] {
         let label = format!("in-memory {op}, SU, device, vs LinearProbeMap");
         rows.push(row(label.clone(), "LinearProbeMap", n, base).with_note("host slices"));
-        rows.push(against(row(label.clone(), "SkipList", n, s), "LinearProbeMap", n, base, s));
-        rows.push(against(row(label, "RangeSkipList", n, r), "LinearProbeMap", n, base, r));
+        rows.push(against(
+            row(label.clone(), "SkipList", n, s),
+            "LinearProbeMap",
+            n,
+            base,
+            s,
+        ));
+        rows.push(against(
+            row(label, "RangeSkipList", n, r),
+            "LinearProbeMap",
+            n,
+            base,
+            r,
+        ));
     }
     let q = spans.len();
     let label = "in-memory range (about 1 key each), SU, device".to_string();
     rows.push(row(label.clone(), "SkipList", q, sr));
-    rows.push(against(row(label, "RangeSkipList", q, rr), "SkipList", q, sr, rr));
+    rows.push(against(
+        row(label, "RangeSkipList", q, rr),
+        "SkipList",
+        q,
+        sr,
+        rr,
+    ));
     Ok(rows)
 }
 

@@ -13,6 +13,8 @@
 //! ([`read_records`]), writers, seeded synthetic genomes, communities and reads with
 //! repeats and sequencing errors ([`genome`], [`community`], [`reads`]), and the
 //! classification rule ([`merge_taxa`] when building, [`classify`] when querying).
+//! [`device_table_keys`] encodes a batch of reads on the device, with exactly the keys,
+//! order and per-read offsets of its host twin [`table_keys`].
 //!
 //! # Examples
 //!
@@ -36,12 +38,14 @@
 //! ```
 
 mod classify;
+mod device;
 mod encode;
 mod reader;
 mod synth;
 mod write;
 
 pub use classify::{classify, merge_taxa, UNCLASSIFIED};
+pub use device::{device_table_keys, table_keys, DeviceKmers, Orientation};
 pub use encode::{
     canonical, decode, encode, kmers, reverse_complement, table_key, KmerKey, Kmers, TableKeys, K,
 };

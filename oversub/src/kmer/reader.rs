@@ -21,6 +21,14 @@ pub struct Record {
     pub seq: Vec<u8>,
 }
 
+/// A record is its sequence, for functions that take reads of any kind
+/// ([`device_table_keys`](super::device_table_keys)).
+impl AsRef<[u8]> for Record {
+    fn as_ref(&self) -> &[u8] {
+        &self.seq
+    }
+}
+
 /// What went wrong reading FASTA or FASTQ. `record` counts records from 1, `line`
 /// counts lines of the (decompressed) text from 1.
 #[derive(Debug, thiserror::Error)]

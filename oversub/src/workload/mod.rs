@@ -9,6 +9,13 @@
 //! checked against a set. [`values`] gives each key its value, [`search_queries`] mixes
 //! in negative queries ([`absent_keys`]).
 //!
+//! Every key is a function of the sequence, `n`, the block, the seed and its position
+//! alone (the order of SUR's blocks too: a seeded slot for the one short block and a
+//! seeded permutation of the others), so the device generates the same keys one thread
+//! per key: [`Sequence::device_keys`], [`device_values`], [`device_absent_keys`] and
+//! [`device_search_queries`] return exactly what their host twins return, which stay
+//! the reference.
+//!
 //! Every key lies in [`KEY_MIN`]`..=`[`KEY_MAX`], the paper's `[1, UINT32_MAX - 1]`:
 //! `0` and `u32::MAX` are reserved by the tables.
 //!
@@ -48,19 +55,19 @@
 //! assert_eq!(Sequence::from_name("sur"), Some(Sequence::Sur));
 //! ```
 
+mod device;
 mod fill;
+mod order;
 mod permute;
 mod queries;
 
 use std::fmt;
 use std::ops::RangeInclusive;
 
-use rand::rngs::ChaCha8Rng;
-use rand::seq::SliceRandom;
-use rand::SeedableRng;
-
+pub use device::{device_absent_keys, device_search_queries, device_values};
 use fill::fill_blocks;
 use gpuds_core::hash::murmur3_32;
+use order::BlockOrder;
 pub(crate) use permute::derive_seed;
 use permute::Permutation;
 pub use queries::{absent_keys, search_queries};
@@ -289,24 +296,25 @@ fn window_edge(position: usize, n: usize, largest: u32) -> u32 {
 
 /// DU, DUL and SUR: block `b` (in value order) takes `L_b` distinct keys of its window
 /// as a prefix of a per-block permutation of the window; the blocks come in value order
-/// or, with `shuffle`, in a seeded random order.
+/// or, with `shuffle`, in a seeded random [`BlockOrder`].
 fn windows(n: usize, seed: u64, block: usize, largest: u32, shuffle: bool) -> Vec<u32> {
     let by_value = block_starts(n, block);
+    let count = by_value.len();
     let len = |b: usize| block.min(n - by_value[b]);
-    let mut order: Vec<usize> = (0..by_value.len()).collect();
-    if shuffle {
-        order.shuffle(&mut ChaCha8Rng::seed_from_u64(derive_seed(
-            seed,
-            salt::ORDER,
-            0,
-        )));
-    }
-    let mut starts = Vec::with_capacity(order.len());
-    let mut at = 0;
-    for &b in &order {
-        starts.push(at);
-        at += len(b);
-    }
+    let (order, starts): (Vec<usize>, Vec<usize>) = if shuffle {
+        let shuffled = BlockOrder::new(seed, count as u64);
+        let last_len = len(count - 1) as u64;
+        (0..count as u64)
+            .map(|i| {
+                (
+                    shuffled.block_at(i) as usize,
+                    shuffled.start(i, block as u64, last_len) as usize,
+                )
+            })
+            .unzip()
+    } else {
+        ((0..count).collect(), by_value.clone())
+    };
     fill_blocks(
         n,
         &starts,
