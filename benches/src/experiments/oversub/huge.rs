@@ -159,7 +159,7 @@ pub(super) fn rows(bench: &mut Bench, link: Option<Link>) -> Result<Vec<Row>> {
     let vals = values(&keys, SEED);
     let mut table = RangeTable::with_config(&gpu, config).map_err(err)?;
     let shape = format!(
-        "{} keys; {} of inner tables ({} of {}, load {}) = {:.2}x the GPU's {}; device cache {} ({slots} tables); home pinned host memory",
+        "{} keys; {} of inner tables ({} of {}, load {}) = {:.2}x the GPU's {}; device cache {} ({slots} tables); home in pinned host memory, allocated and zeroed in the insert",
         n,
         bytes_label(structure as usize),
         size.ranges,

@@ -136,6 +136,7 @@ impl Measured {
     /// The note's tail: the answers' check when it failed.
     pub(super) fn flagged(&self, note: String) -> String {
         match &self.wrong {
+            Some(w) if note.is_empty() => format!("WRONG: {w}"),
             Some(w) => format!("{note}; WRONG: {w}"),
             None => note,
         }
@@ -228,6 +229,21 @@ mod tests {
         let stale = [Some(51), Some(1), Some(70), None];
         assert_eq!(wrong_answers(&keys, &values, &queries, &stale), 2);
         assert_eq!(wrong_answers(&keys, &values, &queries, &right[..2]), 2);
+    }
+
+    #[test]
+    fn wrong_answers_are_flagged() {
+        let mut m = Measured {
+            op: Op::Search,
+            count: 1,
+            ms: 1.0,
+            moved: Moved::default(),
+            wrong: None,
+        };
+        assert_eq!(m.flagged("2.00x".into()), "2.00x");
+        m.wrong = Some("3 answers differ".into());
+        assert_eq!(m.flagged(String::new()), "WRONG: 3 answers differ");
+        assert_eq!(m.flagged("2.00x".into()), "2.00x; WRONG: 3 answers differ");
     }
 
     #[test]
