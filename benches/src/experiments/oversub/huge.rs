@@ -201,8 +201,16 @@ pub(super) fn rows(bench: &mut Bench, link: Option<Link>) -> Result<Vec<Row>> {
         row(INSERT.into(), "RangeTable", n, insert_ms)
             .with_operation("insert")
             .with_note(format!(
-                "{shape}; {}; {}",
+                "{shape}; {}; {}; {}",
                 check(live == n as u64, format!("{live} keys live")),
+                check(
+                    after_insert.containers == size.ranges && after_insert.host_bytes == structure,
+                    format!(
+                        "{} inner tables made, {} at home",
+                        after_insert.containers,
+                        bytes_label(after_insert.host_bytes as usize)
+                    )
+                ),
                 moved_insert.note(n, insert_ms, link)
             )),
         row(SEARCH.into(), "RangeTable", n, search_ms)
