@@ -476,6 +476,9 @@ impl RangeTable {
 
     /// Every live pair, range by range. Synchronizes; copies the inner tables.
     pub fn to_vec(&self) -> Result<Vec<(u32, u32)>> {
+        if let Some(cache) = &self.cache {
+            cache.ready()?;
+        }
         let mut out = Vec::new();
         for (range, region) in self.inners.iter().enumerate() {
             if let Some(region) = region {

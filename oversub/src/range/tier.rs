@@ -57,7 +57,8 @@ pub(super) struct Cache {
     /// Each slot's device memory.
     pub regions: Vec<Region>,
     copy: Arc<CudaStream>,
-    /// A batch's outer-entry updates: pinned host words and their device twin.
+    /// A batch's outer-entry updates: pinned host words and their device twin (scratch
+    /// space, like a sort's, outside the budget and `stats()`).
     staging: Option<(Region, Region)>,
     pub moved_in: u64,
     pub moved_out: u64,
@@ -108,8 +109,21 @@ fn copy(way: Way, home: &Home, slot: &Region, bytes: usize, stream: &CudaStream)
     })
 }
 
-/// Where a batch's outer-entry updates wait on the device: `inners` (u64 words) and
-/// `ranges` (u32) of `len` updates, both uploaded by `upload`.
+/// The words of `m` outer-entry updates (range, inner pointer) as `range_set_inner`
+/// reads them: the m pointers (u64), then the m ranges (u32, two per word, the first in
+/// the low half: little-endian, as host and device are).
+fn pack(updates: &[(u32, u64)]) -> Vec<u64> {
+    let m = updates.len();
+    let mut words = vec![0u64; m + m.div_ceil(2)];
+    for (j, &(range, inner)) in updates.iter().enumerate() {
+        words[j] = inner;
+        words[m + j / 2] |= u64::from(range) << (32 * (j % 2));
+    }
+    words
+}
+
+/// A batch's staged outer-entry updates: `bytes` of pinned words at `host`, to be copied
+/// to the device words whose pointers start at `inners` and ranges at `ranges`.
 #[derive(Clone, Copy)]
 struct Staged {
     inners: u64,
@@ -169,19 +183,18 @@ impl Cache {
         let _ = self.copy.synchronize();
     }
 
-    /// Writes `updates` (range, inner pointer) into the pinned staging words, grown when
-    /// too small. The copy stream must be idle ([`ready`](Self::ready)).
+    /// Writes `updates` into the pinned staging ([`pack`]), grown when too small. The
+    /// copy stream must be idle ([`ready`](Self::ready)).
     fn stage(&mut self, gpu: &Gpu, home: Placement, updates: &[(u32, u64)]) -> Result<Staged> {
-        let m = updates.len();
-        let words = m + m.div_ceil(2);
-        let bytes = words * 8;
+        let words = pack(updates);
+        let bytes = words.len() * 8;
         if self
             .staging
             .as_ref()
             .is_none_or(|(h, _)| h.bytes() < bytes as u64)
         {
-            let grown = (bytes as u64).max(self.staging.as_ref().map_or(0, |(h, _)| 2 * h.bytes()));
-            self.staging = None;
+            let old = self.staging.take().map_or(0, |(h, _)| h.bytes());
+            let grown = (bytes as u64).max(2 * old);
             self.staging = Some((
                 Region::new(gpu, home, grown)?,
                 Region::new(gpu, Placement::Device, grown)?,
@@ -197,20 +210,13 @@ impl Cache {
                 "the staging is not pinned host memory".into(),
             ));
         }
-        // SAFETY: the staging holds `words` u64 words (the u32 ranges fill the last
-        // m / 2 rounded up); the copy stream, its only reader, is idle.
-        unsafe {
-            let inners = h.cast::<u64>();
-            let ranges = inners.add(m).cast::<u32>();
-            for (j, &(range, inner)) in updates.iter().enumerate() {
-                inners.add(j).write(inner);
-                ranges.add(j).write(range);
-            }
-        }
+        // SAFETY: the staging holds at least `words.len()` words; the copy stream, its
+        // only reader, is idle.
+        unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), h.cast::<u64>(), words.len()) };
         let base = device.device_ptr();
         Ok(Staged {
             inners: base,
-            ranges: base + 8 * m as u64,
+            ranges: base + 8 * updates.len() as u64,
             host: h,
             bytes,
         })
@@ -264,26 +270,19 @@ impl RangeTable {
         cache.ready()?;
         let inners = &self.inners;
         let runs = split_runs(&counts, cache.map.per_run(), |r| inners[r].is_some());
-        let steps = cache.map.plan(&runs, write)?;
-        cache.pending = true;
+        // Planned on a copy of the book, kept once the staging is written: a failure
+        // until then leaves the table as it was.
+        let mut map = cache.map.clone();
+        let steps = map.plan(&runs, write)?;
         let mut updates = Vec::new();
         let mut spans = Vec::with_capacity(steps.len());
-        for (i, step) in steps.iter().enumerate() {
+        for step in &steps {
             let first = updates.len();
             for l in step.loads() {
                 if let Some(old) = l.evicted {
                     updates.push((old as u32, 0));
                 }
                 updates.push((l.range as u32, cache.regions[l.slot].device_ptr()));
-                cache.moved_in += 1;
-                cache.link_bytes += bytes;
-                if l.write_back {
-                    cache.moved_out += 1;
-                    cache.link_bytes += bytes;
-                }
-            }
-            if i > 0 {
-                cache.overlapped_in += step.early.len() as u64;
             }
             spans.push(first..updates.len());
         }
@@ -291,6 +290,18 @@ impl RangeTable {
             true => None,
             false => Some(cache.stage(&self.gpu, placement, &updates)?),
         };
+        cache.map = map;
+        cache.pending = true;
+        for (i, step) in steps.iter().enumerate() {
+            for l in step.loads() {
+                cache.moved_in += 1;
+                cache.moved_out += u64::from(l.write_back);
+                cache.link_bytes += bytes * (1 + u64::from(l.write_back));
+            }
+            if i > 0 {
+                cache.overlapped_in += step.early.len() as u64;
+            }
+        }
         let enqueued = self.enqueue(&runs, &steps, &spans, staged, launch);
         let stream = self.gpu.stream().clone();
         match self.cache.as_mut() {
@@ -404,5 +415,29 @@ impl RangeTable {
             cache.link_bytes += bytes;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pack;
+
+    #[test]
+    fn staged_updates_read_back_as_the_kernel_reads_them() {
+        for m in [1usize, 2, 5] {
+            let updates: Vec<(u32, u64)> = (0..m)
+                .map(|j| (7 + j as u32, 0x1000_0000_0000 + 0x40000 * j as u64))
+                .collect();
+            let words = pack(&updates);
+            assert_eq!(words.len(), m + m.div_ceil(2));
+            let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+            for (j, &(range, inner)) in updates.iter().enumerate() {
+                // inners[j] at byte 8j; ranges[j] at byte 8m + 4j (the kernel's views).
+                let at = |o: usize, n: usize| &bytes[o..o + n];
+                assert_eq!(at(8 * j, 8), inner.to_le_bytes());
+                assert_eq!(at(8 * m + 4 * j, 4), range.to_le_bytes());
+            }
+        }
+        assert!(pack(&[]).is_empty());
     }
 }
