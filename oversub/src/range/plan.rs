@@ -149,6 +149,7 @@ impl CacheMap {
 
     /// Plans the copies before each run's kernel, runs in order, and books the result:
     /// afterwards every range of every run is (or was, for the run's kernel) resident.
+    /// A run of more ranges than slots is an error, before anything is booked.
     /// The ranges of a run (at most the cache's slots) that are resident are touched
     /// (and dirtied when `write`); each missing one takes a victim slot that holds no
     /// range of its run, chosen in this order: slots the previous run does not use
@@ -156,6 +157,12 @@ impl CacheMap {
     /// least recently used first. A dirty victim is written back before the copy.
     pub fn plan(&mut self, runs: &[Run], write: bool) -> Result<Vec<Step>> {
         let n = self.slots.len();
+        if let Some(run) = runs.iter().find(|run| run.ranges.len() > n) {
+            return Err(Error::Invalid(format!(
+                "a run needs {} inner tables but the cache has {n} slots",
+                run.ranges.len()
+            )));
+        }
         let mut previous = vec![false; n];
         let mut steps = Vec::with_capacity(runs.len());
         for run in runs {
@@ -173,13 +180,8 @@ impl CacheMap {
                     None => missing.push(range),
                 }
             }
+            // n - resident victims for ranges.len() - resident missing ones: enough.
             let mut victims: Vec<usize> = (0..n).filter(|&i| !mine[i]).collect();
-            if victims.len() < missing.len() {
-                return Err(Error::Invalid(format!(
-                    "a run needs {} inner tables but the cache has {n} slots",
-                    run.ranges.len()
-                )));
-            }
             victims.sort_by_key(|&i| {
                 let s = &self.slots[i];
                 (previous[i], s.range.is_some(), s.dirty, s.used)
@@ -340,9 +342,13 @@ mod tests {
     }
 
     #[test]
-    fn a_run_larger_than_the_cache_is_an_error() {
+    fn a_run_larger_than_the_cache_is_an_error_that_books_nothing() {
         let mut map = CacheMap::new(2, 8);
-        assert!(map.plan(&[run(0, 3, &[1, 2, 3])], true).is_err());
+        assert!(map
+            .plan(&[run(0, 1, &[1]), run(1, 3, &[2, 3, 4])], true)
+            .is_err());
+        assert_eq!(map.slots(), &[SlotState::default(); 2]);
+        assert_eq!(map.slot_of(1), None);
     }
 
     /// Replays plans on a model of the homes and slots (each table a version number;

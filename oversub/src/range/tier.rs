@@ -183,43 +183,49 @@ impl Cache {
         let _ = self.copy.synchronize();
     }
 
-    /// Writes `updates` into the pinned staging ([`pack`]), grown when too small. The
-    /// copy stream must be idle ([`ready`](Self::ready)).
-    fn stage(&mut self, gpu: &Gpu, home: Placement, updates: &[(u32, u64)]) -> Result<Staged> {
+    /// Grows the staging (pinned words in `home`'s placement and their device twin) to
+    /// hold `updates` outer-entry updates.
+    fn reserve(&mut self, gpu: &Gpu, home: Placement, updates: usize) -> Result<()> {
+        let bytes = 8 * (updates + updates.div_ceil(2)) as u64;
+        let held = self.staging.as_ref().map_or(0, |(h, _)| h.bytes());
+        if bytes > held {
+            self.staging = None;
+            let grown = bytes.max(2 * held);
+            let host = Region::new(gpu, home, grown)?;
+            if host.host_ptr().is_null() {
+                return Err(Error::Invalid(
+                    "the staging is not pinned host memory".into(),
+                ));
+            }
+            self.staging = Some((host, Region::new(gpu, Placement::Device, grown)?));
+        }
+        Ok(())
+    }
+
+    /// Writes `updates` into the staging ([`pack`]); `None` when there are none. The
+    /// staging must hold them ([`reserve`](Self::reserve)) and the copy stream must be
+    /// idle ([`ready`](Self::ready)).
+    fn stage(&self, updates: &[(u32, u64)]) -> Result<Option<Staged>> {
+        if updates.is_empty() {
+            return Ok(None);
+        }
         let words = pack(updates);
         let bytes = words.len() * 8;
-        if self
-            .staging
-            .as_ref()
-            .is_none_or(|(h, _)| h.bytes() < bytes as u64)
-        {
-            let old = self.staging.take().map_or(0, |(h, _)| h.bytes());
-            let grown = (bytes as u64).max(2 * old);
-            self.staging = Some((
-                Region::new(gpu, home, grown)?,
-                Region::new(gpu, Placement::Device, grown)?,
-            ));
-        }
-        let (host, device) = self
-            .staging
-            .as_ref()
-            .ok_or_else(|| Error::Invalid("no staging".into()))?;
+        let (host, device) = match &self.staging {
+            Some((h, d)) if h.bytes() >= bytes as u64 => (h, d),
+            _ => return Err(Error::Invalid("the staging is too small".into())),
+        };
         let h = host.host_ptr();
-        if h.is_null() {
-            return Err(Error::Invalid(
-                "the staging is not pinned host memory".into(),
-            ));
-        }
-        // SAFETY: the staging holds at least `words.len()` words; the copy stream, its
-        // only reader, is idle.
+        // SAFETY: the pinned staging holds at least `words.len()` words; the copy
+        // stream, its only reader, is idle.
         unsafe { std::ptr::copy_nonoverlapping(words.as_ptr(), h.cast::<u64>(), words.len()) };
         let base = device.device_ptr();
-        Ok(Staged {
+        Ok(Some(Staged {
             inners: base,
             ranges: base + 8 * updates.len() as u64,
             host: h,
             bytes,
-        })
+        }))
     }
 
     /// Makes the compute stream `s` wait for everything on the copy stream, synchronizes
@@ -270,30 +276,24 @@ impl RangeTable {
         cache.ready()?;
         let inners = &self.inners;
         let runs = split_runs(&counts, cache.map.per_run(), |r| inners[r].is_some());
-        // Planned on a copy of the book, kept once the staging is written: a failure
-        // until then leaves the table as it was.
-        let mut map = cache.map.clone();
-        let steps = map.plan(&runs, write)?;
+        // Staging for a load and an eviction per range, made before anything is booked
+        // (a failed allocation changes nothing); the plan checks its runs first too.
+        cache.reserve(
+            &self.gpu,
+            placement,
+            2 * runs.iter().map(|r| r.ranges.len()).sum::<usize>(),
+        )?;
+        let steps = cache.map.plan(&runs, write)?;
+        cache.pending = true;
         let mut updates = Vec::new();
         let mut spans = Vec::with_capacity(steps.len());
-        for step in &steps {
+        for (i, step) in steps.iter().enumerate() {
             let first = updates.len();
             for l in step.loads() {
                 if let Some(old) = l.evicted {
                     updates.push((old as u32, 0));
                 }
                 updates.push((l.range as u32, cache.regions[l.slot].device_ptr()));
-            }
-            spans.push(first..updates.len());
-        }
-        let staged = match updates.is_empty() {
-            true => None,
-            false => Some(cache.stage(&self.gpu, placement, &updates)?),
-        };
-        cache.map = map;
-        cache.pending = true;
-        for (i, step) in steps.iter().enumerate() {
-            for l in step.loads() {
                 cache.moved_in += 1;
                 cache.moved_out += u64::from(l.write_back);
                 cache.link_bytes += bytes * (1 + u64::from(l.write_back));
@@ -301,7 +301,9 @@ impl RangeTable {
             if i > 0 {
                 cache.overlapped_in += step.early.len() as u64;
             }
+            spans.push(first..updates.len());
         }
+        let staged = cache.stage(&updates)?;
         let enqueued = self.enqueue(&runs, &steps, &spans, staged, launch);
         let stream = self.gpu.stream().clone();
         match self.cache.as_mut() {
