@@ -6,6 +6,7 @@
 mod config;
 mod home;
 mod plan;
+mod schedule;
 mod tier;
 
 use cudarc::driver::{CudaSlice, DevicePtr, DeviceRepr, PushKernelArg, ValidAsZeroBits};

@@ -5,8 +5,9 @@
 //!
 //! # The order of copies and kernels
 //!
-//! The host plans the whole batch first ([`CacheMap::plan`]), then enqueues, for each run
-//! *i*: on the copy stream, the write-backs of dirty victims, the copies into their
+//! The host plans the whole batch first ([`CacheMap::plan`]), then issues, in the order
+//! of [`schedule`] (whose tests check it for races on a model of the two streams), for
+//! each run *i*: on the copy stream, the write-backs of dirty victims, the copies into their
 //! slots and one `range_set_inner` launch that points the outer entries of the loaded
 //! ranges at their slots (and those of the evicted ranges at nothing); on the compute
 //! stream, a wait for those copies and run *i*'s kernel. Events on the compute stream
@@ -44,7 +45,8 @@ use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PushKernelArg};
 use gpuds_core::Gpu;
 
 use super::home::Home;
-use super::plan::{split_runs, CacheMap, Load, Run, Step};
+use super::plan::{split_runs, CacheMap, Run, Step};
+use super::schedule::{schedule, Op};
 use super::RangeTable;
 use crate::batch::shape;
 use crate::error::{Error, Result};
@@ -312,8 +314,8 @@ impl RangeTable {
         }
     }
 
-    /// Enqueues the batch's copies and kernels (module docs); returns the event pairs
-    /// around each wait of the compute stream for copies.
+    /// Issues the batch's copies and kernels in the order of [`schedule`]; returns the
+    /// event pairs around each wait of the compute stream for copies.
     fn enqueue(
         &self,
         runs: &[Run],
@@ -328,50 +330,52 @@ impl RangeTable {
             .ok_or_else(|| Error::Invalid("no tiered cache".into()))?;
         let (s, c) = (self.gpu.stream(), &cache.copy);
         let bytes = self.inner_bytes() as usize;
-        if let Some(st) = staged {
-            // SAFETY: pinned staging of `st.bytes` to its device twin of at least as
-            // many; the device words are read only by later kernels of this stream.
-            check_copy(unsafe {
-                sys::cuMemcpyHtoDAsync_v2(st.inners, st.host, st.bytes, c.cu_stream())
-            })?;
-        }
         let set_inner = self.module.kernel("range_set_inner_u32")?;
         let r = self.table_ref(0);
         let timed = Some(CUevent_flags::CU_EVENT_DEFAULT);
-        let mut done = vec![s.record_event(None)?];
+        let missing = || Error::Invalid("the schedule names a step it lacks".into());
+        let mut done: Vec<CudaEvent> = Vec::new();
+        let mut copied: Option<CudaEvent> = None;
         let mut stalls = Vec::new();
-        let load = |l: &Load| -> Result<()> {
-            let slot = &cache.regions[l.slot];
-            if let (true, Some(old)) = (l.write_back, l.evicted) {
-                copy(Way::Out, self.home(old)?, slot, bytes, c)?;
-            }
-            copy(Way::In, self.home(l.range)?, slot, bytes, c)
-        };
-        for (i, ((run, step), span)) in runs.iter().zip(steps).zip(spans).enumerate() {
-            if let (Some(st), false) = (staged, span.is_empty()) {
-                c.wait(&done[i.saturating_sub(1)])?;
-                step.early.iter().try_for_each(load)?;
-                if !step.late.is_empty() {
-                    c.wait(&done[i])?;
-                    step.late.iter().try_for_each(load)?;
+        for op in schedule(steps) {
+            match op {
+                Op::Upload => {
+                    let st = staged.ok_or_else(missing)?;
+                    // SAFETY: pinned staging of `st.bytes` to its device twin of at least
+                    // as many; the device words are read by later kernels of this stream.
+                    check_copy(unsafe {
+                        sys::cuMemcpyHtoDAsync_v2(st.inners, st.host, st.bytes, c.cu_stream())
+                    })?;
                 }
-                let m = span.len() as u64;
-                let (ranges, inners) = (
-                    st.ranges + 4 * span.start as u64,
-                    st.inners + 8 * span.start as u64,
-                );
-                let mut args = c.launch_builder(set_inner.func());
-                args.arg(&r).arg(&ranges).arg(&inners).arg(&m);
-                // SAFETY: reads m staged updates from span.start; writes
-                // outer[ranges[j]].inner, entries no running kernel reads (module docs).
-                unsafe { args.launch(shape(&self.gpu, &set_inner, span.len())?) }?;
-                let copied = c.record_event(None)?;
-                let before = s.record_event(timed)?;
-                s.wait(&copied)?;
-                stalls.push((before, s.record_event(timed)?));
+                Op::Done(_) => done.push(s.record_event(None)?),
+                Op::AwaitDone(j) => c.wait(done.get(j).ok_or_else(missing)?)?,
+                Op::WriteBack { slot, range } => {
+                    copy(Way::Out, self.home(range)?, &cache.regions[slot], bytes, c)?
+                }
+                Op::CopyIn { slot, range } => {
+                    copy(Way::In, self.home(range)?, &cache.regions[slot], bytes, c)?
+                }
+                Op::SetInner(i) => {
+                    let (st, span) = (staged.ok_or_else(missing)?, &spans[i]);
+                    let m = span.len() as u64;
+                    let (ranges, inners) = (
+                        st.ranges + 4 * span.start as u64,
+                        st.inners + 8 * span.start as u64,
+                    );
+                    let mut args = c.launch_builder(set_inner.func());
+                    args.arg(&r).arg(&ranges).arg(&inners).arg(&m);
+                    // SAFETY: reads m staged updates from span.start; writes
+                    // outer[ranges[j]].inner, entries no running kernel reads (module docs).
+                    unsafe { args.launch(shape(&self.gpu, &set_inner, span.len())?) }?;
+                }
+                Op::Copied(_) => copied = Some(c.record_event(None)?),
+                Op::AwaitCopied(_) => {
+                    let before = s.record_event(timed)?;
+                    s.wait(copied.as_ref().ok_or_else(missing)?)?;
+                    stalls.push((before, s.record_event(timed)?));
+                }
+                Op::Kernel(i) => launch(self, &runs[i])?,
             }
-            launch(self, run)?;
-            done.push(s.record_event(None)?);
         }
         Ok(stalls)
     }
