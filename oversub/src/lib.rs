@@ -53,10 +53,15 @@ pub struct TableStats {
     pub containers: u64,
     /// `Tiered`: containers copied into the device cache.
     pub moved_in: u64,
+    /// `Tiered`: of `moved_in`, the containers copied in on the copy stream while the
+    /// previous run's kernel could still run (the rest waited for it).
+    pub overlapped_in: u64,
     /// `Tiered`: containers written back out of it.
     pub moved_out: u64,
     /// `Tiered`: bytes copied over the host link (in and out).
     pub link_bytes: u64,
+    /// `Tiered`: device time (ns) the kernels waited for copies to finish.
+    pub copy_wait_ns: u64,
 }
 
 impl TableStats {

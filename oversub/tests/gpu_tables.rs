@@ -369,3 +369,130 @@ fn counts_add_up_on_every_table() {
         range.validate().unwrap();
     }
 }
+
+/// Looks every key of the oracle up in one batch.
+fn every_key_matches(t: &mut RangeTable, oracle: &HashMap<u32, u32>, what: &str) {
+    let all: Vec<u32> = oracle.keys().copied().collect();
+    let want: Vec<Option<u32>> = all.iter().map(|k| oracle.get(k).copied()).collect();
+    assert_eq!(t.get_many(&all).unwrap(), want, "{what}: every key");
+}
+
+/// The tiered placement over batches that each span many runs (keys over 24 ranges and
+/// a few sparse ones), with a cache of 1, 2 and 3 inner tables. One slot copies in the
+/// serial order (each copy waits for the previous run's kernel); 2 and 3 copy each run's
+/// tables on the copy stream while the previous run's kernel runs. Inserts, additions,
+/// removals and lookups against a `HashMap`, with `validate()` and a lookup of every key
+/// after every batch; after `write_back()`, `validate()`, the contents, and lookups that
+/// reload every table from its home.
+#[test]
+fn tiered_batches_of_many_runs_overlap_copies_and_lose_nothing() {
+    let Some(gpu) = gpu() else { return };
+    let inner_bytes = (1u64 << 15) * 8; // range_bits 14 at load factor 0.5
+    for slots in 1..=3u64 {
+        let what = format!("tiered, {slots} slots");
+        let config = RangeTableConfig {
+            range_bits: 14,
+            placement: Placement::Tiered {
+                device_budget_bytes: slots * inner_bytes,
+            },
+            ..Default::default()
+        };
+        let mut t = RangeTable::with_config(&gpu, config).unwrap();
+        let mut rng = ChaCha8Rng::seed_from_u64(10 + slots);
+        let mut oracle: HashMap<u32, u32> = HashMap::new();
+        let key = |rng: &mut ChaCha8Rng| {
+            if rng.random_range(0..100u32) == 0 {
+                rng.random_range(1..u32::MAX - 1)
+            } else {
+                rng.random_range(1u32 << 14..25 << 14)
+            }
+        };
+        let distinct = |rng: &mut ChaCha8Rng, n: usize| {
+            let mut keys: Vec<u32> = (0..n).map(|_| key(rng)).collect();
+            keys.sort_unstable();
+            keys.dedup();
+            // Unsorted, so that the table's own sort matters.
+            keys.sort_unstable_by_key(|k| k.wrapping_mul(2_654_435_761));
+            keys
+        };
+        for step in 0..16 {
+            let n = rng.random_range(500..4000usize);
+            match step % 4 {
+                0 => {
+                    let keys = distinct(&mut rng, n);
+                    let values: Vec<u32> =
+                        keys.iter().map(|_| rng.random_range(0..1000u32)).collect();
+                    t.insert_many(&keys, &values).unwrap();
+                    oracle.extend(keys.iter().copied().zip(values.iter().copied()));
+                }
+                1 => {
+                    // Repeated keys add up.
+                    let keys: Vec<u32> = (0..n).map(|_| key(&mut rng)).collect();
+                    let deltas: Vec<u32> = keys.iter().map(|_| rng.random_range(1..4u32)).collect();
+                    t.add_many(&keys, &deltas).unwrap();
+                    for (&k, &d) in keys.iter().zip(&deltas) {
+                        *oracle.entry(k).or_default() += d;
+                    }
+                }
+                2 => {
+                    let keys = distinct(&mut rng, n);
+                    let removed = t.remove_many(&keys).unwrap();
+                    let want: Vec<bool> = keys.iter().map(|k| oracle.remove(k).is_some()).collect();
+                    assert_eq!(removed, want, "{what} step {step}: removed");
+                }
+                _ => {
+                    let keys: Vec<u32> = (0..n).map(|_| key(&mut rng)).collect();
+                    let want: Vec<Option<u32>> =
+                        keys.iter().map(|k| oracle.get(k).copied()).collect();
+                    assert_eq!(t.get_many(&keys).unwrap(), want, "{what} step {step}: get");
+                }
+            }
+            t.validate()
+                .unwrap_or_else(|e| panic!("{what} step {step}: {e}"));
+            assert_eq!(
+                t.len().unwrap(),
+                oracle.len() as u64,
+                "{what} step {step}: len"
+            );
+            every_key_matches(&mut t, &oracle, &format!("{what} step {step}"));
+        }
+        // A last insertion leaves dirty tables in the cache.
+        let keys = distinct(&mut rng, 3000);
+        t.insert_many(&keys, &keys).unwrap();
+        oracle.extend(keys.iter().map(|&k| (k, k)));
+        let s = t.stats();
+        assert!(s.containers >= 24, "{what}: {s:?}");
+        // The lookups of every key alone load at least 21 of the 24 dense ranges' tables.
+        assert!(s.moved_in > 16 * 21, "{what}: {s:?}");
+        assert!(s.moved_out > 0, "{what}: {s:?}");
+        assert!(s.overlapped_in <= s.moved_in, "{what}: {s:?}");
+        if slots == 1 {
+            assert_eq!(s.overlapped_in, 0, "{what}: one slot overlaps nothing");
+        } else {
+            // Each batch after its first run copies in on the copy stream.
+            assert!(s.overlapped_in > s.moved_in / 2, "{what}: {s:?}");
+        }
+        assert_eq!(
+            s.device_bytes,
+            (1u64 << 18) * 16 + slots * inner_bytes,
+            "{what}: the outer array and the cache"
+        );
+        t.write_back().unwrap();
+        t.validate().unwrap();
+        let again = t.stats();
+        assert!(
+            again.moved_out > s.moved_out && again.moved_out <= s.moved_out + slots,
+            "{what}: write_back writes the dirty cached tables: {s:?} then {again:?}"
+        );
+        let mut pairs = t.to_vec().unwrap();
+        pairs.sort_unstable();
+        let mut want: Vec<(u32, u32)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
+        want.sort_unstable();
+        assert_eq!(pairs, want, "{what}: contents");
+        // Every range's table comes back from its home (the cached ones, clean now, are
+        // the least recently used, evicted first without a write-back).
+        every_key_matches(&mut t, &oracle, &format!("{what}, after write-back"));
+        assert!(t.stats().moved_in > again.moved_in, "{what}: reloaded");
+        t.validate().unwrap();
+    }
+}

@@ -1,0 +1,46 @@
+//! [`Home`]: where one inner table lives between batches.
+
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::placement::{Placement, Region};
+
+/// The memory of one inner table: a part of a block that every inner table made by one
+/// batch shares (one allocation per batch instead of one per table: pinned host
+/// allocations are slow), freed with the last of them.
+pub(super) struct Home {
+    pub block: Arc<Region>,
+    pub offset: u64,
+    pub bytes: u64,
+}
+
+impl Home {
+    /// The device address of the table (0 for a tiered home, reached through copies).
+    pub fn device_ptr(&self) -> u64 {
+        match self.block.device_ptr() {
+            0 => 0,
+            base => base + self.offset,
+        }
+    }
+
+    /// The host address of a pinned home, else null.
+    pub fn host_ptr(&self) -> *mut std::ffi::c_void {
+        let base = self.block.host_ptr();
+        if base.is_null() {
+            base
+        } else {
+            // SAFETY: offset + bytes lie inside the block.
+            unsafe { base.cast::<u8>().add(self.offset as usize).cast() }
+        }
+    }
+
+    /// The table's words. Synchronizes.
+    pub fn to_host_words(&self) -> Result<Vec<u64>> {
+        self.block.words_at(self.offset, self.bytes)
+    }
+
+    /// Where the block lives.
+    pub fn placement(&self) -> Placement {
+        self.block.placement()
+    }
+}
