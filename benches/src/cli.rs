@@ -181,6 +181,9 @@ pub enum Command {
     /// FlatTable and RangeTable.
     #[command(about = about("oversub"))]
     Oversub,
+    /// SkipList and RangeSkipList.
+    #[command(about = about("skiplist"))]
+    Skiplist,
     /// k-mer counting and classification.
     #[command(about = about("kmer"))]
     Kmer,
@@ -243,6 +246,7 @@ impl Command {
             Command::Mvbtree => "mvbtree",
             Command::Graph => "graph",
             Command::Oversub => "oversub",
+            Command::Skiplist => "skiplist",
             Command::Kmer => "kmer",
             Command::Slabhash => "slabhash",
             Command::SlabhashTargets => "slabhash-targets",

@@ -120,15 +120,11 @@ fn check_list(
             }
             let node = snap.node(d.first_pool, n)?;
             let meta = val_of(node[META_SLOT]);
-            let lock = key_of(node[META_SLOT]);
             let (high, next) = (key_of(node[HIGH_SLOT]), val_of(node[HIGH_SLOT]));
             if meta & (DEAD | FREED) != 0 {
                 return Err(bad(format!(
                     "{which}: layer {level} links dead node {n:#x}"
                 )));
-            }
-            if lock != 0 {
-                return Err(bad(format!("{which}: node {n:#x} is still locked")));
             }
             if meta & LEVEL_MASK != level as u32 {
                 return Err(bad(format!(

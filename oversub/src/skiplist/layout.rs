@@ -31,6 +31,7 @@ pub(crate) const UNSORTED: u32 = 4;
 pub(crate) struct PoolDesc {
     pub base: u64,
     pub free_list: u64,
+    pub locks: u64,
     pub capacity: u32,
     pub bump: u32,
     pub free_top: i32,
@@ -121,7 +122,7 @@ mod tests {
 
     #[test]
     fn mirrors_have_the_device_sizes() {
-        assert_eq!(std::mem::size_of::<PoolDesc>(), 32);
+        assert_eq!(std::mem::size_of::<PoolDesc>(), 40);
         assert_eq!(std::mem::size_of::<ListDesc>(), 128);
         assert_eq!(std::mem::offset_of!(ListDesc, count), 88);
         assert_eq!(std::mem::offset_of!(ListDesc, in_aux), 104);

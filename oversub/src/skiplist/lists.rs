@@ -25,6 +25,9 @@ const RERUNS: usize = 40;
 pub(crate) struct NodePool {
     pub nodes: Region,
     free: CudaSlice<u32>,
+    /// One lock word per node, in device memory whatever the placement (the kernels
+    /// reach it through the pool descriptor; held here to own it).
+    _locks: CudaSlice<u32>,
 }
 
 /// Pairs per query of a range batch, and the pairs, in key order per query.
@@ -81,13 +84,19 @@ impl Lists {
             let capacity = initial_nodes.clamp(16, MAX_POOL_NODES);
             let nodes = Region::new(gpu, placement, capacity * NODE_BYTES)?;
             let free = stream.alloc_zeros::<u32>(capacity as usize)?;
+            let locks = stream.alloc_zeros::<u32>(capacity as usize)?;
             host_pools.push(PoolDesc {
                 base: nodes.device_ptr(),
                 free_list: free.device_ptr(stream).0,
+                locks: locks.device_ptr(stream).0,
                 capacity: capacity as u32,
                 ..Default::default()
             });
-            pools.push(NodePool { nodes, free });
+            pools.push(NodePool {
+                nodes,
+                free,
+                _locks: locks,
+            });
         }
         let descs = vec![ListDesc::empty(flags); num_lists as usize];
         let aux = if with_aux {
@@ -203,6 +212,8 @@ impl Lists {
         let placement = self.pools[i].nodes.placement();
         let nodes = Region::new(&self.gpu, placement, capacity * NODE_BYTES)?;
         let mut free = stream.alloc_zeros::<u32>(capacity as usize)?;
+        // Every lock is free between kernels: the new words start at zero.
+        let locks = stream.alloc_zeros::<u32>(capacity as usize)?;
         let used = u64::from(d.bump) * NODE_BYTES;
         if used > 0 {
             copy_device(
@@ -219,8 +230,13 @@ impl Lists {
         stream.synchronize()?;
         self.host_pools[i].base = nodes.device_ptr();
         self.host_pools[i].free_list = free.device_ptr(&stream).0;
+        self.host_pools[i].locks = locks.device_ptr(&stream).0;
         self.host_pools[i].capacity = capacity as u32;
-        self.pools[i] = NodePool { nodes, free };
+        self.pools[i] = NodePool {
+            nodes,
+            free,
+            _locks: locks,
+        };
         stream.memcpy_htod(&to_words(&self.host_pools), &mut self.pool_descs)?;
         Ok(())
     }

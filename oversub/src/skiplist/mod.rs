@@ -231,8 +231,8 @@ macro_rules! skip_list_ops {
         /// Checks every invariant on a host copy: each layer's nodes in key order with
         /// increasing high keys ending at 2^32 - 1, keys inside their node's range, sorted
         /// where the layout says so and never repeated, no gap among a node's slots, every
-        /// index entry naming a live node of the layer below whose range it falls in, no
-        /// lock held, no dead node linked, the counts and (range lists) bounds exact, every
+        /// index entry naming a live node of the layer below whose range starts below
+        /// it, no dead node linked, the counts and (range lists) bounds exact, every
         /// node handed out either reached once or on its pool's free list, and (range
         /// lists) the auxiliary list naming exactly the non-empty ranges. Synchronizes.
         pub fn validate(&self) -> Result<()> {

@@ -5,7 +5,8 @@
 // Super-node: 256 bytes, 32 slots of 8 bytes, one per lane (one coalesced read):
 //   slots 0..29  (key, value) pairs; index layers: (key, down node). Unused: key NIL.
 //   slot 30      (high, next): every key of the node is <= high; next node of the layer.
-//   slot 31      (lock, meta): meta = level | DEAD | HEAD | FREED.
+//   slot 31      (0, meta): meta = level | DEAD | HEAD | FREED (node locks are in device
+//                memory, a word per node of its pool).
 // Keys are 1 ..= 2^32 - 2. Index nodes are always sorted; data nodes are sorted, or (the
 // §4.2.1 option) unsorted: appended, sorted only when split or merged.
 //
@@ -74,6 +75,7 @@ constexpr unsigned ABSENT = 0, PRESENT = 1, FAILED = 2;
 struct pool {
   unsigned long long base;
   unsigned long long free_list;
+  unsigned long long locks;  // one word per node, device memory
   unsigned capacity;
   unsigned bump;
   int free_top;
@@ -111,6 +113,10 @@ struct list_ref {
   __device__ unsigned long long* node(unsigned ref) const {
     const pool& p = pools[l->first_pool + (ref >> POOL_SHIFT)];
     return reinterpret_cast<unsigned long long*>(p.base) + static_cast<unsigned long long>(ref & INDEX_MASK) * 32ull;
+  }
+  __device__ unsigned* lock_of(unsigned ref) const {
+    const pool& p = pools[l->first_pool + (ref >> POOL_SHIFT)];
+    return reinterpret_cast<unsigned*>(p.locks) + (ref & INDEX_MASK);
   }
   __device__ unsigned pool_of(unsigned level) const {
     const unsigned mode = l->flags & POOL_MODE_MASK;
@@ -152,16 +158,18 @@ __device__ __forceinline__ view read(const unsigned long long* n) {
   return v;
 }
 
-__device__ __forceinline__ bool lock(unsigned long long* n, unsigned* status) {
+// Node locks live in device memory (one word per node of a pool, zero between kernels),
+// whatever the placement of the nodes: waiting warps spin in the device's L2, never over
+// the host link. Test and test-and-set with exponential backoff.
+__device__ __forceinline__ bool lock(unsigned* w, unsigned* status) {
   unsigned ok = 0;
   if (warp::lane_id() == 0) {
-    unsigned* w = reinterpret_cast<unsigned*>(n + META_SLOT);
     for (unsigned t = 0; t < LOCK_CAP; ++t) {
-      if (mem::cas_acquire(w, 0u, 1u) == 0u) {
+      if (mem::ld_relaxed(w) == 0u && mem::cas_acquire(w, 0u, 1u) == 0u) {
         ok = 1;
         break;
       }
-      __nanosleep(32u << (t < 5u ? t : 5u));
+      __nanosleep(32u << (t < 6u ? t : 6u));
     }
     if (!ok) status::report(status, status::RETRY_LIMIT);
   }
@@ -171,10 +179,10 @@ __device__ __forceinline__ bool lock(unsigned long long* n, unsigned* status) {
   return ok != 0;
 }
 
-__device__ __forceinline__ void unlock(unsigned long long* n) {
+__device__ __forceinline__ void unlock(unsigned* w) {
   __threadfence();
   __syncwarp();
-  if (warp::lane_id() == 0) mem::st_release(reinterpret_cast<unsigned*>(n + META_SLOT), 0u);
+  if (warp::lane_id() == 0) mem::st_release(w, 0u);
   __syncwarp();
 }
 
@@ -272,11 +280,11 @@ __device__ unsigned covering(const list_ref& r, unsigned n, unsigned k, view& v)
 __device__ unsigned lock_covering(const list_ref& r, unsigned n, unsigned k, view& v) {
   for (unsigned steps = 0; n != NIL && steps < WALK_CAP; ++steps) {
     unsigned long long* p = r.node(n);
-    if (!lock(p, r.status)) return NIL;
+    if (!lock(r.lock_of(n), r.status)) return NIL;
     v = read(p);
     if (!v.dead() && k <= v.high) return n;
     const unsigned next = v.next;
-    unlock(p);
+    unlock(r.lock_of(n));
     n = next;
   }
   if (n != NIL) status::report(r.status, status::CORRUPTED);
@@ -362,7 +370,7 @@ __device__ unsigned put_locked(const list_ref& r, unsigned n, const view& v, uns
   const unsigned hit = __ballot_sync(warp::FULL_MASK, v.valid() && v.key() == k);
   if (hit != 0) {
     if (lane == static_cast<unsigned>(__ffs(hit) - 1)) mem::st_relaxed(p + lane, pack(k, x));
-    unlock(p);
+    unlock(r.lock_of(n));
     return PRESENT;
   }
   const unsigned count = __popc(__ballot_sync(warp::FULL_MASK, v.valid()));
@@ -386,7 +394,7 @@ __device__ unsigned put_locked(const list_ref& r, unsigned n, const view& v, uns
       raise_ref = m;
     }
   }
-  unlock(p);
+  unlock(r.lock_of(n));
   return outcome;
 }
 
@@ -435,11 +443,11 @@ __device__ void merge_right(const list_ref& r, unsigned c, const view& cv, unsig
   view qv;
   for (unsigned steps = 0;; ++steps) {
     if (q == NIL || steps >= WALK_CAP) return;
-    if (!lock(r.node(q), r.status)) return;
+    if (!lock(r.lock_of(q), r.status)) return;
     qv = read(r.node(q));
     if (!qv.dead()) break;
     const unsigned next = qv.next;
-    unlock(r.node(q));
+    unlock(r.lock_of(q));
     q = next;
   }
   unsigned long long* pq = r.node(q);
@@ -461,7 +469,7 @@ __device__ void merge_right(const list_ref& r, unsigned c, const view& cv, unsig
     unsigned m = lane == 0 ? r.alloc(0) : NIL;
     m = __shfl_sync(warp::FULL_MASK, m, 0);
     if (m == NIL) {
-      unlock(pq);
+      unlock(r.lock_of(q));
       return;
     }
     const unsigned low = (total + 1) / 2;
@@ -478,7 +486,7 @@ __device__ void merge_right(const list_ref& r, unsigned c, const view& cv, unsig
   }
   set_meta(r.node(c), cv.meta | DEAD);
   if (lane == 0) atomicAdd(&r.l->dead, 1ull);
-  unlock(pq);
+  unlock(r.lock_of(q));
 }
 
 // Removes k. PRESENT (removed; its value in `old`), ABSENT or FAILED.
@@ -492,7 +500,7 @@ __device__ unsigned erase(const list_ref& r, unsigned k, unsigned& old) {
   const unsigned lane = warp::lane_id();
   const unsigned hit = __ballot_sync(warp::FULL_MASK, v.valid() && v.key() == k);
   if (hit == 0) {
-    unlock(p);
+    unlock(r.lock_of(n));
     return ABSENT;
   }
   const unsigned pos = __ffs(hit) - 1;
@@ -511,7 +519,7 @@ __device__ unsigned erase(const list_ref& r, unsigned k, unsigned& old) {
   if (lane >= pos && lane < count) mem::st_relaxed(p + lane, now);
   unsigned rk = 0, rm = NIL;
   if (count - 1 <= MERGE_AT && (v.meta & HEAD) == 0 && v.next != NIL) merge_right(r, n, v, now, count - 1, rk, rm);
-  unlock(p);
+  unlock(r.lock_of(n));
   if (rm != NIL) raise(r, rk, rm, 0);
   return PRESENT;
 }
