@@ -1,7 +1,8 @@
-//! gpuds-oversub: hash tables whose contents may be larger than GPU memory (Patel et al.,
-//! 2026): [`FlatTable`] (the paper's HT-UVM baseline, §3.1) and [`RangeTable`] (HT-OVS,
-//! §4.1), on device memory, managed memory (guarded) or host-mapped memory
-//! ([`Placement`]), and the paper's workloads.
+//! gpuds-oversub: hash tables and skip lists whose contents may be larger than GPU memory
+//! (Patel et al., 2026): [`FlatTable`] (the paper's HT-UVM baseline, §3.1), [`RangeTable`]
+//! (HT-OVS, §4.1), [`SkipList`] (GFSL / SL-UVM, §3.2) and [`RangeSkipList`] (SL-OVS,
+//! §4.2.2), on device memory, managed memory (guarded) or host-mapped memory
+//! ([`Placement`]; range tables also tiered), and the paper's workloads.
 //!
 //! Keys and values are u32; keys 0 and u32::MAX are reserved (empty slot, tombstone)
 //! and rejected with an error naming the index and key.
