@@ -399,3 +399,47 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn counts_add_up_exactly_even_when_pools_grow_mid_batch() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(31);
+    // Few distinct keys, many repeats: every warp adds to hot keys; pools start at 16
+    // nodes so batches run out mid-way and only the failed additions run again.
+    let skip_config = SkipListConfig {
+        initial_nodes: 16,
+        placement: Placement::HostMapped,
+        ..Default::default()
+    };
+    let range_config = RangeSkipListConfig {
+        keys_per_range: 1 << 12,
+        initial_nodes: 16,
+        ..Default::default()
+    };
+    let mut skip = skip(&gpu, skip_config);
+    let mut ranged = ranged(&gpu, range_config);
+    let mut want: BTreeMap<u32, u32> = BTreeMap::new();
+    for _ in 0..4 {
+        let keys: Vec<u32> = (0..100_000)
+            .map(|_| rng.random_range(1..40_000u32))
+            .collect();
+        let deltas: Vec<u32> = keys.iter().map(|k| k % 3 + 1).collect();
+        skip.add_many(&keys, &deltas).unwrap();
+        ranged.add_many(&keys, &deltas).unwrap();
+        for (&k, &d) in keys.iter().zip(&deltas) {
+            *want.entry(k).or_default() += d;
+        }
+        let w: Vec<(u32, u32)> = want.iter().map(|(&a, &b)| (a, b)).collect();
+        assert_eq!(skip.to_vec().unwrap(), w, "skip list counts");
+        assert_eq!(ranged.to_vec().unwrap(), w, "range skip list counts");
+        skip.validate().unwrap();
+        ranged.validate().unwrap();
+    }
+    // A zero delta leaves a count as it is and inserts an absent key with 0.
+    skip.add_many(&[39_999, 50_000], &[0, 0]).unwrap();
+    assert_eq!(
+        skip.get_many(&[50_000]).unwrap(),
+        vec![Some(0)],
+        "a zero delta inserts the key"
+    );
+}

@@ -18,12 +18,12 @@
 //!   search over the sequences (the paper's target: at least 2.06x);
 //! - Table 6 (batch size, GBS) and Table 7 (inner table size, RNG) insert sweeps on MI
 //!   and DU, host-mapped and tiered at 1.5x, as ratios against the default
-//!   configuration (see [`sweeps`]);
+//!   configuration (see `sweeps`);
 //! - in-memory rates with both tables in device memory next to `LinearProbeMap`.
 //!
 //! `--keys N` sets the keys per sequence (default 2^24). `quick` runs the link, DU and SU
 //! at 1.5x only, and the in-memory rates, at 2^22 keys. `--keys` of 2^31 or more runs
-//! instead the beyond-GPU-memory case ([`huge`]): a tiered table larger than the GPU's
+//! instead the beyond-GPU-memory case (`huge`): a tiered table larger than the GPU's
 //! whole memory, sized from the device (the number itself only opts in).
 //!
 //! Not here yet: the skip lists (Fig. 16, Tables 8–10) and a repeated, device-input

@@ -98,12 +98,14 @@ extern "C" __global__ void GPUDS_KERNEL(sl_need)(skiplist_ref t, const unsigned*
   }
 }
 
+// Insertions (replace) or, with `add`, additions (values null: add 1 per key).
 extern "C" __global__ void GPUDS_KERNEL(sl_insert)(skiplist_ref t, const unsigned* keys, const unsigned* values,
-                                                   unsigned long long n, unsigned* failed) {
+                                                   unsigned long long n, unsigned add, unsigned* failed) {
   for_ops(n, t.keys_per_warp, [&](unsigned long long i) {
     const unsigned k = keys[i];
     const list_ref r = t.of(k);
-    const unsigned outcome = insert(r, k, values != nullptr ? values[i] : 0u);
+    const unsigned x = values != nullptr ? values[i] : (add != 0u ? 1u : 0u);
+    const unsigned outcome = insert(r, k, x, add != 0u);
     if (warp::lane_id() == 0 && outcome == ABSENT) {
       atomicAdd(&r.l->count, 1ull);
       atomicMin(&r.l->min_key, k);

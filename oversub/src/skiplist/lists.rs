@@ -7,7 +7,7 @@
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuds_core::failures::CallStatus;
 use gpuds_core::primitives::{self, RadixSorter};
-use gpuds_core::{Gpu, Kernel, Module};
+use gpuds_core::{Gpu, Kernel, Module, Status};
 
 use super::layout::{
     from_words, to_words, ListDesc, PoolDesc, SkipRef, MAX_POOL_NODES, NODE_BYTES,
@@ -18,7 +18,8 @@ use crate::placement::{Placement, Region};
 
 /// Threads per block of the skip-list kernels.
 const BLOCK: u32 = 256;
-/// Reruns of an insertion batch whose nodes ran out (each after the pools grew).
+/// Reruns of the operations of an insertion batch whose nodes ran out (each after the
+/// pools grew).
 const RERUNS: usize = 40;
 
 /// One pool of super-nodes and its free list.
@@ -302,9 +303,16 @@ impl Lists {
         self.init_lists(Some(&d), ids.len() as u64)
     }
 
-    /// Inserts or replaces a batch (sorted here). A batch whose nodes ran out is run again
-    /// after its pools grew (insertion is idempotent).
-    pub fn insert(&mut self, mut keys: CudaSlice<u32>, mut values: CudaSlice<u32>) -> Result<()> {
+    /// Inserts or replaces a batch (sorted here), or with `add` adds each value to its
+    /// key's (inserting absent keys with it). An operation that found no free node for a
+    /// split applied nothing and is marked failed: its pools grow and only the failed
+    /// operations run again, so every operation applies exactly once.
+    pub fn insert(
+        &mut self,
+        mut keys: CudaSlice<u32>,
+        mut values: CudaSlice<u32>,
+        add: bool,
+    ) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
@@ -318,25 +326,43 @@ impl Lists {
             self.reserve(1, data_guess / 10 + 16)?;
         }
         let kernel = self.kernel("sl_insert_u32")?;
+        let stream = self.gpu.stream().clone();
         for _ in 0..RERUNS {
-            let call = CallStatus::new(&self.gpu, n)?;
+            let m = keys.len();
+            let call = CallStatus::new(&self.gpu, m)?;
             let r = self.skip_ref(call.status_ptr());
-            let (n64, failed) = (n as u64, call.bits_ptr());
-            let stream = self.gpu.stream().clone();
+            let (m64, add32, failed) = (m as u64, u32::from(add), call.bits_ptr());
             let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r).arg(&keys).arg(&values).arg(&n64).arg(&failed);
-            // SAFETY: reads keys/values[..n]; writes the lists and their pools.
-            unsafe { args.launch(self.warps_shape(&kernel, n64, self.keys_per_warp)?) }?;
+            args.arg(&r)
+                .arg(&keys)
+                .arg(&values)
+                .arg(&m64)
+                .arg(&add32)
+                .arg(&failed);
+            // SAFETY: reads keys/values[..m]; writes the lists and their pools.
+            unsafe { args.launch(self.warps_shape(&kernel, m64, self.keys_per_warp)?) }?;
             let out = self.refresh_pools()?;
-            if out.is_empty() {
-                call.check()?;
+            let status = call.status()?;
+            if status.is_ok() {
                 return self.sync_aux();
+            }
+            let again = call.not_applied()?;
+            if out.is_empty() || again.is_empty() || status != Status::POOL_EXHAUSTED {
+                // Only a shortage of nodes is retried; anything else is the call's error.
+                self.sync_aux()?;
+                call.check()?;
+                return Ok(());
             }
             for i in out {
                 let cap = u64::from(self.host_pools[i].capacity);
                 self.grow(i, cap * 2)?;
             }
+            let (hk, hv) = (stream.clone_dtoh(&keys)?, stream.clone_dtoh(&values)?);
+            let pick = |from: &[u32]| again.iter().map(|&i| from[i]).collect::<Vec<u32>>();
+            keys = stream.clone_htod(&pick(&hk))?;
+            values = stream.clone_htod(&pick(&hv))?;
         }
+        self.sync_aux()?;
         Err(Error::Invalid(
             "an insertion batch kept running out of nodes after the pools grew".into(),
         ))
@@ -461,7 +487,7 @@ impl Lists {
             let k = stream.clone_dtoh(&keys)?;
             let dk = stream.clone_htod(&k)?;
             let dv = stream.alloc_zeros::<u32>(k.len())?;
-            aux.insert(dk, dv)?;
+            aux.insert(dk, dv, false)?;
         }
         if c[1] > 0 {
             let k = stream.clone_dtoh(&drop.slice(..c[1] as usize))?;

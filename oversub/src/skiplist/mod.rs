@@ -146,7 +146,21 @@ macro_rules! skip_list_ops {
             let stream = self.lists.gpu.stream().clone();
             for (k, v) in keys.chunks(self.batch).zip(values.chunks(self.batch)) {
                 self.lists
-                    .insert(stream.clone_htod(k)?, stream.clone_htod(v)?)?;
+                    .insert(stream.clone_htod(k)?, stream.clone_htod(v)?, false)?;
+            }
+            Ok(())
+        }
+
+        /// Adds `deltas[i]` to the value of `keys[i]` (wrapping), inserting the key with
+        /// `deltas[i]` when absent: counting (k-mer counts). Reserved keys as
+        /// [`insert_many`](Self::insert_many). Synchronizes.
+        pub fn add_many(&mut self, keys: &[u32], deltas: &[u32]) -> Result<()> {
+            same_len("keys and deltas", keys.len(), deltas.len())?;
+            check_host_keys(keys)?;
+            let stream = self.lists.gpu.stream().clone();
+            for (k, v) in keys.chunks(self.batch).zip(deltas.chunks(self.batch)) {
+                self.lists
+                    .insert(stream.clone_htod(k)?, stream.clone_htod(v)?, true)?;
             }
             Ok(())
         }

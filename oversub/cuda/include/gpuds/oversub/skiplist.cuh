@@ -360,16 +360,17 @@ __device__ unsigned split(const list_ref& r, unsigned n, const view& v, unsigned
 }
 
 // Puts (k, x) into the locked node n (view v) of `level`: replaces the value (or down
-// pointer) of an equal key, else inserts, splitting a full node. Unlocks n. A split
-// leaves (raise_key, raise_ref) for the layer above (raise_ref NIL: none).
+// pointer) of an equal key, or with `add` adds x to it, else inserts, splitting a full
+// node. Unlocks n. A split leaves (raise_key, raise_ref) for the layer above (raise_ref
+// NIL: none). FAILED (no node free for a split) applies nothing.
 __device__ unsigned put_locked(const list_ref& r, unsigned n, const view& v, unsigned k, unsigned x, unsigned level,
-                               unsigned& raise_key, unsigned& raise_ref) {
+                               unsigned& raise_key, unsigned& raise_ref, bool add = false) {
   raise_ref = NIL;
   const unsigned lane = warp::lane_id();
   unsigned long long* p = r.node(n);
   const unsigned hit = __ballot_sync(warp::FULL_MASK, v.valid() && v.key() == k);
   if (hit != 0) {
-    if (lane == static_cast<unsigned>(__ffs(hit) - 1)) mem::st_relaxed(p + lane, pack(k, x));
+    if (lane == static_cast<unsigned>(__ffs(hit) - 1)) mem::st_relaxed(p + lane, pack(k, add ? val_of(v.s) + x : x));
     unlock(r.lock_of(n));
     return PRESENT;
   }
@@ -417,15 +418,16 @@ __device__ void raise(const list_ref& r, unsigned k, unsigned m, unsigned level)
   }
 }
 
-// Inserts or replaces k -> value. ABSENT (added), PRESENT (replaced) or FAILED.
-__device__ unsigned insert(const list_ref& r, unsigned k, unsigned value) {
+// Inserts or replaces k -> value (with `add`: adds value to k's, inserting it when
+// absent). ABSENT (added), PRESENT (replaced) or FAILED (nothing applied).
+__device__ unsigned insert(const list_ref& r, unsigned k, unsigned value, bool add = false) {
   unsigned fence = 0;
   unsigned n = descend(r, k, 0, fence);
   view v;
   n = lock_covering(r, n, k, v);
   if (n == NIL) return FAILED;
   unsigned rk = 0, rm = NIL;
-  const unsigned outcome = put_locked(r, n, v, k, value, 0, rk, rm);
+  const unsigned outcome = put_locked(r, n, v, k, value, 0, rk, rm, add);
   if (rm != NIL) raise(r, rk, rm, 0);
   return outcome;
 }
