@@ -36,6 +36,7 @@ fn every_kernel_compiles_for_every_target() {
             "sl_compact",
             "sl_bounds",
             "sl_aux_changes",
+            "sl_aux_commit",
             "sequence_keys",
             "sequence_values",
             "absent_candidates",

@@ -443,3 +443,28 @@ fn counts_add_up_exactly_even_when_pools_grow_mid_batch() {
         "a zero delta inserts the key"
     );
 }
+
+#[test]
+fn raises_and_merges_that_find_no_node_never_fail_a_call() {
+    let Some(gpu) = gpu() else { return };
+    // A pool per layer starting at 16 nodes: index pools run out during raises and
+    // merge-splits (best effort, dropped) while the data pool grows between reruns.
+    let config = SkipListConfig {
+        pools: PoolLayout::PerLayer,
+        initial_nodes: 16,
+        batch: 2500,
+        ..Default::default()
+    };
+    let mut s = skip(&gpu, config);
+    let mut rng = ChaCha8Rng::seed_from_u64(77);
+    let mut o = Oracle::new();
+    let keys: Vec<u32> = (0..300_000)
+        .map(|_| rng.random_range(1..1_000_000u32))
+        .collect();
+    insert(&mut s, &mut o, &keys, |k| k / 3);
+    settle(&s, &o, "after the insertions");
+    let gone: Vec<u32> = keys.iter().copied().filter(|k| k % 3 != 0).collect();
+    remove(&mut s, &mut o, &gone, "removal");
+    settle(&s, &o, "after the removals");
+    query(&mut s, &o, &keys[..3000], "after the removals");
+}

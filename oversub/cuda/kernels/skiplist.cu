@@ -152,12 +152,15 @@ extern "C" __global__ void GPUDS_KERNEL(sl_find)(skiplist_ref t, const unsigned*
 __device__ unsigned neighbour(const skiplist_ref& t, unsigned k, bool down, unsigned& key, unsigned& value) {
   const unsigned long long r = t.list_of(k);
   if (!down) {
-    if (t.has(r) && k <= mem::ld_relaxed(&t.lists[r].max_key)) return successor(t.at(r), k, key, value);
+    // The bounds only skip a range; a miss inside it still falls through to the next.
+    if (t.has(r) && k <= mem::ld_relaxed(&t.lists[r].max_key) && successor(t.at(r), k, key, value) == PRESENT)
+      return PRESENT;
     const unsigned long long s = t.next_nonempty(r + 1);
     if (s >= t.num_lists) return ABSENT;
     return successor(t.at(s), 0u, key, value);
   }
-  if (t.has(r) && k >= mem::ld_relaxed(&t.lists[r].min_key)) return predecessor(t.at(r), k, key, value);
+  if (t.has(r) && k >= mem::ld_relaxed(&t.lists[r].min_key) && predecessor(t.at(r), k, key, value) == PRESENT)
+    return PRESENT;
   if (r == 0) return ABSENT;
   const unsigned long long p = t.prev_nonempty(r - 1);
   if (p >= t.num_lists) return ABSENT;
@@ -286,8 +289,9 @@ extern "C" __global__ void GPUDS_KERNEL(sl_bounds)(skiplist_ref t) {
   }
 }
 
-// The lists whose emptiness changed since the auxiliary list was last told: r + 1 into
-// add[] (now non-empty) or drop[] (now empty); counts in counts[0], counts[1].
+// The lists whose emptiness differs from what the auxiliary list was last told: r + 1
+// into add[] (now non-empty) or drop[] (now empty); counts in counts[0], counts[1]. The
+// host marks them told (sl_aux_commit) only once the auxiliary list has them.
 extern "C" __global__ void GPUDS_KERNEL(sl_aux_changes)(skiplist_ref t, unsigned* add, unsigned* drop,
                                                         unsigned* counts) {
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
@@ -296,8 +300,16 @@ extern "C" __global__ void GPUDS_KERNEL(sl_aux_changes)(skiplist_ref t, unsigned
     list* l = t.lists + j;
     const unsigned now = (l->heads[0] != NIL && l->count != 0ull) ? 1u : 0u;
     if (now == l->in_aux) continue;
-    l->in_aux = now;
     if (now) add[atomicAdd(&counts[0], 1u)] = static_cast<unsigned>(j + 1);
     else drop[atomicAdd(&counts[1], 1u)] = static_cast<unsigned>(j + 1);
   }
+}
+
+// lists[keys[j] - 1].in_aux = value for j < m (after the auxiliary list took the change).
+extern "C" __global__ void GPUDS_KERNEL(sl_aux_commit)(skiplist_ref t, const unsigned* keys, unsigned long long m,
+                                                       unsigned value) {
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long j = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < m;
+       j += stride)
+    t.lists[keys[j] - 1u].in_aux = value;
 }

@@ -270,8 +270,8 @@ impl Lists {
         // SAFETY: reads ids[..m] (each a list index below num_lists); writes those lists'
         // heads from pool 0, which has room for m nodes.
         unsafe { args.launch(self.warps_shape(&kernel, m, 1)?) }?;
-        call.check()?;
         self.refresh_pools()?;
+        call.check()?;
         Ok(())
     }
 
@@ -344,6 +344,12 @@ impl Lists {
             let out = self.refresh_pools()?;
             let status = call.status()?;
             if status.is_ok() {
+                // A raise dropped for want of a node applied nothing to lose: grow that
+                // pool for next time, best effort.
+                for i in out {
+                    let cap = u64::from(self.host_pools[i].capacity);
+                    let _ = self.grow(i, cap * 2);
+                }
                 return self.sync_aux();
             }
             let again = call.not_applied()?;
@@ -402,13 +408,15 @@ impl Lists {
         // SAFETY: reads keys/index[..n]; writes the lists, their pools, the removed bits.
         unsafe { args.launch(self.warps_shape(&kernel, n64, self.keys_per_warp)?) }?;
         let removed = bits(&stream.clone_dtoh(&removed)?, n);
-        // A merge or raise skipped for want of a node is not an error: grow for next time.
+        // A merge or raise skipped for want of a node is not an error: grow for next time,
+        // best effort. The removals have applied: compaction, bounds and the auxiliary
+        // list are brought up to date before any error of the call is returned.
         for i in self.refresh_pools()? {
             let cap = u64::from(self.host_pools[i].capacity);
-            self.grow(i, cap * 2)?;
+            let _ = self.grow(i, cap * 2);
         }
-        call.check()?;
         self.after_erase()?;
+        call.check()?;
         Ok(removed)
     }
 
@@ -458,8 +466,8 @@ impl Lists {
             // pushes dead nodes on the pool's free list (room for every node).
             unsafe { args.launch(self.warps_shape(&kernel, count, 1)?) }?;
         }
-        call.check()?;
         self.refresh_pools()?;
+        call.check()?;
         Ok(())
     }
 
@@ -477,21 +485,32 @@ impl Lists {
         let r = self.skip_ref(0);
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(&mut add).arg(&mut drop).arg(&mut counts);
-        // SAFETY: reads and updates the lists' in_aux flags; writes at most num_lists
-        // entries of add and drop.
+        // SAFETY: reads the lists; writes at most num_lists entries of add and drop.
         unsafe { args.launch(self.gpu.grid_for(&kernel, m.max(1), BLOCK)?) }?;
         let c = stream.clone_dtoh(&counts)?;
         let aux = self.aux.as_mut().expect("checked above");
+        // Each change is marked told only after the auxiliary list took it, so a failed
+        // update is found again by the next call.
+        let mut told = Vec::new();
         if c[0] > 0 {
-            let keys = add.slice(..c[0] as usize);
-            let k = stream.clone_dtoh(&keys)?;
-            let dk = stream.clone_htod(&k)?;
+            let k = stream.clone_dtoh(&add.slice(..c[0] as usize))?;
             let dv = stream.alloc_zeros::<u32>(k.len())?;
-            aux.insert(dk, dv, false)?;
+            aux.insert(stream.clone_htod(&k)?, dv, false)?;
+            told.push((k, 1u32));
         }
         if c[1] > 0 {
             let k = stream.clone_dtoh(&drop.slice(..c[1] as usize))?;
             aux.erase(&k)?;
+            told.push((k, 0u32));
+        }
+        let commit = self.kernel("sl_aux_commit_u32")?;
+        for (k, value) in told {
+            let dk = stream.clone_htod(&k)?;
+            let m = k.len() as u64;
+            let mut args = stream.launch_builder(commit.func());
+            args.arg(&r).arg(&dk).arg(&m).arg(&value);
+            // SAFETY: every key is a list index + 1 below num_lists + 1.
+            unsafe { args.launch(self.gpu.grid_for(&commit, k.len(), BLOCK)?) }?;
         }
         Ok(())
     }

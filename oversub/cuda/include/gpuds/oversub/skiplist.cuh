@@ -232,10 +232,16 @@ __device__ __forceinline__ unsigned long long sort_warp(unsigned long long s, bo
 }
 
 // Start of a search: the top layer's head, or `to`'s when the list is lower than `to`.
+// Lane 0 reads and broadcasts, so every lane follows the same path.
 __device__ __forceinline__ unsigned top(const list_ref& r, unsigned& level, unsigned to) {
-  level = mem::ld_acquire(&r.l->height);
-  if (level < to) level = to;
-  return mem::ld_acquire(&r.l->heads[level]);
+  unsigned h = 0;
+  if (warp::lane_id() == 0) {
+    level = mem::ld_acquire(&r.l->height);
+    if (level < to) level = to;
+    h = mem::ld_acquire(&r.l->heads[level]);
+  }
+  level = __shfl_sync(warp::FULL_MASK, level, 0);
+  return __shfl_sync(warp::FULL_MASK, h, 0);
 }
 
 // Descends from the top to layer `to` (lock-free): the node of layer `to` that a search
@@ -304,7 +310,8 @@ __device__ __forceinline__ void write_node(unsigned long long* p, unsigned long 
 // the raise, which costs speed, never correctness.
 __device__ unsigned head_for(const list_ref& r, unsigned level) {
   unsigned* slot = &r.l->heads[level];
-  unsigned h = mem::ld_acquire(slot);
+  unsigned h = warp::lane_id() == 0 ? mem::ld_acquire(slot) : 0u;
+  h = __shfl_sync(warp::FULL_MASK, h, 0);
   if (h != NIL) return h == BUSY ? NIL : h;
   unsigned got = NIL;
   if (warp::lane_id() == 0) got = mem::cas_acq_rel(slot, NIL, BUSY);
@@ -316,7 +323,8 @@ __device__ unsigned head_for(const list_ref& r, unsigned level) {
     if (warp::lane_id() == 0) mem::st_release(slot, NIL);
     return NIL;
   }
-  const unsigned below = mem::ld_acquire(&r.l->heads[level - 1]);
+  unsigned below = warp::lane_id() == 0 ? mem::ld_acquire(&r.l->heads[level - 1]) : 0u;
+  below = __shfl_sync(warp::FULL_MASK, below, 0);
   const unsigned long long s = warp::lane_id() == 0 ? pack(0u, below) : EMPTY_SLOT;
   write_node(r.node(n), s, KEY_TOP, NIL, level | HEAD);
   __threadfence();
@@ -388,7 +396,9 @@ __device__ unsigned put_locked(const list_ref& r, unsigned n, const view& v, uns
     unsigned fence = 0;
     const unsigned m = split(r, n, v, pack(k, x), level, fence);
     if (m == NIL) {
-      status::report(r.status, status::POOL_EXHAUSTED);
+      // Only the operation's own split fails it; a raise that finds no node is dropped
+      // (the pool's exhausted flag still tells the host to grow it).
+      if (level == 0) status::report(r.status, status::POOL_EXHAUSTED);
       outcome = FAILED;
     } else {
       raise_key = fence;
@@ -402,7 +412,11 @@ __device__ unsigned put_locked(const list_ref& r, unsigned n, const view& v, uns
 // Enters (k, m) into the layers above `level`, splitting and raising further as needed.
 // Best effort: a raise that cannot be made (no free node, a lock wait given up, the
 // layer cap) is dropped, which is correct (see the header).
-__device__ void raise(const list_ref& r, unsigned k, unsigned m, unsigned level) {
+__device__ void raise(const list_ref& whole, unsigned k, unsigned m, unsigned level) {
+  // Best effort: nothing here reports to the call's status (a lock wait given up or a
+  // corrupted-looking read drops the raise; the operation itself has applied).
+  list_ref r = whole;
+  r.status = nullptr;
   while (m != NIL && level + 1 < MAX_LEVELS) {
     ++level;
     if (head_for(r, level) == NIL) return;
@@ -437,8 +451,12 @@ __device__ unsigned insert(const list_ref& r, unsigned k, unsigned value, bool a
 // neighbour takes them all, or (too full) is split first and takes its share. c becomes
 // DEAD. Skipped when no node is free for that split or a lock wait is given up. c stays
 // locked. A split leaves (raise_key, raise_ref).
-__device__ void merge_right(const list_ref& r, unsigned c, const view& cv, unsigned long long cs, unsigned count,
+__device__ void merge_right(const list_ref& whole, unsigned c, const view& cv, unsigned long long cs, unsigned count,
                             unsigned& raise_key, unsigned& raise_ref) {
+  // Best effort as raise(): the removal has applied, a merge that cannot be made now
+  // reports nothing.
+  list_ref r = whole;
+  r.status = nullptr;
   raise_ref = NIL;
   const unsigned lane = warp::lane_id();
   unsigned q = cv.next;
