@@ -1,7 +1,9 @@
 //! [`DynamicGraph`]: the owner of a graph's dictionary, base slabs, slab pool and
 //! counters, and the launches of its batches.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
+
+use crate::ids::IdSet;
 use std::marker::PhantomData;
 
 use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
@@ -115,7 +117,7 @@ pub struct DynamicGraph<W: EdgeValue = ()> {
     control: CudaSlice<u64>,
     hash: Universal,
     /// Deleted ids, reused first by `insert_vertices`.
-    deleted: BTreeSet<u32>,
+    deleted: IdSet,
     values: PhantomData<W>,
 }
 
@@ -241,7 +243,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
             chunks: Vec::new(),
             alloc,
             control: stream.alloc_zeros::<u64>(CONTROL_WORDS)?,
-            deleted: BTreeSet::new(),
+            deleted: IdSet::new(),
             values: PhantomData,
         })
     }
@@ -302,13 +304,13 @@ impl<W: EdgeValue> DynamicGraph<W> {
 
     /// Whether vertex `id` was deleted (and not inserted again).
     pub fn is_deleted(&self, id: u32) -> bool {
-        self.deleted.contains(&id)
+        self.deleted.contains(id)
     }
 
     /// The deleted ids, ascending (the ids [`insert_vertices`](Self::insert_vertices)
     /// hands out first).
     pub fn deleted_vertices(&self) -> Vec<u32> {
-        self.deleted.iter().copied().collect()
+        self.deleted.iter().collect()
     }
 
     /// Edges: for an undirected graph each edge {u, v} once (a kept self loop once).
@@ -1181,7 +1183,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// emptied): deleted ids first, ascending (reuse, as faimGraph does), then new ids
     /// past the dictionary. Returns the ids. Synchronizes.
     pub fn insert_vertices(&mut self, count: u32) -> Result<Vec<u32>> {
-        let mut ids: Vec<u32> = self.deleted.iter().copied().take(count as usize).collect();
+        let mut ids: Vec<u32> = self.deleted.iter().take(count as usize).collect();
         let fresh = count - ids.len() as u32;
         let first = self.num_ids;
         if fresh > 0 {
@@ -1225,7 +1227,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         unsafe { args.launch(shape) }?;
         stream.synchronize()?;
         for id in ids {
-            self.deleted.remove(id);
+            self.deleted.remove(*id);
         }
         Ok(())
     }
@@ -1268,7 +1270,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let revived: Vec<u32> = unique
             .iter()
             .copied()
-            .filter(|u| self.deleted.contains(u))
+            .filter(|&u| self.deleted.contains(u))
             .collect();
         self.revive(&revived)?;
         // Degrees of the inserted vertices in this batch, counted on the host.
@@ -1315,13 +1317,13 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// deleted or past the dictionary are ignored; returns how many vertices were
     /// deleted. Synchronizes.
     pub fn remove_vertices(&mut self, ids: &[u32]) -> Result<u64> {
-        let mut list: Vec<u32> = ids
+        // Each id once, in the caller's order (a bitmap, not a sort: host time counts).
+        let mut seen = IdSet::new();
+        let list: Vec<u32> = ids
             .iter()
             .copied()
-            .filter(|&u| u < self.num_ids && !self.deleted.contains(&u))
+            .filter(|&u| u < self.num_ids && !self.deleted.contains(u) && seen.insert(u))
             .collect();
-        list.sort_unstable();
-        list.dedup();
         if list.is_empty() {
             return Ok(0);
         }

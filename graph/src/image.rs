@@ -1,7 +1,9 @@
 //! A host copy of a graph (dictionary, base slabs, slab pool), and the checks and
 //! statistics read from it: what `validate()` and `stats()` run on.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::HashSet;
+
+use crate::ids::IdSet;
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 use gpuds_alloc::{PoolSnapshot, SlabAlloc};
@@ -27,7 +29,7 @@ pub(crate) struct Parts<'a> {
     pub alloc: &'a SlabAlloc,
     pub hash: Universal,
     pub config: &'a GraphConfig,
-    pub deleted: &'a BTreeSet<u32>,
+    pub deleted: &'a IdSet,
 }
 
 /// Memory, shape and load of a graph, from [`DynamicGraph::stats`](crate::DynamicGraph::stats).
@@ -80,7 +82,7 @@ pub(crate) struct Image {
     hash: Universal,
     num_ids: u32,
     directed: bool,
-    deleted: BTreeSet<u32>,
+    deleted: IdSet,
 }
 
 /// The slot layout of an edge value type (as gpuds/slabhash/layout.cuh).
@@ -218,7 +220,7 @@ impl Image {
         for (u, (e, t)) in self.entries.iter().zip(&self.tables).enumerate() {
             let u = u as u32;
             let is_deleted = e.buckets & DELETED_BIT != 0;
-            if is_deleted != self.deleted.contains(&u) {
+            if is_deleted != self.deleted.contains(u) {
                 return bad(format!(
                     "vertex {u}: deleted bit {is_deleted} but the host says otherwise"
                 ));
@@ -257,7 +259,7 @@ impl Image {
                         if k >= self.num_ids {
                             return bad(format!("vertex {u} has edge to {k}, past the dictionary"));
                         }
-                        if self.deleted.contains(&k) {
+                        if self.deleted.contains(k) {
                             return bad(format!("vertex {u} has edge to deleted vertex {k}"));
                         }
                         let home = if nb <= 1 { 0 } else { self.hash.bucket(k, nb) };

@@ -34,6 +34,7 @@ mod config;
 pub mod csr;
 mod error;
 mod graph;
+mod ids;
 mod image;
 pub mod input;
 mod kernels;
