@@ -78,12 +78,12 @@ mod tests {
         let mut x = 12345u32;
         for step in 0..20_000u32 {
             x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-            let id = if step % 7 == 0 {
+            let id = if step.is_multiple_of(7) {
                 u32::MAX - x % 3
             } else {
                 x % 5000
             };
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 assert_eq!(a.remove(id), b.remove(&id));
             } else {
                 assert_eq!(a.insert(id), b.insert(id));
