@@ -184,19 +184,7 @@ impl Lists {
             .filter(|&&p| self.pools[p].cached.is_none())
             .map(|&p| bytes(self, p))
             .sum();
-        let mut held: u64 = self
-            .pools
-            .iter()
-            .filter_map(|p| p.cached.as_ref().map(Region::bytes))
-            .sum();
-        while held + need > budget {
-            let victim = (0..self.pools.len())
-                .filter(|&p| !wanted[p] && self.pools[p].cached.is_some())
-                .min_by_key(|&p| self.pools[p].used);
-            let Some(v) = victim else { break };
-            held -= self.pools[v].cached.as_ref().map_or(0, Region::bytes);
-            self.evict(v)?;
-        }
+        self.fit(budget - need.min(budget), &wanted)?;
         for &p in &want {
             if self.pools[p].cached.is_none() {
                 self.load(p)?;
@@ -205,6 +193,27 @@ impl Lists {
             self.pools[p].dirty |= write;
         }
         self.put_pools()
+    }
+
+    /// Evicts the least recently used cached pools not `kept` until the cache holds at
+    /// most `room` bytes (or only kept pools).
+    fn fit(&mut self, room: u64, kept: &[bool]) -> Result<()> {
+        let mut held: u64 = self
+            .pools
+            .iter()
+            .filter_map(|p| p.cached.as_ref().map(Region::bytes))
+            .sum();
+        while held > room {
+            let victim = (0..self.pools.len())
+                .filter(|&p| {
+                    !kept.get(p).copied().unwrap_or(false) && self.pools[p].cached.is_some()
+                })
+                .min_by_key(|&p| self.pools[p].used);
+            let Some(v) = victim else { break };
+            held -= self.pools[v].cached.as_ref().map_or(0, Region::bytes);
+            self.evict(v)?;
+        }
+        Ok(())
     }
 
     /// Writes pool `p` back to its home when dirty and drops its device copy.
@@ -299,7 +308,10 @@ impl Lists {
             launch(self, start..end)?;
             start = end;
         }
-        Ok(())
+        // Pools that grew in the last run may have taken the cache past the budget.
+        let budget = self.book()?.budget;
+        self.refresh_pools()?;
+        self.fit(budget, &[])
     }
 
     /// Tiered insertions of the sorted `keys` and `values`: pools for the lists they
