@@ -21,8 +21,8 @@
 //! write-back is complete before any host read of a home (those synchronize the stream).
 //! A pool that must grow while cached grows in the cache (its new home is written when it
 //! is evicted), at most to the budget: a pool that would pass it is an error naming the
-//! range and sizes. Growth inside a run may take the cache past the budget until the next
-//! run evicts.
+//! range and sizes. Growth inside a run may take the cache past the budget until the run
+//! ends; every call ends within it.
 
 use std::sync::Arc;
 
