@@ -203,6 +203,7 @@ impl Lists {
             .iter()
             .filter_map(|p| p.cached.as_ref().map(Region::bytes))
             .sum();
+        let mut evicted = false;
         while held > room {
             let victim = (0..self.pools.len())
                 .filter(|&p| {
@@ -212,6 +213,11 @@ impl Lists {
             let Some(v) = victim else { break };
             held -= self.pools[v].cached.as_ref().map_or(0, Region::bytes);
             self.evict(v)?;
+            evicted = true;
+        }
+        if evicted {
+            // The device's descriptors no longer name the freed copies.
+            self.put_pools()?;
         }
         Ok(())
     }
