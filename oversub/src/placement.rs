@@ -35,8 +35,9 @@ pub enum Placement {
     /// `device_budget_bytes` holds whole containers (a range table's inner tables). Each
     /// batch is sorted, split into runs of ranges that fit the cache, and every run's
     /// missing containers are copied in (least recently used ones evicted first, dirty
-    /// ones written back) before its kernel runs. For range tables; a budget smaller than
-    /// one container is a configuration error.
+    /// ones written back) before its kernel runs. For range tables (inner tables) and
+    /// range skip lists (each range's node pool); a budget smaller than one container is
+    /// a configuration error.
     Tiered {
         /// The most device bytes the cache may hold.
         device_budget_bytes: u64,
@@ -90,7 +91,8 @@ impl std::fmt::Debug for Region {
     }
 }
 
-fn check(r: sys::CUresult, what: &str) -> Result<()> {
+/// `what`'s driver result as ours.
+pub(crate) fn check(r: sys::CUresult, what: &str) -> Result<()> {
     if r == sys::CUresult::CUDA_SUCCESS {
         Ok(())
     } else {

@@ -5,170 +5,21 @@
 //! input with every warp contending (bounded in time); pools that grow from 16 nodes;
 //! everything removed and inserted again; reserved keys.
 
-use std::collections::BTreeMap;
-use std::ops::Bound::{Excluded, Included, Unbounded};
+mod common;
 
+use std::collections::BTreeMap;
+use std::ops::Bound::{Excluded, Unbounded};
+
+use common::{insert, query, random_batches, remove, settle, Keys, Oracle, Ordered};
 use gpuds_oversub::workload::Sequence;
 use gpuds_oversub::{
-    Error, NodeLayout, Placement, PoolLayout, RangePairs, RangeSkipList, RangeSkipListConfig,
-    SkipList, SkipListConfig,
+    Error, NodeLayout, Placement, PoolLayout, RangeSkipList, RangeSkipListConfig, SkipList,
+    SkipListConfig,
 };
 use gpuds_testkit::gpu;
 use proptest::prelude::*;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
-
-/// The operations both skip lists share, for the oracle-driven tests.
-trait Ordered {
-    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error>;
-    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error>;
-    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error>;
-    fn succ(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error>;
-    fn pred(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error>;
-    fn ranges(&mut self, r: &[(u32, u32)]) -> Result<RangePairs, Error>;
-    fn count(&self) -> u64;
-    fn check(&self) -> Result<(), Error>;
-    fn pairs(&self) -> Vec<(u32, u32)>;
-}
-
-macro_rules! ordered {
-    ($t:ty) => {
-        impl Ordered for $t {
-            fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error> {
-                self.insert_many(k, v)
-            }
-            fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error> {
-                self.remove_many(k)
-            }
-            fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error> {
-                self.get_many(k)
-            }
-            fn succ(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error> {
-                self.successor_many(k)
-            }
-            fn pred(&mut self, k: &[u32]) -> Result<Vec<Option<(u32, u32)>>, Error> {
-                self.predecessor_many(k)
-            }
-            fn ranges(&mut self, r: &[(u32, u32)]) -> Result<RangePairs, Error> {
-                self.range_many(r)
-            }
-            fn count(&self) -> u64 {
-                self.len().unwrap()
-            }
-            fn check(&self) -> Result<(), Error> {
-                self.validate()
-            }
-            fn pairs(&self) -> Vec<(u32, u32)> {
-                self.to_vec().unwrap()
-            }
-        }
-    };
-}
-ordered!(SkipList);
-ordered!(RangeSkipList);
-
-type Oracle = BTreeMap<u32, u32>;
-
-fn successor(o: &Oracle, k: u32) -> Option<(u32, u32)> {
-    o.range(k..).next().map(|(&a, &b)| (a, b))
-}
-fn predecessor(o: &Oracle, k: u32) -> Option<(u32, u32)> {
-    o.range(..=k).next_back().map(|(&a, &b)| (a, b))
-}
-
-/// Applies one insertion batch to both (duplicates inside the batch carry one value, so
-/// the oracle's value is exact).
-fn insert(t: &mut dyn Ordered, o: &mut Oracle, keys: &[u32], value_of: impl Fn(u32) -> u32) {
-    let values: Vec<u32> = keys.iter().map(|&k| value_of(k)).collect();
-    t.insert(keys, &values).unwrap();
-    for &k in keys {
-        o.insert(k, value_of(k));
-    }
-}
-
-fn remove(t: &mut dyn Ordered, o: &mut Oracle, keys: &[u32], what: &str) {
-    let got = t.remove(keys).unwrap();
-    let mut want = Vec::with_capacity(keys.len());
-    for &k in keys {
-        want.push(o.remove(&k).is_some());
-    }
-    // A key named twice is removed by one of its requests.
-    let (g, w) = (
-        got.iter().filter(|&&b| b).count(),
-        want.iter().filter(|&&b| b).count(),
-    );
-    assert_eq!(g, w, "{what}: removed");
-}
-
-/// Every query kind on `keys` against the oracle.
-fn query(t: &mut dyn Ordered, o: &Oracle, keys: &[u32], what: &str) {
-    let got = t.get(keys).unwrap();
-    for (i, &k) in keys.iter().enumerate() {
-        assert_eq!(got[i], o.get(&k).copied(), "{what}: get {k}");
-    }
-    // Neighbour queries may ask any u32, the reserved values included.
-    let mut asks: Vec<u32> = keys.to_vec();
-    asks.extend([0, 1, u32::MAX - 1, u32::MAX]);
-    let s = t.succ(&asks).unwrap();
-    let p = t.pred(&asks).unwrap();
-    for (i, &k) in asks.iter().enumerate() {
-        assert_eq!(s[i], successor(o, k), "{what}: successor of {k}");
-        assert_eq!(p[i], predecessor(o, k), "{what}: predecessor of {k}");
-    }
-    let mut ranges: Vec<(u32, u32)> = keys
-        .iter()
-        .take(64)
-        .map(|&k| (k, k.saturating_add(k % 5000)))
-        .collect();
-    ranges.extend([(0, u32::MAX), (10, 5), (u32::MAX, u32::MAX)]);
-    let r = t.ranges(&ranges).unwrap();
-    assert_eq!(r.len(), ranges.len());
-    for (i, &(lo, hi)) in ranges.iter().enumerate() {
-        let want: Vec<(u32, u32)> = if lo > hi {
-            Vec::new()
-        } else {
-            o.range((Included(lo), Included(hi)))
-                .map(|(&a, &b)| (a, b))
-                .collect()
-        };
-        assert_eq!(r.get(i), &want[..], "{what}: range {lo}..={hi}");
-    }
-}
-
-fn settle(t: &dyn Ordered, o: &Oracle, what: &str) {
-    t.check().unwrap_or_else(|e| panic!("{what}: {e}"));
-    assert_eq!(t.count(), o.len() as u64, "{what}: len");
-}
-
-/// Keys: mostly a dense window (so nodes fill, split and merge), a few anywhere.
-fn key(rng: &mut ChaCha8Rng, dense: u32) -> u32 {
-    if rng.random_range(0..20u32) == 0 {
-        rng.random_range(1..u32::MAX - 1)
-    } else {
-        rng.random_range(1..dense)
-    }
-}
-
-fn random_batches(t: &mut dyn Ordered, seed: u64, steps: usize, what: &str) {
-    let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut o = Oracle::new();
-    let salt = rng.random_range(0..1000u32);
-    for step in 0..steps {
-        let what = format!("{what} step {step}");
-        let n = rng.random_range(1..6000usize);
-        let keys: Vec<u32> = (0..n).map(|_| key(&mut rng, 1 << 16)).collect();
-        match rng.random_range(0..5u32) {
-            0..=2 => insert(t, &mut o, &keys, |k| k ^ salt),
-            3 => remove(t, &mut o, &keys, &what),
-            _ => {}
-        }
-        settle(t, &o, &what);
-        let asks: Vec<u32> = (0..500).map(|_| key(&mut rng, 1 << 16)).collect();
-        query(t, &o, &asks, &what);
-    }
-    let want: Vec<(u32, u32)> = o.iter().map(|(&a, &b)| (a, b)).collect();
-    assert_eq!(t.pairs(), want, "{what}: contents in key order");
-}
 
 fn skip(gpu: &gpuds_core::Gpu, config: SkipListConfig) -> SkipList {
     SkipList::with_config(gpu, config).unwrap()
@@ -183,7 +34,13 @@ fn skip_lists_on_every_placement_match_the_oracle() {
     let Some(gpu) = gpu() else { return };
     for placement in Placement::ALL {
         let mut s = SkipList::new(&gpu, placement).unwrap();
-        random_batches(&mut s, 1, 14, &format!("skip list {}", placement.name()));
+        random_batches(
+            &mut s,
+            1,
+            14,
+            Keys::MIXED,
+            &format!("skip list {}", placement.name()),
+        );
         let config = RangeSkipListConfig {
             placement,
             keys_per_range: 1 << 12,
@@ -194,6 +51,7 @@ fn skip_lists_on_every_placement_match_the_oracle() {
             &mut r,
             2,
             14,
+            Keys::MIXED,
             &format!("range skip list {}", placement.name()),
         );
         let stats = r.stats().unwrap();
@@ -221,7 +79,13 @@ fn every_option_matches_the_oracle() {
             initial_nodes: 16,
         };
         let what = format!("skip list {layout:?} {pools:?} pinned {pin} kpw {kpw}");
-        random_batches(&mut skip(&gpu, config), 10 + i as u64, 10, &what);
+        random_batches(
+            &mut skip(&gpu, config),
+            10 + i as u64,
+            10,
+            Keys::MIXED,
+            &what,
+        );
         if pin {
             assert!(skip(&gpu, config).stats().unwrap().device_bytes > 0);
         }
@@ -238,6 +102,7 @@ fn every_option_matches_the_oracle() {
         &mut ranged(&gpu, config),
         20,
         10,
+        Keys::MIXED,
         "range skip list unsorted",
     );
 }

@@ -220,13 +220,15 @@ extern "C" __global__ void GPUDS_KERNEL(sl_range_collect)(skiplist_ref t, const 
   });
 }
 
-// Between batches: for every node of pool `p` (nodes [0, count)): a live data node's next
-// skips dead nodes; a layer-1 entry naming a dead node names its first live successor
-// instead, and of consecutive entries naming one node only the first stays; a dead node
-// is marked freed and pushed on its pool's free list.
-extern "C" __global__ void GPUDS_KERNEL(sl_compact)(skiplist_ref t, unsigned p, unsigned long long count) {
-  const list_ref r = t.at(0);
-  pool& own = t.pools[t.lists[0].first_pool + p];
+// Between batches: for every node of pool `p` of list `owner` (nodes [0, count)): a live
+// data node's next skips dead nodes; a layer-1 entry naming a dead node names its first
+// live successor instead, and of consecutive entries naming one node only the first
+// stays; a dead node is marked freed and pushed on its pool's free list. The pools are
+// the owner's (every list of a shared pool names the same ones).
+extern "C" __global__ void GPUDS_KERNEL(sl_compact)(skiplist_ref t, unsigned long long owner, unsigned p,
+                                                    unsigned long long count) {
+  const list_ref r = t.at(owner);
+  pool& own = t.pools[t.lists[owner].first_pool + p];
   const unsigned lane = warp::lane_id();
   auto dead = [&](unsigned ref) {
     return (val_of(mem::ld_relaxed(r.node(ref) + META_SLOT)) & DEAD) != 0;
@@ -273,9 +275,12 @@ extern "C" __global__ void GPUDS_KERNEL(sl_compact)(skiplist_ref t, unsigned p, 
   }
 }
 
-// After a removal batch: every list whose removal took its min or max key gets them again.
-extern "C" __global__ void GPUDS_KERNEL(sl_bounds)(skiplist_ref t) {
-  for (unsigned long long j = warp::global_warp_id(); j < t.num_lists; j += warp::warp_count()) {
+// After a removal batch: every list lists[ids[j]] (ids null: lists[j]), j < m, whose
+// removal took its min or max key gets them again (the tiered placement names the lists
+// whose pools are resident).
+extern "C" __global__ void GPUDS_KERNEL(sl_bounds)(skiplist_ref t, const unsigned* ids, unsigned long long m) {
+  for (unsigned long long i = warp::global_warp_id(); i < m; i += warp::warp_count()) {
+    const unsigned long long j = ids != nullptr ? ids[i] : i;
     list* l = t.lists + j;
     if (l->bounds_dirty == 0u || l->heads[0] == NIL) continue;
     unsigned lo = 0xFFFFFFFFu, hi = 0, k = 0, v = 0;

@@ -1,4 +1,4 @@
-//! [`Home`]: where one inner table lives between batches.
+//! [`Home`]: where one inner table (or one skip-list node pool) lives between batches.
 
 use std::sync::Arc;
 
@@ -8,7 +8,7 @@ use crate::placement::{Placement, Region};
 /// The memory of one inner table: a part of a block that every inner table made by one
 /// batch shares (one allocation per batch instead of one per table: pinned host
 /// allocations are slow), freed with the last of them.
-pub(super) struct Home {
+pub(crate) struct Home {
     pub block: Arc<Region>,
     pub offset: u64,
     pub bytes: u64,
@@ -36,7 +36,18 @@ impl Home {
 
     /// The table's words. Synchronizes.
     pub fn to_host_words(&self) -> Result<Vec<u64>> {
-        self.block.words_at(self.offset, self.bytes)
+        self.words(self.bytes)
+    }
+
+    /// Its first `bytes` bytes (a multiple of 8, at most its size) as words. Synchronizes.
+    pub fn words(&self, bytes: u64) -> Result<Vec<u64>> {
+        if bytes > self.bytes {
+            return Err(crate::error::Error::Invalid(format!(
+                "{bytes} bytes pass a home of {}",
+                self.bytes
+            )));
+        }
+        self.block.words_at(self.offset, bytes)
     }
 
     /// Where the block lives.

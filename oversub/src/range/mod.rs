@@ -4,7 +4,7 @@
 //! they run, so that nearby keys are processed together and land in the same inner table.
 
 mod config;
-mod home;
+pub(crate) mod home;
 mod plan;
 mod schedule;
 mod tier;

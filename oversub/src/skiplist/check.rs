@@ -23,7 +23,7 @@ impl Snapshot {
             pools.push(if bytes == 0 {
                 Vec::new()
             } else {
-                p.nodes.words_at(0, bytes)?
+                p.words(bytes)?
             });
         }
         Ok(Self { pools })

@@ -4,7 +4,9 @@
 //! sorted on the device, node pools grown between kernels, dead nodes compacted away
 //! after removals.
 
-use cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaView, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuds_core::failures::CallStatus;
 use gpuds_core::primitives::{self, RadixSorter};
 use gpuds_core::{Gpu, Kernel, Module, Status};
@@ -12,9 +14,11 @@ use gpuds_core::{Gpu, Kernel, Module, Status};
 use super::layout::{
     from_words, to_words, ListDesc, PoolDesc, SkipRef, MAX_POOL_NODES, NODE_BYTES,
 };
+use super::tier::Tier;
 use crate::batch::bits;
 use crate::error::{Error, Result};
 use crate::placement::{Placement, Region};
+use crate::range::home::Home;
 
 /// Threads per block of the skip-list kernels.
 const BLOCK: u32 = 256;
@@ -24,11 +28,71 @@ const RERUNS: usize = 40;
 
 /// One pool of super-nodes and its free list.
 pub(crate) struct NodePool {
-    pub nodes: Region,
+    /// The nodes: their only copy, or (tiered) their home in pinned host memory.
+    pub nodes: Home,
+    /// Tiered: the nodes' device copy while the pool is in the cache.
+    pub cached: Option<Region>,
+    /// Tiered: a kernel may have written the device copy since it was copied in.
+    pub dirty: bool,
+    /// Tiered: when a run last needed the pool (the tier's clock).
+    pub used: u64,
+    /// The free list, in device memory whatever the placement (tiered: outside the
+    /// budget, like the locks: 8 bytes per node of 256).
     free: CudaSlice<u32>,
     /// One lock word per node, in device memory whatever the placement (the kernels
     /// reach it through the pool descriptor; held here to own it).
     _locks: CudaSlice<u32>,
+}
+
+impl NodePool {
+    /// A pool of `capacity` nodes at `nodes`, with its descriptor.
+    pub fn new(gpu: &Gpu, nodes: Home, capacity: u64) -> Result<(Self, PoolDesc)> {
+        let stream = gpu.stream();
+        let free = stream.alloc_zeros::<u32>(capacity as usize)?;
+        let locks = stream.alloc_zeros::<u32>(capacity as usize)?;
+        let desc = PoolDesc {
+            base: nodes.device_ptr(),
+            free_list: free.device_ptr(stream).0,
+            locks: locks.device_ptr(stream).0,
+            capacity: capacity as u32,
+            ..Default::default()
+        };
+        let pool = Self {
+            nodes,
+            cached: None,
+            dirty: false,
+            used: 0,
+            free,
+            _locks: locks,
+        };
+        Ok((pool, desc))
+    }
+
+    /// Where kernels reach the nodes: the cache's copy, else the nodes' own device
+    /// address (0 for a tiered pool out of the cache: no kernel may touch it).
+    pub fn base(&self) -> u64 {
+        self.cached
+            .as_ref()
+            .map_or(self.nodes.device_ptr(), Region::device_ptr)
+    }
+
+    /// The first `bytes` bytes of the nodes as words, from the cache when the pool is
+    /// there. Synchronizes.
+    pub fn words(&self, bytes: u64) -> Result<Vec<u64>> {
+        match &self.cached {
+            Some(c) => c.words_at(0, bytes),
+            None => self.nodes.words(bytes),
+        }
+    }
+}
+
+/// `bytes` of a fresh region as a home of its own.
+pub(crate) fn own_home(gpu: &Gpu, placement: Placement, bytes: u64) -> Result<Home> {
+    Ok(Home {
+        block: Arc::new(Region::new(gpu, placement, bytes)?),
+        offset: 0,
+        bytes,
+    })
 }
 
 /// Pairs per query of a range batch, and the pairs, in key order per query.
@@ -49,20 +113,26 @@ pub(crate) struct Shape {
     pub keys_per_warp: u32,
     pub initial_nodes: u64,
     pub with_aux: bool,
+    /// `Tiered { device_budget_bytes }`: one pool per list, homed in pinned host memory,
+    /// made when a batch first touches the list, cached on the device within the budget
+    /// (the placements list is then empty).
+    pub tiered: Option<u64>,
 }
 
 pub(crate) struct Lists {
     pub gpu: Gpu,
-    module: Module,
+    pub(super) module: Module,
     pub pools: Vec<NodePool>,
-    pool_descs: CudaSlice<u32>,
+    pub(super) pool_descs: CudaSlice<u32>,
     pub host_pools: Vec<PoolDesc>,
-    lists: CudaSlice<u32>,
+    pub(super) lists: CudaSlice<u32>,
     pub num_lists: u64,
     pub shift: u32,
     pub keys_per_warp: u32,
     pub aux: Option<Box<Lists>>,
-    sorter: RadixSorter,
+    pub(super) sorter: RadixSorter,
+    /// The tiered placement's cache book (range lists with `Shape::tiered`).
+    pub(super) tier: Option<Tier>,
 }
 
 impl Lists {
@@ -76,29 +146,23 @@ impl Lists {
             keys_per_warp,
             initial_nodes,
             with_aux,
+            tiered,
         } = shape;
         let module = gpu.load(&crate::kernels::skiplist_program())?;
         let stream = gpu.stream();
         let mut pools = Vec::with_capacity(placements.len());
         let mut host_pools = Vec::with_capacity(placements.len());
+        let capacity = initial_nodes.clamp(16, MAX_POOL_NODES);
         for &placement in placements {
-            let capacity = initial_nodes.clamp(16, MAX_POOL_NODES);
-            let nodes = Region::new(gpu, placement, capacity * NODE_BYTES)?;
-            let free = stream.alloc_zeros::<u32>(capacity as usize)?;
-            let locks = stream.alloc_zeros::<u32>(capacity as usize)?;
-            host_pools.push(PoolDesc {
-                base: nodes.device_ptr(),
-                free_list: free.device_ptr(stream).0,
-                locks: locks.device_ptr(stream).0,
-                capacity: capacity as u32,
-                ..Default::default()
-            });
-            pools.push(NodePool {
-                nodes,
-                free,
-                _locks: locks,
-            });
+            let home = own_home(gpu, placement, capacity * NODE_BYTES)?;
+            let (pool, desc) = NodePool::new(gpu, home, capacity)?;
+            host_pools.push(desc);
+            pools.push(pool);
         }
+        let tier = match tiered {
+            Some(budget) => Some(Tier::new(budget, capacity, num_lists)?),
+            None => None,
+        };
         let descs = vec![ListDesc::empty(flags); num_lists as usize];
         let aux = if with_aux {
             Some(Box::new(Lists::new(
@@ -111,6 +175,7 @@ impl Lists {
                     keys_per_warp: 1,
                     initial_nodes: 64,
                     with_aux: false,
+                    tiered: None,
                 },
             )?))
         } else {
@@ -119,7 +184,7 @@ impl Lists {
         let mut lists = Self {
             gpu: gpu.clone(),
             module,
-            pool_descs: stream.clone_htod(&to_words(&host_pools))?,
+            pool_descs: stream.clone_htod(&pool_words(&host_pools))?,
             host_pools,
             pools,
             lists: stream.clone_htod(&to_words(&descs))?,
@@ -128,6 +193,7 @@ impl Lists {
             keys_per_warp,
             aux,
             sorter: RadixSorter::new(gpu)?,
+            tier,
         };
         if num_lists == 1 {
             lists.init_lists(None, 1)?;
@@ -178,11 +244,25 @@ impl Lists {
         Ok(())
     }
 
+    /// Writes the host's pool descriptors to the device (a new array when pools were
+    /// added).
+    pub(super) fn put_pools(&mut self) -> Result<()> {
+        let words = pool_words(&self.host_pools);
+        let stream = self.gpu.stream().clone();
+        if words.len() == self.pool_descs.len() {
+            stream.memcpy_htod(&words, &mut self.pool_descs)?;
+        } else {
+            self.pool_descs = stream.clone_htod(&words)?;
+        }
+        Ok(())
+    }
+
     /// Reads the pools back after a kernel, clamping the overshoot of failed allocations
     /// (bump past capacity, free_top below zero). Returns the pools that ran out.
-    fn refresh_pools(&mut self) -> Result<Vec<usize>> {
+    pub(super) fn refresh_pools(&mut self) -> Result<Vec<usize>> {
         let stream = self.gpu.stream().clone();
         let mut descs: Vec<PoolDesc> = from_words(&stream.clone_dtoh(&self.pool_descs)?);
+        descs.truncate(self.pools.len());
         let mut out = Vec::new();
         for (i, d) in descs.iter_mut().enumerate() {
             if d.exhausted != 0 {
@@ -193,16 +273,22 @@ impl Lists {
             d.free_top = d.free_top.max(0);
         }
         self.host_pools = descs;
-        stream.memcpy_htod(&to_words(&self.host_pools), &mut self.pool_descs)?;
+        self.put_pools()?;
         Ok(out)
     }
 
     /// Grows pool `i` to at least `min_nodes` (at least doubling): a new region in the
     /// same placement, the used nodes and the free list copied over. Nothing changes on
     /// failure.
-    fn grow(&mut self, i: usize, min_nodes: u64) -> Result<()> {
+    ///
+    /// A tiered pool grows in the cache when it is there (its new home is written when
+    /// it is evicted), else home to home; it may not pass the device budget.
+    pub(super) fn grow(&mut self, i: usize, min_nodes: u64) -> Result<()> {
         let d = self.host_pools[i];
-        let capacity = min_nodes.max(u64::from(d.capacity) * 2).min(MAX_POOL_NODES);
+        let mut capacity = min_nodes.max(u64::from(d.capacity) * 2).min(MAX_POOL_NODES);
+        if let Some(tier) = &self.tier {
+            capacity = tier.clamp_growth(i, u64::from(d.capacity), min_nodes, capacity)?;
+        }
         if capacity <= u64::from(d.capacity) {
             return Err(gpuds_core::Error::CapacityOverflow(format!(
                 "a skip-list node pool is at its limit of {MAX_POOL_NODES} nodes"
@@ -210,40 +296,43 @@ impl Lists {
             .into());
         }
         let stream = self.gpu.stream().clone();
-        let placement = self.pools[i].nodes.placement();
-        let nodes = Region::new(&self.gpu, placement, capacity * NODE_BYTES)?;
-        let mut free = stream.alloc_zeros::<u32>(capacity as usize)?;
-        // Every lock is free between kernels: the new words start at zero.
-        let locks = stream.alloc_zeros::<u32>(capacity as usize)?;
+        let bytes = capacity * NODE_BYTES;
+        let old = &self.pools[i];
+        let home = own_home(&self.gpu, old.nodes.placement(), bytes)?;
+        let cached = match &old.cached {
+            Some(_) => Some(Region::new(&self.gpu, Placement::Device, bytes)?),
+            None => None,
+        };
+        let (mut pool, mut desc) = NodePool::new(&self.gpu, home, capacity)?;
         let used = u64::from(d.bump) * NODE_BYTES;
+        stream.synchronize()?;
         if used > 0 {
-            copy_device(
-                &self.gpu,
-                nodes.device_ptr(),
-                self.pools[i].nodes.device_ptr(),
-                used,
-            )?;
+            match (&old.cached, &cached) {
+                (Some(from), Some(to)) => {
+                    copy_device(&self.gpu, to.device_ptr(), from.device_ptr(), used)?
+                }
+                _ => copy_nodes(&self.gpu, &pool.nodes, &old.nodes, used)?,
+            }
         }
         let top = d.free_top.max(0) as usize;
         if top > 0 {
-            stream.memcpy_dtod(&self.pools[i].free.slice(..top), &mut free.slice_mut(..top))?;
+            stream.memcpy_dtod(&old.free.slice(..top), &mut pool.free.slice_mut(..top))?;
         }
         stream.synchronize()?;
-        self.host_pools[i].base = nodes.device_ptr();
-        self.host_pools[i].free_list = free.device_ptr(&stream).0;
-        self.host_pools[i].locks = locks.device_ptr(&stream).0;
-        self.host_pools[i].capacity = capacity as u32;
-        self.pools[i] = NodePool {
-            nodes,
-            free,
-            _locks: locks,
-        };
-        stream.memcpy_htod(&to_words(&self.host_pools), &mut self.pool_descs)?;
-        Ok(())
+        // A grown copy in the cache is newer than the (empty) new home.
+        pool.dirty = cached.is_some();
+        pool.used = old.used;
+        pool.cached = cached;
+        desc.base = pool.base();
+        desc.bump = d.bump;
+        desc.free_top = d.free_top.max(0);
+        self.host_pools[i] = desc;
+        self.pools[i] = pool;
+        self.put_pools()
     }
 
     /// Makes sure pool `i` can hand out `extra` more nodes without growing in a kernel.
-    fn reserve(&mut self, i: usize, extra: u64) -> Result<()> {
+    pub(super) fn reserve(&mut self, i: usize, extra: u64) -> Result<()> {
         let d = self.host_pools[i];
         let room = u64::from(d.capacity) - u64::from(d.bump) + d.free_top.max(0) as u64;
         if room < extra {
@@ -252,27 +341,49 @@ impl Lists {
         Ok(())
     }
 
-    /// Heads for lists `ids` (None: lists 0..m) that have none.
-    fn init_lists(&mut self, ids: Option<&CudaSlice<u32>>, m: u64) -> Result<()> {
-        self.reserve(0, m)?;
-        let kernel = self.kernel("sl_init_lists_u32")?;
+    /// Heads for lists `ids` (None: lists 0..m) that have none, from pool 0 (shared) or
+    /// (tiered) each list's own pool, which must be in the cache.
+    pub(super) fn init_lists(&mut self, ids: Option<&[u32]>, m: u64) -> Result<()> {
+        match (&self.tier, ids) {
+            (Some(tier), Some(ids)) => {
+                let own: Vec<usize> = ids.iter().filter_map(|&l| tier.pool(l as usize)).collect();
+                for p in own {
+                    self.reserve(p, 1)?;
+                }
+            }
+            _ => self.reserve(0, m)?,
+        }
+        // The lists' pools have room for their heads.
+        let call = self.over_lists("sl_init_lists_u32", ids, m)?;
+        self.refresh_pools()?;
+        call.check()?;
+        Ok(())
+    }
+
+    /// Launches `name` (a kernel of the lists `ids`, or with None lists 0..m, one warp
+    /// each: the kernel reads ids[..m], each below num_lists) and returns its status.
+    fn over_lists(&mut self, name: &str, ids: Option<&[u32]>, m: u64) -> Result<CallStatus> {
+        let stream = self.gpu.stream().clone();
+        let kernel = self.kernel(name)?;
         let call = CallStatus::new(&self.gpu, 0)?;
         let r = self.skip_ref(call.status_ptr());
-        let stream = self.gpu.stream().clone();
+        let ids = match ids {
+            Some(ids) => Some(stream.clone_htod(ids)?),
+            None => None,
+        };
+        let m = ids.as_ref().map_or(m, |d| d.len() as u64);
         let null = 0u64;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r);
-        match ids {
+        match &ids {
             Some(ids) => args.arg(ids),
             None => args.arg(&null),
         };
         args.arg(&m);
-        // SAFETY: reads ids[..m] (each a list index below num_lists); writes those lists'
-        // heads from pool 0, which has room for m nodes.
+        // SAFETY: the kernel reads ids[..m] (list indices below num_lists) and writes
+        // those lists (and their pools, which the caller made room in).
         unsafe { args.launch(self.warps_shape(&kernel, m, 1)?) }?;
-        self.refresh_pools()?;
-        call.check()?;
-        Ok(())
+        Ok(call)
     }
 
     /// Range lists: heads for every list a sorted batch touches that has none.
@@ -299,8 +410,7 @@ impl Lists {
         if ids.is_empty() {
             return Ok(());
         }
-        let d = stream.clone_htod(&ids)?;
-        self.init_lists(Some(&d), ids.len() as u64)
+        self.init_lists(Some(&ids), ids.len() as u64)
     }
 
     /// Inserts or replaces a batch (sorted here), or with `add` adds each value to its
@@ -318,6 +428,9 @@ impl Lists {
             return Ok(());
         }
         self.sorter.sort_pairs(&mut keys, &mut values)?;
+        if self.tier.is_some() {
+            return self.insert_tiered(&keys, &values, add);
+        }
         self.prepare(&keys)?;
         // About one new data node per 15 keys, one index node per 15 data nodes.
         let data_guess = n as u64 / 12 + 64;
@@ -325,6 +438,20 @@ impl Lists {
         if self.pools.len() > 1 {
             self.reserve(1, data_guess / 10 + 16)?;
         }
+        let out = self.insert_run(keys, values, add);
+        self.sync_aux()?;
+        out
+    }
+
+    /// Runs the insertion kernel over sorted `keys` whose lists have heads (and, tiered,
+    /// pools in the cache), then reruns the operations that found no node after their
+    /// pools grew.
+    pub(super) fn insert_run(
+        &mut self,
+        mut keys: CudaSlice<u32>,
+        mut values: CudaSlice<u32>,
+        add: bool,
+    ) -> Result<()> {
         let kernel = self.kernel("sl_insert_u32")?;
         let stream = self.gpu.stream().clone();
         for _ in 0..RERUNS {
@@ -350,12 +477,11 @@ impl Lists {
                     let cap = u64::from(self.host_pools[i].capacity);
                     let _ = self.grow(i, cap * 2);
                 }
-                return self.sync_aux();
+                return Ok(());
             }
             let again = call.not_applied()?;
             if out.is_empty() || again.is_empty() || status != Status::POOL_EXHAUSTED {
                 // Only a shortage of nodes is retried; anything else is the call's error.
-                self.sync_aux()?;
                 call.check()?;
                 return Ok(());
             }
@@ -368,7 +494,6 @@ impl Lists {
             keys = stream.clone_htod(&pick(&hk))?;
             values = stream.clone_htod(&pick(&hv))?;
         }
-        self.sync_aux()?;
         Err(Error::Invalid(
             "an insertion batch kept running out of nodes after the pools grew".into(),
         ))
@@ -396,73 +521,125 @@ impl Lists {
         let mut removed = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
         let call = CallStatus::new(&self.gpu, n)?;
         let kernel = self.kernel("sl_erase_u32")?;
-        let r = self.skip_ref(call.status_ptr());
-        let (n64, failed) = (n as u64, call.bits_ptr());
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r)
-            .arg(&k)
-            .arg(&index)
-            .arg(&n64)
-            .arg(&mut removed)
-            .arg(&failed);
-        // SAFETY: reads keys/index[..n]; writes the lists, their pools, the removed bits.
-        unsafe { args.launch(self.warps_shape(&kernel, n64, self.keys_per_warp)?) }?;
+        let ran = self.over_runs(&k, true, &mut |lists, span| {
+            let (r, ks, is, m) = lists.span_args(&call, &k, &index, span);
+            let failed = call.bits_ptr();
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r)
+                .arg(&ks)
+                .arg(&is)
+                .arg(&m)
+                .arg(&mut removed)
+                .arg(&failed);
+            // SAFETY: reads keys/index[..m]; writes the lists, their pools, the removed
+            // bits (at positions below n).
+            unsafe { args.launch(lists.warps_shape(&kernel, m, lists.keys_per_warp)?) }?;
+            // A merge or raise skipped for want of a node is not an error: grow for next
+            // time, best effort.
+            for i in lists.refresh_pools()? {
+                let cap = u64::from(lists.host_pools[i].capacity);
+                let _ = lists.grow(i, cap * 2);
+            }
+            Ok(())
+        });
         let removed = bits(&stream.clone_dtoh(&removed)?, n);
-        // A merge or raise skipped for want of a node is not an error: grow for next time,
-        // best effort. The removals have applied: compaction, bounds and the auxiliary
-        // list are brought up to date before any error of the call is returned.
-        for i in self.refresh_pools()? {
-            let cap = u64::from(self.host_pools[i].capacity);
-            let _ = self.grow(i, cap * 2);
-        }
+        // The removals that ran have applied: compaction, bounds and the auxiliary list
+        // are brought up to date before any error of the call is returned.
         self.after_erase()?;
+        ran?;
         call.check()?;
         Ok(removed)
     }
 
+    /// The first arguments of a kernel over `span` of a sorted batch (keys with their
+    /// positions): the lists' ref with the call's status, the span's keys and positions,
+    /// its length.
+    fn span_args<'a>(
+        &self,
+        call: &CallStatus,
+        keys: &'a CudaSlice<u32>,
+        index: &'a CudaSlice<u64>,
+        span: std::ops::Range<usize>,
+    ) -> (SkipRef, CudaView<'a, u32>, CudaView<'a, u64>, u64) {
+        let m = span.len() as u64;
+        let r = self.skip_ref(call.status_ptr());
+        (r, keys.slice(span.clone()), index.slice(span), m)
+    }
+
+    /// Calls `launch` with the span of the sorted batch `keys` each kernel runs over: the
+    /// whole batch, or (tiered) one span per run, after the run's pools are in the cache
+    /// (`write`: marked dirty).
+    pub(super) fn over_runs(
+        &mut self,
+        keys: &CudaSlice<u32>,
+        write: bool,
+        launch: &mut dyn FnMut(&mut Self, std::ops::Range<usize>) -> Result<()>,
+    ) -> Result<()> {
+        if self.tier.is_none() {
+            return launch(self, 0..keys.len());
+        }
+        let shift = self.shift;
+        let targets: Vec<usize> = self
+            .gpu
+            .stream()
+            .clone_dtoh(keys)?
+            .iter()
+            .map(|&k| (k >> shift) as usize)
+            .collect();
+        self.tiered_runs(&targets, write, launch)
+    }
+
     /// Compaction (when a merge left dead nodes), bounds, auxiliary list.
     fn after_erase(&mut self) -> Result<()> {
-        let mut descs = self.list_descs()?;
-        if descs.iter().any(|d| d.dead != 0) {
-            self.compact()?;
-            // Re-read: the compaction kernels do not touch the descriptors, but keep the
-            // host copy exact before writing it back.
-            descs = self.list_descs()?;
+        let descs = self.list_descs()?;
+        let dead: Vec<u32> = (0..descs.len() as u32)
+            .filter(|&l| descs[l as usize].dead != 0)
+            .collect();
+        let dirty: Vec<u32> = (0..descs.len() as u32)
+            .filter(|&l| descs[l as usize].bounds_dirty != 0)
+            .collect();
+        if self.tier.is_some() {
+            self.settle_tiered(&dead, &dirty)?;
+        } else {
+            if !dead.is_empty() {
+                // Every list shares the pools of list 0 (first pool 0).
+                let all: Vec<(u32, u32, usize)> =
+                    (0..self.pools.len()).map(|p| (0, p as u32, p)).collect();
+                self.compact(&all)?;
+            }
+            if !dirty.is_empty() {
+                self.bounds(None)?;
+            }
+        }
+        if !dead.is_empty() {
+            // Re-read: the kernels since changed the descriptors (bounds); keep the host
+            // copy exact before writing it back.
+            let mut descs = self.list_descs()?;
             for d in &mut descs {
                 d.dead = 0;
             }
             self.put_list_descs(&descs)?;
         }
-        if descs.iter().any(|d| d.bounds_dirty != 0) {
-            let kernel = self.kernel("sl_bounds_u32")?;
-            let call = CallStatus::new(&self.gpu, 0)?;
-            let r = self.skip_ref(call.status_ptr());
-            let stream = self.gpu.stream().clone();
-            let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r);
-            // SAFETY: reads the lists; writes their bounds.
-            unsafe { args.launch(self.warps_shape(&kernel, self.num_lists, 1)?) }?;
-            call.check()?;
-        }
         self.sync_aux()
     }
 
-    /// Unlinks dead nodes and frees them (sl_compact over every pool).
-    fn compact(&mut self) -> Result<()> {
+    /// Unlinks dead nodes and frees them: sl_compact over each (owner list, pool of the
+    /// owner's, that pool's index in `pools`) of `pools`.
+    pub(super) fn compact(&mut self, pools: &[(u32, u32, usize)]) -> Result<()> {
         self.refresh_pools()?;
         let kernel = self.kernel("sl_compact_u32")?;
         let call = CallStatus::new(&self.gpu, 0)?;
         let r = self.skip_ref(call.status_ptr());
         let stream = self.gpu.stream().clone();
-        for p in 0..self.pools.len() {
-            let count = u64::from(self.host_pools[p].bump);
+        for &(owner, p, at) in pools {
+            let count = u64::from(self.host_pools[at].bump);
             if count == 0 {
                 continue;
             }
-            let p32 = p as u32;
+            let owner = u64::from(owner);
             let mut args = stream.launch_builder(kernel.func());
-            args.arg(&r).arg(&p32).arg(&count);
-            // SAFETY: reads nodes [0, count) of pool p (all initialized), rewrites links,
+            args.arg(&r).arg(&owner).arg(&p).arg(&count);
+            // SAFETY: reads nodes [0, count) of the pool (all initialized), rewrites links,
             // pushes dead nodes on the pool's free list (room for every node).
             unsafe { args.launch(self.warps_shape(&kernel, count, 1)?) }?;
         }
@@ -471,8 +648,18 @@ impl Lists {
         Ok(())
     }
 
+    /// sl_bounds over lists `ids` (None: every list).
+    pub(super) fn bounds(&mut self, ids: Option<&[u32]>) -> Result<()> {
+        if ids == Some(&[]) {
+            return Ok(());
+        }
+        let m = self.num_lists;
+        self.over_lists("sl_bounds_u32", ids, m)?.check()?;
+        Ok(())
+    }
+
     /// Tells the auxiliary list (range lists) which lists became empty or non-empty.
-    fn sync_aux(&mut self) -> Result<()> {
+    pub(super) fn sync_aux(&mut self) -> Result<()> {
         if self.aux.is_none() {
             return Ok(());
         }
@@ -527,18 +714,22 @@ impl Lists {
         let mut values = stream.alloc_zeros::<u32>(if want_values { n } else { 1 })?;
         let call = CallStatus::new(&self.gpu, n)?;
         let kernel = self.kernel("sl_find_u32")?;
-        let r = self.skip_ref(call.status_ptr());
-        let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&k).arg(&index).arg(&n64);
-        if want_values {
-            args.arg(&mut values);
-        } else {
-            args.arg(&null);
-        }
-        args.arg(&mut found).arg(&failed);
-        // SAFETY: reads keys/index[..n]; writes values[index] (when asked), found bits.
-        unsafe { args.launch(self.warps_shape(&kernel, n64, self.keys_per_warp)?) }?;
+        self.over_runs(&k, false, &mut |lists, span| {
+            let (r, ks, is, m) = lists.span_args(&call, &k, &index, span);
+            let (null, failed) = (0u64, call.bits_ptr());
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r).arg(&ks).arg(&is).arg(&m);
+            if want_values {
+                args.arg(&mut values);
+            } else {
+                args.arg(&null);
+            }
+            args.arg(&mut found).arg(&failed);
+            // SAFETY: reads keys/index[..m]; writes values[index] (when asked), found bits
+            // (positions below n).
+            unsafe { args.launch(lists.warps_shape(&kernel, m, lists.keys_per_warp)?) }?;
+            Ok(())
+        })?;
         call.check()?;
         let found = bits(&stream.clone_dtoh(&found)?, n);
         let values = if want_values {
@@ -555,26 +746,49 @@ impl Lists {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let (k, index) = self.sorted_with_index(keys)?;
         let stream = self.gpu.stream().clone();
+        // Tiered: the queries rewritten to their target ranges (those without one answer
+        // none), sorted, with the targets for the runs.
+        let (k, index, targets) = if self.tier.is_some() {
+            let (asks, at, targets) = self.plan_neighbours(keys, down)?;
+            if asks.is_empty() {
+                return Ok(vec![None; n]);
+            }
+            (
+                stream.clone_htod(&asks)?,
+                stream.clone_htod(&at)?,
+                Some(targets),
+            )
+        } else {
+            let (k, index) = self.sorted_with_index(keys)?;
+            (k, index, None)
+        };
         let mut out_keys = stream.alloc_zeros::<u32>(n)?;
         let mut out_values = stream.alloc_zeros::<u32>(n)?;
         let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
         let call = CallStatus::new(&self.gpu, n)?;
         let kernel = self.kernel("sl_neighbour_u32")?;
-        let r = self.skip_ref(call.status_ptr());
-        let (n64, down32) = (n as u64, u32::from(down));
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r)
-            .arg(&k)
-            .arg(&index)
-            .arg(&n64)
-            .arg(&down32)
-            .arg(&mut out_keys)
-            .arg(&mut out_values)
-            .arg(&mut found);
-        // SAFETY: reads keys/index[..n]; writes out_keys/out_values[index], found bits.
-        unsafe { args.launch(self.warps_shape(&kernel, n64, self.keys_per_warp)?) }?;
+        let mut launch = |lists: &mut Self, span: std::ops::Range<usize>| -> Result<()> {
+            let (r, ks, is, m) = lists.span_args(&call, &k, &index, span);
+            let down32 = u32::from(down);
+            let mut args = stream.launch_builder(kernel.func());
+            args.arg(&r)
+                .arg(&ks)
+                .arg(&is)
+                .arg(&m)
+                .arg(&down32)
+                .arg(&mut out_keys)
+                .arg(&mut out_values)
+                .arg(&mut found);
+            // SAFETY: reads keys/index[..m]; writes out_keys/out_values[index], found bits
+            // (positions below n).
+            unsafe { args.launch(lists.warps_shape(&kernel, m, lists.keys_per_warp)?) }?;
+            Ok(())
+        };
+        match targets {
+            Some(targets) => self.tiered_runs(&targets, false, &mut launch)?,
+            None => launch(self, 0..n)?,
+        }
         call.check()?;
         let found = bits(&stream.clone_dtoh(&found)?, n);
         let (ks, vs) = (
@@ -585,8 +799,16 @@ impl Lists {
     }
 
     /// Every pair with lo <= key <= hi per query, in key order: a count pass, a scan, a
-    /// collect pass.
+    /// collect pass (tiered: per run of the queries split by range).
     pub fn range(&mut self, ranges: &[(u32, u32)]) -> Result<Collected> {
+        if self.tier.is_some() {
+            return self.range_tiered(ranges);
+        }
+        self.range_pass(ranges)
+    }
+
+    /// [`range`](Self::range) in one pass over every list.
+    pub(super) fn range_pass(&mut self, ranges: &[(u32, u32)]) -> Result<Collected> {
         let n = ranges.len();
         if n == 0 {
             return Ok(Collected {
@@ -658,6 +880,37 @@ impl Lists {
     pub fn len(&self) -> Result<u64> {
         Ok(self.list_descs()?.iter().map(|d| d.count).sum())
     }
+}
+
+/// The pool descriptors as device words (one zeroed descriptor when there are none: a
+/// device array is never empty).
+fn pool_words(descs: &[PoolDesc]) -> Vec<u32> {
+    if descs.is_empty() {
+        to_words(&[PoolDesc::default()])
+    } else {
+        to_words(descs)
+    }
+}
+
+/// Copies the first `bytes` of the nodes at `from` to `to`: on the device where both are
+/// device-addressable, else (tiered homes) between their pinned host memories.
+/// Synchronizes.
+fn copy_nodes(gpu: &Gpu, to: &Home, from: &Home, bytes: u64) -> Result<()> {
+    let (dst, src) = (to.device_ptr(), from.device_ptr());
+    if dst != 0 && src != 0 {
+        return copy_device(gpu, dst, src, bytes);
+    }
+    let (dst, src) = (to.host_ptr(), from.host_ptr());
+    if dst.is_null() || src.is_null() || bytes > to.bytes.min(from.bytes) {
+        return Err(Error::Invalid(
+            "a node pool copy between homes of different kinds".into(),
+        ));
+    }
+    gpu.stream().synchronize()?;
+    // SAFETY: both are pinned host memories of at least `bytes` bytes; no copy or kernel
+    // uses them now (synchronized; the pool is out of the cache).
+    unsafe { std::ptr::copy_nonoverlapping(src.cast::<u8>(), dst.cast::<u8>(), bytes as usize) };
+    Ok(())
 }
 
 /// A copy between two device addresses (any placement: all are device-addressable).

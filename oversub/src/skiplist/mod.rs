@@ -20,6 +20,8 @@
 mod check;
 mod layout;
 mod lists;
+mod plan;
+mod tier;
 
 use gpuds_core::Gpu;
 
@@ -91,7 +93,8 @@ impl Default for SkipListConfig {
 fn check_placement(placement: Placement) -> Result<()> {
     if let Placement::Tiered { .. } = placement {
         return Err(Error::Config(
-            "the tiered placement is for range tables; skip lists take device, managed or host-mapped memory"
+            "the tiered placement is for range tables and range skip lists; a skip list takes \
+             device, managed or host-mapped memory"
                 .into(),
         ));
     }
@@ -253,13 +256,13 @@ macro_rules! skip_list_ops {
             check::validate(&self.lists)
         }
 
-        /// Bytes per tier (node pools) and the containers (lists with a head).
+        /// Bytes per tier (node pools; tiered: homes as host bytes, the cache's copies
+        /// as device bytes), the containers (lists with a head) and, tiered, the pools
+        /// moved into and out of the cache and the bytes they took over the host link.
         /// Synchronizes.
         pub fn stats(&self) -> Result<TableStats> {
             let mut s = TableStats::default();
-            for p in &self.lists.pools {
-                s.add(p.nodes.placement(), p.nodes.bytes());
-            }
+            self.lists.add_stats(&mut s);
             s.containers = self
                 .lists
                 .list_descs()?
@@ -354,6 +357,7 @@ impl SkipList {
                 keys_per_warp: config.keys_per_warp.max(1),
                 initial_nodes: config.initial_nodes,
                 with_aux: false,
+                tiered: None,
             },
         )?;
         Ok(Self {
@@ -385,7 +389,7 @@ pub struct RangeSkipListConfig {
     pub keys_per_warp: u32,
     /// Keys per kernel (GBS).
     pub batch: usize,
-    /// Nodes the shared pool starts with.
+    /// Nodes the shared pool starts with (tiered: each range's pool).
     pub initial_nodes: u64,
 }
 
@@ -406,7 +410,11 @@ impl Default for RangeSkipListConfig {
 /// range has its own inner skip list (made when a batch first touches it) with its count
 /// and min / max key, and an auxiliary skip list of the non-empty ranges answers
 /// successor, predecessor and range queries that leave a range. Inner lists share one
-/// node pool in the placement.
+/// node pool in the placement; under [`Placement::Tiered`] each range has a pool of its
+/// own, homed in pinned host memory, and a device cache within the budget holds whole
+/// pools: every batch runs range run by range run, each run's pools copied in first
+/// (least recently used ones evicted, written back when dirty), and queries that leave
+/// their range are answered in the one range the list bounds name.
 ///
 /// ```no_run
 /// use gpuds_oversub::{Placement, RangeSkipList, RangeSkipListConfig};
@@ -439,8 +447,10 @@ impl RangeSkipList {
     }
 
     /// An empty range skip list. Synchronizes.
+    ///
+    /// Under [`Placement::Tiered`], a budget below one range's first pool
+    /// (`initial_nodes`, at least 16, times 256 bytes) is a configuration error.
     pub fn with_config(gpu: &Gpu, config: RangeSkipListConfig) -> Result<Self> {
-        check_placement(config.placement)?;
         check_batch(config.batch)?;
         let rng = config.keys_per_range;
         if !rng.is_power_of_two() || !((1 << 12)..=(1 << 31)).contains(&rng) {
@@ -454,9 +464,15 @@ impl RangeSkipList {
         } else {
             0
         };
+        let (placements, tiered): (&[Placement], _) = match config.placement {
+            Placement::Tiered {
+                device_budget_bytes,
+            } => (&[], Some(device_budget_bytes)),
+            _ => (std::slice::from_ref(&config.placement), None),
+        };
         let lists = Lists::new(
             gpu,
-            &[config.placement],
+            placements,
             Shape {
                 flags,
                 num_lists: 1u64 << (32 - shift),
@@ -464,6 +480,7 @@ impl RangeSkipList {
                 keys_per_warp: config.keys_per_warp.max(1),
                 initial_nodes: config.initial_nodes,
                 with_aux: true,
+                tiered,
             },
         )?;
         Ok(Self {
