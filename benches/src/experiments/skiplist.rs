@@ -168,11 +168,17 @@ fn fig16_rows(bench: &mut Bench, s: Sequence, n: usize) -> Result<Vec<Row>> {
         &keys,
     )?;
     // The tiered placement with a device cache of 1/1.5 of the structure (its pools'
-    // bytes, measured on a first build with the same keys).
+    // bytes, measured on a first build with the same keys). The cache holds whole
+    // ranges' pools, so the ranges are sized for about 16 of them over the keys (at
+    // 2^21 keys per range the dense sequences here would fill a single pool).
+    let rng = (keys.iter().copied().max().unwrap_or(1) as u64 / 16)
+        .next_power_of_two()
+        .clamp(1 << 12, 1 << 21);
     let mut sizing = RangeSkipList::with_config(
         &gpu,
         RangeSkipListConfig {
             placement: Placement::HostMapped,
+            keys_per_range: rng,
             ..Default::default()
         },
     )
@@ -184,6 +190,7 @@ fn fig16_rows(bench: &mut Bench, s: Sequence, n: usize) -> Result<Vec<Row>> {
         placement: Placement::Tiered {
             device_budget_bytes: (bytes as f64 / 1.5) as u64,
         },
+        keys_per_range: rng,
         ..Default::default()
     };
     let (ti, ts) = range_ops(&gpu, tiered, &keys)?;
@@ -200,7 +207,11 @@ fn fig16_rows(bench: &mut Bench, s: Sequence, n: usize) -> Result<Vec<Row>> {
         ));
         rows.push(against(
             row(
-                format!("Fig. 16 {op}, {}, tiered at 1.5x its budget", s.name()),
+                format!(
+                    "Fig. 16 {op}, {}, tiered at 1.5x its budget, 2^{} keys per range",
+                    s.name(),
+                    rng.trailing_zeros()
+                ),
                 "RangeSkipList",
                 n,
                 t,
