@@ -114,6 +114,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             "gpuds/mvbtree/detail/vwrite.cuh",
             include_str!("../cuda/include/gpuds/mvbtree/detail/vwrite.cuh"),
         ),
+        (
+            "gpuds/mvbtree/detail/vlockstep.cuh",
+            include_str!("../cuda/include/gpuds/mvbtree/detail/vlockstep.cuh"),
+        ),
     ]);
     headers
 }

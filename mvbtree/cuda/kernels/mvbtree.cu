@@ -4,9 +4,17 @@
 // runs), the mixed batch (whole warps, coherent loads, a tile-wide snapshot per query) and
 // the version collector. Compiled once per key type KEY_T and value type VALUE_T;
 // KERNEL_SUFFIX names the instantiation (`mv_insert_u32_u32`).
+// Range queries with 8- and 16-lane tiles run every tile of a warp in step
+// (detail::range_in_step: whole-warp ballots and shuffles, one node per tile and round);
+// 32-lane tiles, or MVBTREE_LOCKSTEP=0, take the per-tile walk (detail::range).
 #include <gpuds/mvbtree/versioned_tree_ref.cuh>
+#include <gpuds/mvbtree/detail/vlockstep.cuh>
 #include <gpuds/btree/detail/work_share.cuh>
 #include <gpuds/core/kernel_name.cuh>
+
+#ifndef MVBTREE_LOCKSTEP
+#define MVBTREE_LOCKSTEP 1
+#endif
 
 using namespace gpuds::mvbtree;
 using K = KEY_T;
@@ -16,10 +24,12 @@ using tree = versioned_tree_ref<K, V>;
 using gpuds::alloc::warp_allocator;
 using gpuds::btree::detail::for_each_chunk;
 using gpuds::btree::detail::tile_work_share;
+using gpuds::btree::detail::warp_work_share;
 using gpuds::warp::FULL_MASK;
 using gpuds::warp::lane_id;
 using warp = gpuds::warp::tile<32>;
 using qtile = gpuds::warp::tile<QUERY_TILE>;
+constexpr bool IN_STEP = MVBTREE_LOCKSTEP != 0 && QUERY_TILE < 32;
 
 namespace {
 
@@ -59,6 +69,20 @@ __device__ __forceinline__ void for_each_query(unsigned n, F&& f) {
       f(at, src);
     });
   }
+}
+
+// The query loop with the tiles of a warp in step (for detail::range_in_step): every
+// lane of the warp calls f(live, index, src) the same number of times; on a tile with a
+// request, live is set and index is the request of its lane src; on a tile without one
+// (its lanes' requests are done), live is false and index must not be read.
+template <class F>
+__device__ __forceinline__ void for_each_query_in_step(unsigned n, F&& f) {
+  for_each_chunk(n, [&](unsigned, unsigned i, bool active) {
+    warp_work_share<QUERY_TILE>(active, [&](bool live, unsigned src) {
+      const unsigned from = (lane_id() & ~(QUERY_TILE - 1u)) + src;
+      f(live, static_cast<unsigned>(__shfl_sync(FULL_MASK, i, static_cast<int>(from))), src);
+    });
+  });
 }
 
 }  // namespace
@@ -194,12 +218,22 @@ extern "C" __global__ void GPUDS_KERNEL(mv_successor)(tree t, unsigned ts, const
 // Range counts at ts.
 extern "C" __global__ void GPUDS_KERNEL(mv_range_count)(tree t, unsigned ts, const K* lo, const K* hi, unsigned n,
                                                         unsigned* counts) {
-  for_each_query(n, [&](unsigned i, unsigned src) {
+  if constexpr (IN_STEP) {
     with_layout(t, [&](const auto& tl) {
-      const unsigned c = detail::range<QUERY_TILE, cached, false>(tl, lo[i], hi[i], ts, nullptr, nullptr, 0);
-      if (qtile::rank() == src) counts[i] = c;
+      for_each_query_in_step(n, [&](bool live, unsigned i, unsigned src) {
+        const unsigned c = detail::range_in_step<QUERY_TILE, false>(tl, live, live ? lo[i] : K(0),
+                                                                    live ? hi[i] : K(0), ts, nullptr, nullptr, 0, 0);
+        if (live && qtile::rank() == src) counts[i] = c;
+      });
     });
-  });
+  } else {
+    for_each_query(n, [&](unsigned i, unsigned src) {
+      with_layout(t, [&](const auto& tl) {
+        const unsigned c = detail::range<QUERY_TILE, cached, false>(tl, lo[i], hi[i], ts, nullptr, nullptr, 0);
+        if (qtile::rank() == src) counts[i] = c;
+      });
+    });
+  }
 }
 
 // Range contents at ts: range i writes its pairs at offsets[i] .. offsets[i + 1] (the
@@ -207,14 +241,25 @@ extern "C" __global__ void GPUDS_KERNEL(mv_range_count)(tree t, unsigned ts, con
 extern "C" __global__ void GPUDS_KERNEL(mv_range_collect)(tree t, unsigned ts, const K* lo, const K* hi,
                                                           unsigned n, const unsigned long long* offsets, K* out_keys,
                                                           V* out_values) {
-  for_each_query(n, [&](unsigned i, unsigned src) {
-    const unsigned long long at = offsets[i];
-    const unsigned cap = static_cast<unsigned>(offsets[i + 1] - at);
+  if constexpr (IN_STEP) {
     with_layout(t, [&](const auto& tl) {
-      detail::range<QUERY_TILE, cached, true>(tl, lo[i], hi[i], ts, out_keys + at, out_values + at, cap);
+      for_each_query_in_step(n, [&](bool live, unsigned i, unsigned) {
+        const unsigned long long at = live ? offsets[i] : 0ull;
+        const unsigned cap = live ? static_cast<unsigned>(offsets[i + 1] - at) : 0u;
+        detail::range_in_step<QUERY_TILE, true>(tl, live, live ? lo[i] : K(0), live ? hi[i] : K(0), ts, out_keys,
+                                                out_values, at, cap);
+      });
     });
-    (void)src;
-  });
+  } else {
+    for_each_query(n, [&](unsigned i, unsigned src) {
+      const unsigned long long at = offsets[i];
+      const unsigned cap = static_cast<unsigned>(offsets[i + 1] - at);
+      with_layout(t, [&](const auto& tl) {
+        detail::range<QUERY_TILE, cached, true>(tl, lo[i], hi[i], ts, out_keys + at, out_values + at, cap);
+      });
+      (void)src;
+    });
+  }
 }
 
 // Operation codes of a mixed batch (Rust: MvOp).

@@ -86,30 +86,34 @@ struct vview : btree::node_view<TILE, K, V> {
   __device__ __forceinline__ bool full() const { return this->count() >= S::NODE_PAIRS; }
 };
 
-// Sets the unset timestamp of the version at `words` to the global time (one CAS by one
-// lane, the vCAS rule). Returns the timestamp the version has now (set by this tile or by
-// whoever did first), the same on every lane. The CAS covers the timestamp word and the
-// older address (see vshape::make_version): it succeeds only on the version whose word was
-// read before the clock, never on a newer version published meanwhile (the timestamp word
-// alone returns to UNSET at every publication: ABA). The RETIRED_OLDER bit is kept. A few
+// Sets the unset timestamp of the version at `words` to the global time (one CAS, the
+// vCAS rule), on the calling lane alone. Returns the timestamp the version has now (set
+// here or by whoever did first). The CAS covers the timestamp word and the older address
+// (see vshape::make_version): it succeeds only on the version whose word was read before
+// the clock, never on a newer version published meanwhile (the timestamp word alone
+// returns to UNSET at every publication: ABA). The RETIRED_OLDER bit is kept. A few
 // attempts: the word changes only when a version is stamped or a latch holder publishes a
 // new one (then the caller reads the node again).
+template <class Slot>
+__device__ __forceinline__ unsigned stamp_lane(Slot* words, unsigned ts_word, unsigned* clock) {
+  auto* p = reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned*>(words) + ts_word);
+  unsigned long long w = mem::ld_relaxed(p);
+  for (unsigned attempt = 0; attempt < 8 && (static_cast<unsigned>(w) & TS_MASK) == UNSET_TS; ++attempt) {
+    const unsigned now = mem::ld_acquire(clock);
+    const unsigned long long desired =
+        (w & ~0xffffffffull) | (static_cast<unsigned>(w) & RETIRED_OLDER) | static_cast<unsigned long long>(now);
+    const unsigned long long old = mem::cas_acq_rel(p, w, desired);
+    w = old == w ? desired : old;
+  }
+  return static_cast<unsigned>(w) & TS_MASK;
+}
+
+// stamp_lane by one lane of the tile; every lane gets the timestamp.
 template <unsigned TILE, class Slot>
 __device__ __forceinline__ unsigned stamp(Slot* words, unsigned ts_word, unsigned* clock) {
   using tile = gpuds::warp::tile<TILE>;
   unsigned r = 0;
-  if (tile::rank() == 0) {
-    auto* p = reinterpret_cast<unsigned long long*>(reinterpret_cast<unsigned*>(words) + ts_word);
-    unsigned long long w = mem::ld_relaxed(p);
-    for (unsigned attempt = 0; attempt < 8 && (static_cast<unsigned>(w) & TS_MASK) == UNSET_TS; ++attempt) {
-      const unsigned now = mem::ld_acquire(clock);
-      const unsigned long long desired =
-          (w & ~0xffffffffull) | (static_cast<unsigned>(w) & RETIRED_OLDER) | static_cast<unsigned long long>(now);
-      const unsigned long long old = mem::cas_acq_rel(p, w, desired);
-      w = old == w ? desired : old;
-    }
-    r = static_cast<unsigned>(w) & TS_MASK;
-  }
+  if (tile::rank() == 0) r = stamp_lane(words, ts_word, clock);
   return tile::shfl(r, 0);
 }
 
