@@ -227,11 +227,12 @@ fn even_ranges(n: usize, q: usize, len: usize) -> (Vec<u32>, Vec<u32>) {
 /// at the same snapshot after n/4 insertions of odd keys (inside the ranges: the queries
 /// must walk the version lists to leave them out); GpuBTreeMap's one-pass capped ranges
 /// on the same keys as the baseline. Ranges of 8 with 8-lane query tiles, of 32 with 16
-/// (the faster tile for each, see `BTreeConfig::query_tile`), for both structures.
+/// (the faster tile for each before the lockstep walk, see `BTreeConfig::query_tile`),
+/// and of 32 with 8-lane tiles too (rows marked `tile 8`), for both structures.
 pub(super) fn snapshot_ranges(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let keys = shuffled_even_keys(n);
     let mut rows = Vec::new();
-    for (len, tile) in [(8, 8), (32, 16)] {
+    for (len, tile) in [(8, 8), (32, 16), (32, 8)] {
         rows.extend(snapshot_range(bench, &keys, len, tile)?);
     }
     Ok(rows)
@@ -273,8 +274,10 @@ fn snapshot_range(bench: &mut Bench, keys: &[u32], len: usize, tile: u32) -> Res
             .all(|&c| c as usize == len);
     let bt_rate = bt.giga_rate(q as f64);
     let operation = format!("range {len}");
+    // The 8-lane variant of the 32-pair rows is told apart in the labels.
+    let variant = if len == 32 && tile == 8 { ", tile 8" } else { "" };
     let mut rows = vec![row(
-        &format!("range, {len} per query (baseline)"),
+        &format!("range, {len} per query{variant} (baseline)"),
         BTREE,
         &operation,
         q,
@@ -312,7 +315,7 @@ fn snapshot_range(bench: &mut Bench, keys: &[u32], len: usize, tile: u32) -> Res
         let rate = timing.giga_rate(q as f64);
         let base = row(
             &format!(
-                "snapshot range, {len} per query{}",
+                "snapshot range, {len} per query{variant}{}",
                 if after {
                     ", after n/4 later inserts"
                 } else {
