@@ -275,7 +275,11 @@ fn snapshot_range(bench: &mut Bench, keys: &[u32], len: usize, tile: u32) -> Res
     let bt_rate = bt.giga_rate(q as f64);
     let operation = format!("range {len}");
     // The 8-lane variant of the 32-pair rows is told apart in the labels.
-    let variant = if len == 32 && tile == 8 { ", tile 8" } else { "" };
+    let variant = if len == 32 && tile == 8 {
+        ", tile 8"
+    } else {
+        ""
+    };
     let mut rows = vec![row(
         &format!("range, {len} per query{variant} (baseline)"),
         BTREE,
