@@ -7,6 +7,7 @@
 //!   `Tiered` placement with its pools 1.5x its device budget;
 //! - Table 8: SkipList insertion with the block-cyclic deal of keys to warps (keys per
 //!   warp 1–360) over the cyclic deal (1), MI and DU;
+//! - RangeSkipList's keys per warp (1, 32, 180), insert and search, DU and SU;
 //! - Table 10: RangeSkipList with keys per range 2^12–2^27 over the paper's 2^21, insert
 //!   and search, MI and DU;
 //! - the §4.2.1 options (unsorted data nodes, separate pools per layer, index layers
@@ -61,6 +62,9 @@ fn plan(params: &Params) -> Vec<Case> {
     if !quick {
         cases.push(Case::new("Table 8 keys per warp", move |b| {
             table8_rows(b, n)
+        }));
+        cases.push(Case::new("RangeSkipList keys per warp", move |b| {
+            deal_rows(b, n)
         }));
         cases.push(Case::new("Table 10 keys per range", move |b| {
             table10_rows(b, n)
@@ -251,6 +255,38 @@ fn table8_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// RangeSkipList's deal of keys to warps (the paper's 180 for SL-OVS against the cyclic
+/// deal and a warp's worth), insert and search, DU and SU, against 180.
+fn deal_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let mut rows = Vec::new();
+    for s in [Sequence::Du, Sequence::Su] {
+        let keys = s.keys(n, SEED);
+        let config = |kpw: u32| RangeSkipListConfig {
+            keys_per_warp: kpw,
+            ..Default::default()
+        };
+        let (bi, bs) = range_ops(&gpu, config(180), &keys)?;
+        for kpw in [180u32, 1, 32] {
+            let (i, q) = if kpw == 180 {
+                (bi, bs)
+            } else {
+                range_ops(&gpu, config(kpw), &keys)?
+            };
+            for (op, base, ms) in [("insert", bi, i), ("search", bs, q)] {
+                let label = format!("RangeSkipList {op}, {}, {kpw} keys per warp", s.name());
+                let r = row(label, "RangeSkipList", n, ms);
+                rows.push(if kpw == 180 {
+                    r
+                } else {
+                    against(r, "180 keys per warp", n, base, ms)
+                });
+            }
+        }
+    }
+    Ok(rows)
+}
+
 fn table10_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let mut rows = Vec::new();
@@ -427,6 +463,6 @@ mod tests {
     #[test]
     fn plans() {
         assert_eq!(plan(&Params::new(Scale::Quick)).len(), 2);
-        assert_eq!(plan(&Params::new(Scale::Full)).len(), 7);
+        assert_eq!(plan(&Params::new(Scale::Full)).len(), 8);
     }
 }
