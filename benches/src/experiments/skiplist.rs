@@ -255,31 +255,35 @@ fn table8_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-/// RangeSkipList's deal of keys to warps (the paper's 180 for SL-OVS against the cyclic
-/// deal and a warp's worth), insert and search, DU and SU, against 180.
-fn deal_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+/// RangeSkipList insert and search over `seqs`, once per setting of one configuration
+/// knob (`config` makes the configuration of a setting), each against `base`'s rates
+/// measured first in the same case; `label(op, sequence, setting)` names the rows.
+fn range_sweep<T: Copy + PartialEq>(
+    bench: &mut Bench,
+    n: usize,
+    seqs: &[Sequence],
+    settings: &[T],
+    base: (T, &str),
+    config: impl Fn(T) -> RangeSkipListConfig,
+    label: impl Fn(&str, Sequence, T) -> String,
+) -> Result<Vec<Row>> {
     let gpu = bench.gpu.clone();
     let mut rows = Vec::new();
-    for s in [Sequence::Du, Sequence::Su] {
+    for &s in seqs {
         let keys = s.keys(n, SEED);
-        let config = |kpw: u32| RangeSkipListConfig {
-            keys_per_warp: kpw,
-            ..Default::default()
-        };
-        let (bi, bs) = range_ops(&gpu, config(180), &keys)?;
-        for kpw in [180u32, 1, 32] {
-            let (i, q) = if kpw == 180 {
+        let (bi, bs) = range_ops(&gpu, config(base.0), &keys)?;
+        for &setting in settings {
+            let (i, q) = if setting == base.0 {
                 (bi, bs)
             } else {
-                range_ops(&gpu, config(kpw), &keys)?
+                range_ops(&gpu, config(setting), &keys)?
             };
-            for (op, base, ms) in [("insert", bi, i), ("search", bs, q)] {
-                let label = format!("RangeSkipList {op}, {}, {kpw} keys per warp", s.name());
-                let r = row(label, "RangeSkipList", n, ms);
-                rows.push(if kpw == 180 {
+            for (op, b, ms) in [("insert", bi, i), ("search", bs, q)] {
+                let r = row(label(op, s, setting), "RangeSkipList", n, ms);
+                rows.push(if setting == base.0 {
                     r
                 } else {
-                    against(r, "180 keys per warp", n, base, ms)
+                    against(r, base.1, n, b, ms)
                 });
             }
         }
@@ -287,34 +291,36 @@ fn deal_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// RangeSkipList's deal of keys to warps (the paper's 180 for SL-OVS against the cyclic
+/// deal and a warp's worth), insert and search, DU and SU, against 180.
+fn deal_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    range_sweep(
+        bench,
+        n,
+        &[Sequence::Du, Sequence::Su],
+        &[180u32, 1, 32],
+        (180, "180 keys per warp"),
+        |kpw| RangeSkipListConfig {
+            keys_per_warp: kpw,
+            ..Default::default()
+        },
+        |op, s, kpw| format!("RangeSkipList {op}, {}, {kpw} keys per warp", s.name()),
+    )
+}
+
 fn table10_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
-    let gpu = bench.gpu.clone();
-    let mut rows = Vec::new();
-    for s in [Sequence::Mi, Sequence::Du] {
-        let keys = s.keys(n, SEED);
-        let config = |bits: u32| RangeSkipListConfig {
+    range_sweep(
+        bench,
+        n,
+        &[Sequence::Mi, Sequence::Du],
+        &[12u32, 15, 18, 21, 24, 27],
+        (21, "2^21 keys per range"),
+        |bits| RangeSkipListConfig {
             keys_per_range: 1 << bits,
             ..Default::default()
-        };
-        let (bi, bs) = range_ops(&gpu, config(21), &keys)?;
-        for bits in [12u32, 15, 18, 21, 24, 27] {
-            let (i, q) = if bits == 21 {
-                (bi, bs)
-            } else {
-                range_ops(&gpu, config(bits), &keys)?
-            };
-            for (op, base, ms) in [("insert", bi, i), ("search", bs, q)] {
-                let label = format!("Table 10 {op}, {}, 2^{bits} keys per range", s.name());
-                let r = row(label, "RangeSkipList", n, ms);
-                rows.push(if bits == 21 {
-                    r
-                } else {
-                    against(r, "2^21 keys per range", n, base, ms)
-                });
-            }
-        }
-    }
-    Ok(rows)
+        },
+        |op, s, bits| format!("Table 10 {op}, {}, 2^{bits} keys per range", s.name()),
+    )
 }
 
 fn option_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
