@@ -27,6 +27,16 @@ pub struct Timing {
 }
 
 impl Timing {
+    /// One measurement of `ms` taken once (a single-shot call: median, min and max equal).
+    pub fn once(ms: f64) -> Self {
+        Self {
+            median_ms: ms,
+            min_ms: ms,
+            max_ms: ms,
+            reps: 1,
+        }
+    }
+
     /// Summarizes per-repetition times; `None` for an empty list.
     pub fn from_samples(samples: &[f64]) -> Option<Self> {
         let mut sorted: Vec<f64> = samples.to_vec();

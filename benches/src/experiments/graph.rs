@@ -134,15 +134,6 @@ fn row(name: &str, structure: &str, work: u64, timing: Timing, unit: Unit) -> Ro
     Row::new(NAME, name, work, timing, work as f64, unit).with_structure(structure)
 }
 
-fn once(ms: f64) -> Timing {
-    Timing {
-        median_ms: ms,
-        min_ms: ms,
-        max_ms: ms,
-        reps: 1,
-    }
-}
-
 fn baseline(label: &str, rate: f64) -> Option<Baseline> {
     Some(Baseline {
         label: format!("{label}, this run"),
@@ -503,7 +494,7 @@ fn incremental_rows(bench: &mut Bench, coo: &Coo, batches: &[usize]) -> Result<V
             })?;
             at = end;
         }
-        let t = once(total_ms);
+        let t = Timing::once(total_ms);
         rows.push(
             row(
                 &format!(
@@ -588,7 +579,7 @@ fn dynamic_rows(bench: &mut Bench, coo: &Coo, rounds: usize) -> Result<Vec<Row>>
             "Table 5.9 dynamic triangles, road_usa",
             CSR,
             inserted,
-            once(csr_ms),
+            Timing::once(csr_ms),
             Unit::GigaItemsPerSecond,
         )
         .with_note(format!(
@@ -598,7 +589,7 @@ fn dynamic_rows(bench: &mut Bench, coo: &Coo, rounds: usize) -> Result<Vec<Row>>
             "Table 5.9 dynamic triangles, road_usa",
             GRAPH,
             inserted,
-            once(graph_ms),
+            Timing::once(graph_ms),
             Unit::GigaItemsPerSecond,
         )
         .with_baseline(baseline(CSR, rate(csr_ms)))

@@ -211,13 +211,15 @@ fn err(e: gpuds_oversub::Error) -> gpuds_core::Error {
 }
 
 fn row(name: &str, structure: &str, n: usize, ms: f64) -> Row {
-    let t = Timing {
-        median_ms: ms,
-        min_ms: ms,
-        max_ms: ms,
-        reps: 1,
-    };
-    Row::new(NAME, name, n as u64, t, n as f64, Unit::GigaItemsPerSecond).with_structure(structure)
+    Row::new(
+        NAME,
+        name,
+        n as u64,
+        Timing::once(ms),
+        n as f64,
+        Unit::GigaItemsPerSecond,
+    )
+    .with_structure(structure)
 }
 
 /// The tiered table of `sized` (inner tables sized for the keys) with a device budget

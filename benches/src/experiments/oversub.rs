@@ -156,21 +156,12 @@ fn err(e: gpuds_oversub::Error) -> gpuds_core::Error {
     core_error(e)
 }
 
-fn once(ms: f64) -> Timing {
-    Timing {
-        median_ms: ms,
-        min_ms: ms,
-        max_ms: ms,
-        reps: 1,
-    }
-}
-
 fn row(name: String, structure: &str, n: usize, ms: f64) -> Row {
     Row::new(
         NAME,
         &name,
         n as u64,
-        once(ms),
+        Timing::once(ms),
         n as f64,
         Unit::GigaQueriesPerSecond,
     )

@@ -5,10 +5,10 @@
 use gpuds_core::Result;
 use gpuds_oversub::TableStats;
 
-use super::{once, NAME};
+use super::NAME;
 use crate::bench::Bench;
 use crate::report::{bytes_label, Row, Unit};
-use crate::timing::time_once;
+use crate::timing::{time_once, Timing};
 
 /// Bytes of each test copy: a few hundred MB, far above L2 and the copy engines' start-up.
 const COPY_BYTES: usize = 256 << 20;
@@ -59,7 +59,7 @@ pub(super) fn measure(bench: &mut Bench) -> Result<(Link, Vec<Row>)> {
             NAME,
             name,
             COPY_BYTES as u64,
-            once(ms),
+            Timing::once(ms),
             COPY_BYTES as f64,
             Unit::GigabytesPerSecond,
         )
