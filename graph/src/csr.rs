@@ -74,7 +74,7 @@ const DROPPED: u64 = u64::MAX;
 /// # Ok::<(), gpuds_core::Error>(())
 /// ```
 pub fn program() -> Program {
-    Program::new("graph_csr", SOURCE)
+    Program::new("graph_csr", SOURCE).headers(crate::cuda_headers())
 }
 
 /// The bits `s` of the key layout `src << s | dst` for `num_vertices` vertices: enough for
@@ -201,56 +201,20 @@ impl CsrBuilder {
         dst: &CudaSlice<u32>,
         symmetrize: bool,
     ) -> Result<DeviceCsr> {
-        same_lengths(src.len(), dst.len())?;
-        let edges = src.len() as u64;
-        let keys_len = checked_mul(edges, if symmetrize { 2 } else { 1 }, "edge keys")?;
-        // The compaction counts its output in 32 bits.
-        let keys_len = u32_len(to_usize(keys_len, "edge keys")?, "edge keys")? as usize;
         let rows_len = rows_len(num_vertices)?;
-        if keys_len == 0 {
+        let Some(flagged) = self.flagged_keys(num_vertices, src, dst, symmetrize)? else {
             return DeviceCsr::empty(&self.gpu, num_vertices);
-        }
+        };
         let kernels = self.kernels()?;
         let gpu = self.gpu.clone();
         let stream = gpu.stream().clone();
-        let shift = key_shift(num_vertices);
-
-        // SAFETY: csr_pack writes every key (keys[..edges], and keys[edges..] with
-        // symmetrize) before anything reads them.
-        let mut keys = unsafe { gpu.alloc_uninit::<u64>(keys_len, "the CSR build's edge keys") }?;
-        let mut first_bad = stream.clone_htod(&[DROPPED])?;
-        let symmetric = u32::from(symmetrize);
-        let mut args = stream.launch_builder(kernels.pack.func());
-        args.arg(src)
-            .arg(dst)
-            .arg(&edges)
-            .arg(&num_vertices)
-            .arg(&shift)
-            .arg(&symmetric)
-            .arg(&mut keys)
-            .arg(&mut first_bad);
-        // SAFETY: the arguments match csr_pack's signature; it reads src[..edges] and
-        // dst[..edges] and writes keys[..keys_len] (keys_len = edges, or 2 edges with
-        // symmetrize) and first_bad[0].
-        unsafe { args.launch(gpu.grid_for(&kernels.pack, src.len(), BLOCK)?) }?;
-
-        self.sorter.sort_keys_bits(&mut keys, 0, 2 * shift)?;
-
-        // SAFETY: csr_unique writes every flag.
-        let mut flags = unsafe { gpu.alloc_uninit::<u32>(keys_len, "the CSR build's flags") }?;
-        let n = keys_len as u64;
-        let mut args = stream.launch_builder(kernels.unique.func());
-        args.arg(&keys).arg(&n).arg(&mut flags);
-        // SAFETY: the arguments match csr_unique's signature; it reads keys[..n] and
-        // writes flags[..n].
-        unsafe { args.launch(gpu.grid_for(&kernels.unique, keys_len, BLOCK)?) }?;
-
-        // SAFETY: the compaction writes unique[..count]; only those are read.
-        let mut unique =
-            unsafe { gpu.alloc_uninit::<u64>(keys_len, "the CSR build's unique keys") }?;
-        let mut count = gpu.alloc_zeroed::<u32>(1, "the CSR build's edge count")?;
-        self.scanner
-            .compact(&keys, &flags, &mut unique, &mut count)?;
+        let (unique, count) = self.compact_keys(&flagged.keys, &flagged.flags)?;
+        let FlaggedKeys {
+            keys,
+            flags,
+            first_bad,
+            shift,
+        } = flagged;
         drop((keys, flags));
 
         let mut bad = [DROPPED];
@@ -291,6 +255,99 @@ impl CsrBuilder {
             num_edges: kept,
         })
     }
+
+    /// The edges' keys `src << s | dst` (with `symmetrize` also reversed) radix sorted,
+    /// each flagged 1 when it is the first of its run of equal keys and not dropped (a
+    /// self loop or an id `>= num_vertices`, whose least index goes to `first_bad`).
+    /// `None` for an empty batch. Does not synchronize. Shared with
+    /// [`SortedGraph`](crate::sorted::SortedGraph)'s batches.
+    pub(crate) fn flagged_keys(
+        &mut self,
+        num_vertices: u32,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        symmetrize: bool,
+    ) -> Result<Option<FlaggedKeys>> {
+        same_lengths(src.len(), dst.len())?;
+        let edges = src.len() as u64;
+        let keys_len = checked_mul(edges, if symmetrize { 2 } else { 1 }, "edge keys")?;
+        // The compaction counts its output in 32 bits.
+        let keys_len = u32_len(to_usize(keys_len, "edge keys")?, "edge keys")? as usize;
+        if keys_len == 0 {
+            return Ok(None);
+        }
+        let kernels = self.kernels()?;
+        let gpu = self.gpu.clone();
+        let stream = gpu.stream().clone();
+        let shift = key_shift(num_vertices);
+
+        // SAFETY: csr_pack writes every key (keys[..edges], and keys[edges..] with
+        // symmetrize) before anything reads them.
+        let mut keys = unsafe { gpu.alloc_uninit::<u64>(keys_len, "the CSR build's edge keys") }?;
+        let mut first_bad = stream.clone_htod(&[DROPPED])?;
+        let symmetric = u32::from(symmetrize);
+        let mut args = stream.launch_builder(kernels.pack.func());
+        args.arg(src)
+            .arg(dst)
+            .arg(&edges)
+            .arg(&num_vertices)
+            .arg(&shift)
+            .arg(&symmetric)
+            .arg(&mut keys)
+            .arg(&mut first_bad);
+        // SAFETY: the arguments match csr_pack's signature; it reads src[..edges] and
+        // dst[..edges] and writes keys[..keys_len] (keys_len = edges, or 2 edges with
+        // symmetrize) and first_bad[0].
+        unsafe { args.launch(gpu.grid_for(&kernels.pack, src.len(), BLOCK)?) }?;
+
+        self.sorter.sort_keys_bits(&mut keys, 0, 2 * shift)?;
+
+        // SAFETY: csr_unique writes every flag.
+        let mut flags = unsafe { gpu.alloc_uninit::<u32>(keys_len, "the CSR build's flags") }?;
+        let n = keys_len as u64;
+        let mut args = stream.launch_builder(kernels.unique.func());
+        args.arg(&keys).arg(&n).arg(&mut flags);
+        // SAFETY: the arguments match csr_unique's signature; it reads keys[..n] and
+        // writes flags[..n].
+        unsafe { args.launch(gpu.grid_for(&kernels.unique, keys_len, BLOCK)?) }?;
+        Ok(Some(FlaggedKeys {
+            keys,
+            flags,
+            first_bad,
+            shift,
+        }))
+    }
+
+    /// The flagged keys, in order, and their number (on the device). Does not
+    /// synchronize.
+    pub(crate) fn compact_keys(
+        &mut self,
+        keys: &CudaSlice<u64>,
+        flags: &CudaSlice<u32>,
+    ) -> Result<(CudaSlice<u64>, CudaSlice<u32>)> {
+        // SAFETY: the compaction writes kept[..count]; only those are read.
+        let mut kept = unsafe { self.gpu.alloc_uninit::<u64>(keys.len(), "the kept keys") }?;
+        let mut count = self.gpu.alloc_zeroed::<u32>(1, "the kept key count")?;
+        self.scanner.compact(keys, flags, &mut kept, &mut count)?;
+        Ok((kept, count))
+    }
+
+    /// The builder's scanner (its scratch kept between calls).
+    pub(crate) fn scanner(&mut self) -> &mut Scanner {
+        &mut self.scanner
+    }
+}
+
+/// A batch's sorted edge keys and their run flags ([`CsrBuilder::flagged_keys`]).
+pub(crate) struct FlaggedKeys {
+    /// Keys `src << shift | dst`, sorted; dropped edges are all ones, at the end.
+    pub keys: CudaSlice<u64>,
+    /// 1 for the first key of each run of equal keys that is not dropped.
+    pub flags: CudaSlice<u32>,
+    /// The least index of an edge with an id past the vertex count (all ones: none).
+    pub first_bad: CudaSlice<u64>,
+    /// The key layout's shift ([`key_shift`]).
+    pub shift: u32,
 }
 
 /// The length of the row offsets of `num_vertices` rows.

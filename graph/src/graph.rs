@@ -1518,7 +1518,7 @@ impl Edit {
     }
 }
 
-fn same_len(what: &'static str, a: usize, b: usize) -> Result<()> {
+pub(crate) fn same_len(what: &'static str, a: usize, b: usize) -> Result<()> {
     if a == b {
         Ok(())
     } else {
@@ -1527,7 +1527,7 @@ fn same_len(what: &'static str, a: usize, b: usize) -> Result<()> {
 }
 
 /// Rejects a reserved id, naming the first.
-fn check_host_ids(src: &[u32], dst: &[u32]) -> Result<()> {
+pub(crate) fn check_host_ids(src: &[u32], dst: &[u32]) -> Result<()> {
     for (index, (&u, &v)) in src.iter().zip(dst).enumerate() {
         if u > MAX_VERTEX_ID || v > MAX_VERTEX_ID {
             return Err(Error::ReservedVertex {
@@ -1540,7 +1540,7 @@ fn check_host_ids(src: &[u32], dst: &[u32]) -> Result<()> {
 }
 
 /// The first request naming an id at or past `limit`, and that id.
-fn first_at_or_past(src: &[u32], dst: &[u32], limit: u32) -> (usize, u32) {
+pub(crate) fn first_at_or_past(src: &[u32], dst: &[u32], limit: u32) -> (usize, u32) {
     src.iter()
         .zip(dst)
         .enumerate()

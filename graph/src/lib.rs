@@ -11,6 +11,9 @@
 //!   insertion and deletion (Algorithm 5.2) with reuse of deleted ids, edge-exists and
 //!   value queries, degrees, adjacency, bulk build from COO, export to COO and CSR,
 //!   triangle counting, `validate()` and `stats()`.
+//! - [`sorted::SortedGraph`]: the same graph with every adjacency list kept sorted on
+//!   the device (the dissertation's §5.7 future work), so that triangle counting by
+//!   sorted intersection needs no sort.
 //! - A device API (`gpuds/graph/graph_ref.cuh`, [`GraphRef`]) for user kernels: the
 //!   same edge operations, and an adjacency iterator over a vertex's slabs.
 //!
@@ -39,6 +42,7 @@ mod image;
 pub mod input;
 mod kernels;
 mod refs;
+pub mod sorted;
 mod value;
 
 pub use config::GraphConfig;
@@ -67,15 +71,26 @@ pub fn programs() -> Vec<gpuds_core::Program> {
         kernels::program::<u32>(),
         kernels::program::<u64>(),
         csr::program(),
+        sorted::program(),
     ]
 }
 
 /// gpuds-graph's device headers and those of the crates below, as (include name, text).
 pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
     let mut headers = gpuds_slabhash::cuda_headers();
-    headers.push((
-        "gpuds/graph/graph_ref.cuh",
-        include_str!("../cuda/include/gpuds/graph/graph_ref.cuh"),
-    ));
+    headers.extend([
+        (
+            "gpuds/graph/graph_ref.cuh",
+            include_str!("../cuda/include/gpuds/graph/graph_ref.cuh"),
+        ),
+        (
+            "gpuds/graph/sorted_lists.cuh",
+            include_str!("../cuda/include/gpuds/graph/sorted_lists.cuh"),
+        ),
+        (
+            "gpuds/graph/sorted_segments.cuh",
+            include_str!("../cuda/include/gpuds/graph/sorted_segments.cuh"),
+        ),
+    ]);
     headers
 }
