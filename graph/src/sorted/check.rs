@@ -262,7 +262,7 @@ mod tests {
         assert!(broken(|g| g.segments[1].degree = 5).contains("above its capacity"));
         assert!(broken(|g| g.segments[1].capacity = 3).contains("power of two"));
         assert!(broken(|g| g.segments[1].capacity = 2).contains("power of two"));
-        assert!(broken(|g| g.segments[2].offset = 10).contains("pool's top"));
+        assert!(broken(|g| g.segments[0].offset = 10).contains("pool's top"));
         let overlap = broken(|g| {
             g.segments[1].offset = 2;
             g.pool[2] = 0;
