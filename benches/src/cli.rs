@@ -178,6 +178,9 @@ pub enum Command {
     /// DynamicGraph.
     #[command(about = about("graph"))]
     Graph,
+    /// SortedGraph's rows of `graph`.
+    #[command(about = about("graph-sorted"))]
+    GraphSorted,
     /// FlatTable and RangeTable.
     #[command(about = about("oversub"))]
     Oversub,
@@ -245,6 +248,7 @@ impl Command {
             Command::BtreeRange => "btree-range",
             Command::Mvbtree => "mvbtree",
             Command::Graph => "graph",
+            Command::GraphSorted => "graph-sorted",
             Command::Oversub => "oversub",
             Command::Skiplist => "skiplist",
             Command::Kmer => "kmer",

@@ -14,7 +14,11 @@
 //! - Table 5.9: dynamic triangle counting: five batches of 2^22 edges, a count after
 //!   each, cumulative; baseline: rebuilding the CSR and counting after each;
 //! - Figs. 5.2 / 5.3: the load factor swept on the R-MAT 2^20 graph (build, insertion,
-//!   triangle counting).
+//!   triangle counting);
+//! - §5.7 (beyond the dissertation): SortedGraph, the adjacency kept in sorted segments,
+//!   on the rgg, delaunay and soc-LJ shapes: bulk build, edge insertion (batches 2^20 and
+//!   2^22) and triangle counting, each beside DynamicGraph and the sorted CSR of the same
+//!   run. `graph-sorted` runs these rows alone.
 //!
 //! Datasets are generated (gpuds_graph::input) in the shapes of Table 5.1, seeded;
 //! `--keys N` sets their vertex count (default 2^20; `quick` 2^18). Rates are edges
@@ -24,6 +28,7 @@ use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::Result;
 use gpuds_graph::csr::{CsrBuilder, DeviceCsr};
 use gpuds_graph::input::{Coo, Family};
+use gpuds_graph::sorted::{SortedConfig, SortedGraph};
 use gpuds_graph::{DynamicGraph, GraphConfig};
 
 use super::{core_error, Accepts, Case, CrateError, Experiment, Params, Scale};
@@ -39,6 +44,14 @@ pub const EXPERIMENT: Experiment = Experiment {
     plan,
 };
 
+/// The `graph-sorted` experiment: the SortedGraph rows of `graph` alone.
+pub const SORTED_EXPERIMENT: Experiment = Experiment {
+    name: "graph-sorted",
+    about: "SortedGraph (sorted adjacency, §5.7) beside DynamicGraph and the sorted CSR (a part of `graph`)",
+    accepts: Accepts::KEYS,
+    plan: sorted_plan,
+};
+
 impl CrateError for gpuds_graph::Error {
     fn into_core(self) -> std::result::Result<gpuds_core::Error, Self> {
         match self {
@@ -51,13 +64,52 @@ impl CrateError for gpuds_graph::Error {
 const NAME: &str = "graph";
 const GRAPH: &str = "DynamicGraph";
 const CSR: &str = "sorted CSR";
+const SORTED: &str = "SortedGraph";
 const SEED: u64 = 5;
+
+/// The vertex count of the datasets.
+fn vertices(params: &Params) -> u32 {
+    let quick = params.scale == Scale::Quick;
+    params
+        .keys_or(if quick { 1 << 18 } else { 1 << 20 })
+        .clamp(1 << 10, 1 << 26) as u32
+}
+
+fn sorted_plan(params: &Params) -> Vec<Case> {
+    match params.scale {
+        // `quick` already runs the `graph` quick plan, which has a SortedGraph case.
+        Scale::Quick => Vec::new(),
+        Scale::Full => sorted_cases(vertices(params), false),
+    }
+}
+
+/// The SortedGraph cases (§5.7): rgg, delaunay and soc-LJ at batches 2^20 and 2^22;
+/// `quick`: rgg at 2^20.
+fn sorted_cases(n: u32, quick: bool) -> Vec<Case> {
+    let datasets: &[&'static str] = if quick {
+        &["rgg_n_2_20_s0"]
+    } else {
+        &["rgg_n_2_20_s0", "delaunay_n20", "soc-LiveJournal1"]
+    };
+    let batches: Vec<usize> = if quick {
+        vec![1 << 20]
+    } else {
+        vec![1 << 20, 1 << 22]
+    };
+    datasets
+        .iter()
+        .map(|&name| {
+            let batches = batches.clone();
+            Case::new(format!("§5.7 sorted adjacency, {name}"), move |b| {
+                sorted_rows(b, name, &dataset(name, n)?, &batches)
+            })
+        })
+        .collect()
+}
 
 fn plan(params: &Params) -> Vec<Case> {
     let quick = params.scale == Scale::Quick;
-    let n = params
-        .keys_or(if quick { 1 << 18 } else { 1 << 20 })
-        .clamp(1 << 10, 1 << 26) as u32;
+    let n = vertices(params);
     let datasets: Vec<&'static str> = if quick {
         vec!["rgg_n_2_20_s0", "soc-LiveJournal1"]
     } else {
@@ -116,6 +168,7 @@ fn plan(params: &Params) -> Vec<Case> {
             load_factor_rows(b, &coo)
         }));
     }
+    cases.extend(sorted_cases(n, quick));
     cases
 }
 
@@ -212,6 +265,140 @@ fn build_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
     ])
 }
 
+/// A SortedGraph row: its timing of `work` beside DynamicGraph's (the row's baseline) and
+/// the sorted CSR's (`csr`, named `csr_label`), as time ratios in the note.
+fn sorted_row(
+    label: &str,
+    work: u64,
+    sorted: Timing,
+    hash: Timing,
+    (csr, csr_label): (Timing, &str),
+    note: &str,
+) -> Row {
+    row(label, SORTED, work, sorted, Unit::GigaItemsPerSecond)
+        .with_baseline(baseline(GRAPH, hash.giga_rate(work as f64)))
+        .with_note(format!(
+            "{:.2} ms; {:.2} x {GRAPH} ({:.2} ms), {:.2} x {csr_label} ({:.2} ms){note}",
+            sorted.median_ms,
+            hash.median_ms / sorted.median_ms,
+            hash.median_ms,
+            csr.median_ms / sorted.median_ms,
+            csr.median_ms,
+        ))
+}
+
+/// §5.7: SortedGraph's bulk build, triangle count and edge insertion (undirected, fresh
+/// random batches into the built graph), each timed beside DynamicGraph and the sorted
+/// CSR in this run (for insertion: the CSR's rebuild of the whole graph).
+fn sorted_rows(bench: &mut Bench, name: &str, coo: &Coo, batches: &[usize]) -> Result<Vec<Row>> {
+    let d = upload(bench, coo)?;
+    let m = coo.len() as u64;
+    let gpu = bench.gpu.clone();
+    let nv = coo.num_vertices;
+    let build_sorted = || {
+        SortedGraph::from_device_edges(&gpu, SortedConfig::default(), nv, &d.src, &d.dst)
+            .map_err(err)
+    };
+    let sorted_t = bench
+        .timer
+        .measure(|rep| rep.time(|| build_sorted().map(drop)))?;
+    let hash_t = bench
+        .timer
+        .measure(|rep| rep.time(|| build(&gpu, coo, &d, GraphConfig::default()).map(drop)))?;
+    let mut builder = CsrBuilder::new(&gpu).map_err(|e| err(e.into()))?;
+    let csr_t = bench.timer.measure(|rep| {
+        rep.time(|| {
+            builder
+                .build(nv, &d.src, &d.dst, true)
+                .map(drop)
+                .map_err(|e| err(e.into()))
+        })
+    })?;
+    let g = build_sorted()?;
+    let mut rows = vec![sorted_row(
+        &format!("§5.7 sorted adjacency: bulk build, {name}"),
+        m,
+        sorted_t,
+        hash_t,
+        (csr_t, "CSR build"),
+        &format!("; {} edges stored", size_label(g.num_edges())),
+    )];
+
+    let h = build(&gpu, coo, &d, GraphConfig::default())?;
+    let csr =
+        DeviceCsr::from_device_coo(&gpu, nv, &d.src, &d.dst, true).map_err(|e| err(e.into()))?;
+    let (tri_t, sorted_count) = timed_count(bench, || g.triangle_count().map_err(err))?;
+    let (hash_tri_t, hash_count) = timed_count(bench, || h.triangle_count().map_err(err))?;
+    let (csr_tri_t, csr_count) = timed_count(bench, || {
+        csr.triangle_count(&gpu).map_err(|e| err(e.into()))
+    })?;
+    let agree = if sorted_count == hash_count && sorted_count == csr_count {
+        "equal to both"
+    } else {
+        "COUNTS DIFFER"
+    };
+    rows.push(sorted_row(
+        &format!("§5.7 sorted adjacency: triangles, {name}"),
+        m,
+        tri_t,
+        hash_tri_t,
+        (csr_tri_t, "CSR count"),
+        &format!(
+            "; {sorted_count} triangles, {agree}; no sort ({:.2} x the CSR count with its sort)",
+            (csr_tri_t.median_ms + csr_t.median_ms) / tri_t.median_ms
+        ),
+    ));
+    drop((g, h, csr));
+
+    let nv = nv.max(2);
+    for &batch in batches {
+        let mut g = build_sorted()?;
+        let mut h = build(&gpu, coo, &d, GraphConfig::default())?;
+        h.reserve(batch as u64 * 2 * 8).map_err(err)?;
+        let mut insert = |sorted: bool| {
+            bench.timer.measure(|rep| {
+                let src = bench_words(&gpu, batch, rep.seed(), nv)?;
+                let dst = bench_words(&gpu, batch, rep.seed() ^ 0x5555, nv)?;
+                rep.time(|| {
+                    if sorted {
+                        g.insert_edges_device(&src, &dst).map(drop).map_err(err)
+                    } else {
+                        h.insert_edges_device(&src, &dst, None)
+                            .map(drop)
+                            .map_err(err)
+                    }
+                })
+            })
+        };
+        let sorted_t = insert(true)?;
+        let hash_t = insert(false)?;
+        rows.push(sorted_row(
+            &format!(
+                "§5.7 sorted adjacency: edge insertion, {name}, batch {}",
+                size_label(batch as u64)
+            ),
+            batch as u64,
+            sorted_t,
+            hash_t,
+            (csr_t, "CSR rebuild"),
+            "; random edges, both directions",
+        ));
+    }
+    Ok(rows)
+}
+
+/// The timing of `count` and the count it returned.
+fn timed_count(bench: &mut Bench, mut count: impl FnMut() -> Result<u64>) -> Result<(Timing, u64)> {
+    let mut got = 0;
+    let t = bench.timer.measure(|rep| {
+        rep.time(|| {
+            got = count()?;
+            Ok(())
+        })
+    })?;
+    Ok((t, got))
+}
+
 /// Tables 5.7 / 5.8: triangles on the tables against the sorted CSR (count alone, and
 /// with its build, the sort the list-based structures need).
 fn triangle_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
@@ -221,12 +408,8 @@ fn triangle_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
     let g = build(&gpu, coo, &d, GraphConfig::default())?;
     let csr = DeviceCsr::from_device_coo(&gpu, coo.num_vertices, &d.src, &d.dst, true)
         .map_err(|e| err(e.into()))?;
-    let mut want = 0;
-    let csr_t = bench.timer.measure(|rep| {
-        rep.time(|| {
-            want = csr.triangle_count(&gpu).map_err(|e| err(e.into()))?;
-            Ok(())
-        })
+    let (csr_t, want) = timed_count(bench, || {
+        csr.triangle_count(&gpu).map_err(|e| err(e.into()))
     })?;
     let mut builder = CsrBuilder::new(&gpu).map_err(|e| err(e.into()))?;
     let sort_t = bench.timer.measure(|rep| {
@@ -237,13 +420,7 @@ fn triangle_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
                 .map_err(|e| err(e.into()))
         })
     })?;
-    let mut got = 0;
-    let graph_t = bench.timer.measure(|rep| {
-        rep.time(|| {
-            got = g.triangle_count().map_err(err)?;
-            Ok(())
-        })
-    })?;
+    let (graph_t, got) = timed_count(bench, || g.triangle_count().map_err(err))?;
     let csr_rate = csr_t.giga_rate(m as f64);
     let label = format!("Table 5.7 triangles, {name}");
     let ok = if got == want {
@@ -681,6 +858,9 @@ mod tests {
     fn plans_stay_within_the_limits() {
         let quick = plan(&Params::new(Scale::Quick));
         assert!(quick.len() <= 6, "{}", quick.len());
+        assert!(quick.iter().any(|c| c.label.contains("sorted adjacency")));
+        assert!(sorted_plan(&Params::new(Scale::Quick)).is_empty());
+        assert_eq!(sorted_plan(&Params::new(Scale::Full)).len(), 3);
         let full = plan(&Params::new(Scale::Full));
         assert!(full.iter().any(|c| c.label.contains("Figs. 5.2")));
         assert!(dataset("no such graph", 1 << 10).is_err());

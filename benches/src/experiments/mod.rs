@@ -325,6 +325,7 @@ pub fn registry() -> Vec<Experiment> {
         slabhash::EXPERIMENT,
         slabhash::TARGETS,
         graph::EXPERIMENT,
+        graph::SORTED_EXPERIMENT,
         oversub::EXPERIMENT,
         skiplist::EXPERIMENT,
         kmer::EXPERIMENT,

@@ -205,6 +205,7 @@ pub fn default_structure(experiment: &str) -> &'static str {
         "btree" | "btree-range" => "GpuBTreeMap",
         "slabhash" | "slabhash-targets" => "SlabHashMap",
         "graph" => "DynamicGraph",
+        "graph-sorted" => "SortedGraph",
         "oversub" | "kmer" => "RangeTable",
         _ => "unknown",
     }
