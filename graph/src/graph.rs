@@ -189,13 +189,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// gives a directed graph both directions. Synchronizes.
     pub fn from_coo(gpu: &Gpu, config: GraphConfig, coo: &crate::input::Coo) -> Result<Self> {
         use gpuds_core::DeviceType;
-        let both;
-        let edges = if coo.symmetric && config.directed {
-            both = coo.symmetrized();
-            &both
-        } else {
-            coo
-        };
+        let edges = stored_edges(coo, config.directed);
         let values: Option<Vec<W>> = match (&edges.values, W::SET) {
             (Some(v), false) => Some(
                 v.iter()
@@ -503,19 +497,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
         top: u32,
         first_beyond: impl FnOnce() -> Result<(usize, u32)>,
     ) -> Result<()> {
-        if top <= self.num_ids {
-            return Ok(());
+        if must_grow(top, self.num_ids, self.config.growable, first_beyond)? {
+            self.grow_ids(top)?;
         }
-        if !self.config.growable {
-            let (index, id) = first_beyond()?;
-            return Err(Error::VertexBeyondCapacity {
-                index,
-                id,
-                num_vertices: self.num_ids,
-                growable: false,
-            });
-        }
-        self.grow_ids(top)
+        Ok(())
     }
 
     /// Makes room for `n` entries in the dictionary (a larger array, the headers copied:
@@ -1515,6 +1500,43 @@ impl Edit {
             Edit::Insert => "insert_edges",
             Edit::Remove => "erase_edges",
         }
+    }
+}
+
+/// Whether a dictionary of `num_ids` ids must grow to `top` ids for a batch: false when
+/// it holds them; an [`Error::VertexBeyondCapacity`] naming the first request past it
+/// when it may not grow.
+pub(crate) fn must_grow(
+    top: u32,
+    num_ids: u32,
+    growable: bool,
+    first_beyond: impl FnOnce() -> Result<(usize, u32)>,
+) -> Result<bool> {
+    if top <= num_ids {
+        return Ok(false);
+    }
+    if !growable {
+        let (index, id) = first_beyond()?;
+        return Err(Error::VertexBeyondCapacity {
+            index,
+            id,
+            num_vertices: num_ids,
+            growable: false,
+        });
+    }
+    Ok(true)
+}
+
+/// The edges a graph stores for `coo`: a symmetric COO (each undirected edge listed
+/// once) gives a directed graph both directions.
+pub(crate) fn stored_edges(
+    coo: &crate::input::Coo,
+    directed: bool,
+) -> std::borrow::Cow<'_, crate::input::Coo> {
+    if coo.symmetric && directed {
+        std::borrow::Cow::Owned(coo.symmetrized())
+    } else {
+        std::borrow::Cow::Borrowed(coo)
     }
 }
 

@@ -32,14 +32,6 @@ __device__ __forceinline__ u64 item_stride() {
   return static_cast<u64>(gridDim.x) * blockDim.x;
 }
 
-__device__ __forceinline__ u32 source_of(u64 key, u32 shift) {
-  return static_cast<u32>(key >> shift);
-}
-
-__device__ __forceinline__ u32 destination_of(u64 key, u32 shift) {
-  return static_cast<u32>(key & ((1ull << shift) - 1));
-}
-
 // The capacity of a segment that must hold `degree` destinations: the next power of two,
 // at least MIN_CAPACITY, at most 2^32 - 1 (degrees stay below 2^32 - 2).
 __device__ __forceinline__ u32 capacity_for(u64 degree) {
@@ -48,91 +40,82 @@ __device__ __forceinline__ u32 capacity_for(u64 degree) {
   return cap > 0xFFFFFFFFull ? 0xFFFFFFFFu : static_cast<u32>(cap);
 }
 
-// flags[k] stays 1 for a flagged key that changes the graph: with `insert`, an edge not
-// yet stored; otherwise a stored one. Unflagged keys (repeats, dropped edges) stay 0.
-extern "C" __global__ void sorted_filter(const segment* dict, const u32* pool, const u64* keys,
-                                         u64 n, u32 shift, u32 insert, u32* flags) {
-  for (u64 k = first_item(); k < n; k += item_stride()) {
+// flags[k] stays 1 for a flagged key of b.keys[0, b.m) that changes the graph: in an
+// insertion batch, an edge not yet stored; in a deletion batch, a stored one. Unflagged
+// keys (repeats, dropped edges) stay 0. (b has no runs yet.)
+extern "C" __global__ void sorted_filter(const segment* dict, const u32* pool, batch_runs b,
+                                         u32* flags) {
+  for (u64 k = first_item(); k < b.m; k += item_stride()) {
     if (flags[k] == 0) continue;
-    const u64 key = keys[k];
-    const bool present = contains(dict, pool, source_of(key, shift), destination_of(key, shift));
-    flags[k] = present != (insert != 0) ? 1u : 0u;
+    const u64 key = b.keys[k];
+    const bool present = contains(dict, pool, b.source_of(key), b.destination_of(key));
+    flags[k] = present != (b.insert != 0) ? 1u : 0u;
   }
 }
 
-// flags[k] = 1 where key k starts the run of its source.
-extern "C" __global__ void sorted_heads(const u64* keys, u64 m, u32 shift, u32* flags) {
-  for (u64 k = first_item(); k < m; k += item_stride()) {
-    flags[k] = k == 0 || source_of(keys[k - 1], shift) != source_of(keys[k], shift) ? 1u : 0u;
+// flags[k] = 1 where kept key k starts the run of its source. (b has no runs yet.)
+extern "C" __global__ void sorted_heads(batch_runs b, u32* flags) {
+  for (u64 k = first_item(); k < b.m; k += item_stride()) {
+    flags[k] = k == 0 || b.source_of(b.keys[k - 1]) != b.source_of(b.keys[k]) ? 1u : 0u;
   }
-}
-
-// The keys of run i: [heads[i], heads[i + 1]) (the last run ends at m).
-__device__ __forceinline__ u64 run_end(const u32* heads, u64 runs, u64 m, u64 i) {
-  return i + 1 < runs ? heads[i + 1] : m;
 }
 
 // Per run: the source's degree before and after the batch, and the capacity of a new
 // segment when the new degree does not fit (0: it stays where it is).
-extern "C" __global__ void sorted_plan(const segment* dict, const u64* keys, u64 m,
-                                       const u32* heads, u64 runs, u32 shift, u32 insert,
-                                       u64* new_degree, u64* old_degree, u64* moved) {
-  for (u64 i = first_item(); i < runs; i += item_stride()) {
-    const u64 h = heads[i];
-    const u64 b = run_end(heads, runs, m, i) - h;
-    const segment s = dict[source_of(keys[h], shift)];
-    const u64 d = insert != 0 ? s.degree + b : s.degree - b;
+extern "C" __global__ void sorted_plan(const segment* dict, batch_runs b, u64* new_degree,
+                                       u64* old_degree, u64* moved) {
+  for (u64 i = first_item(); i < b.runs; i += item_stride()) {
+    const u64 len = b.end(i) - b.begin(i);
+    const segment s = dict[b.vertex(i)];
+    const u64 d = b.insert != 0 ? s.degree + len : s.degree - len;
     new_degree[i] = d;
     old_degree[i] = s.degree;
-    moved[i] = insert != 0 && d > s.capacity ? capacity_for(d) : 0;
+    moved[i] = b.insert != 0 && d > s.capacity ? capacity_for(d) : 0;
   }
 }
 
 // Each stored element of every touched list to its place in the run's output
 // (old_first / new_first: exclusive scans of the runs' old and new degrees).
-extern "C" __global__ void sorted_merge_old(const segment* dict, const u32* pool, const u64* keys,
-                                            u64 m, const u32* heads, u64 runs, u32 shift,
-                                            u32 insert, const u64* old_first, u64 old_total,
+extern "C" __global__ void sorted_merge_old(const segment* dict, const u32* pool, batch_runs b,
+                                            const u64* old_first, u64 old_total,
                                             const u64* new_first, u32* scratch) {
   for (u64 t = first_item(); t < old_total; t += item_stride()) {
-    const u64 i = row_of(old_first, runs, t);
-    const u64 h = heads[i];
-    const u64 e = run_end(heads, runs, m, i);
-    const u32 u = source_of(keys[h], shift);
+    const u64 i = row_of(old_first, b.runs, t);
+    const u64 h = b.begin(i);
+    const u64 e = b.end(i);
+    const u32 u = b.vertex(i);
     const u64 k = t - old_first[i];
     const u32 a = pool[dict[u].offset + k];
-    const u64 key = (static_cast<u64>(u) << shift) | a;
-    const u64 p = lower_bound(keys, h, e, key);
+    const u64 key = (static_cast<u64>(u) << b.shift) | a;
+    const u64 p = lower_bound(b.keys, h, e, key);
     const u64 below = p - h;
-    if (insert != 0) {
+    if (b.insert != 0) {
       scratch[new_first[i] + k + below] = a;
-    } else if (p == e || keys[p] != key) {
+    } else if (p == e || b.keys[p] != key) {
       scratch[new_first[i] + k - below] = a;
     }
   }
 }
 
 // Each new destination of an insertion batch to its place in its run's output.
-extern "C" __global__ void sorted_merge_new(const segment* dict, const u32* pool, const u64* keys,
-                                            u64 m, const u32* heads, u64 runs, u32 shift,
+extern "C" __global__ void sorted_merge_new(const segment* dict, const u32* pool, batch_runs b,
                                             const u64* new_first, u32* scratch) {
-  for (u64 j = first_item(); j < m; j += item_stride()) {
-    const u64 i = row_of(heads, runs, j);
-    const u64 key = keys[j];
-    const u32 v = destination_of(key, shift);
-    const segment s = dict[source_of(key, shift)];
+  for (u64 j = first_item(); j < b.m; j += item_stride()) {
+    const u64 i = row_of(b.heads, b.runs, j);
+    const u64 key = b.keys[j];
+    const u32 v = b.destination_of(key);
+    const segment s = dict[b.source_of(key)];
     const u64 below = lower_bound(pool, s.offset, s.offset + s.degree, v) - s.offset;
-    scratch[new_first[i] + (j - heads[i]) + below] = v;
+    scratch[new_first[i] + (j - b.begin(i)) + below] = v;
   }
 }
 
 // The dictionary after the batch: new degrees, and new segments at base + moved_first[i]
 // for the runs that moved. Runs after both merges (they read the old entries).
-extern "C" __global__ void sorted_commit(segment* dict, const u64* keys, const u32* heads,
-                                         u64 runs, u32 shift, const u64* new_degree,
+extern "C" __global__ void sorted_commit(segment* dict, batch_runs b, const u64* new_degree,
                                          const u64* moved, const u64* moved_first, u64 base) {
-  for (u64 i = first_item(); i < runs; i += item_stride()) {
-    segment& s = dict[source_of(keys[heads[i]], shift)];
+  for (u64 i = first_item(); i < b.runs; i += item_stride()) {
+    segment& s = dict[b.vertex(i)];
     if (moved[i] != 0) {
       s.offset = base + moved_first[i];
       s.capacity = static_cast<u32>(moved[i]);
@@ -142,13 +125,11 @@ extern "C" __global__ void sorted_commit(segment* dict, const u64* keys, const u
 }
 
 // Each run's output from the scratch array to its segment.
-extern "C" __global__ void sorted_copy(const segment* dict, u32* pool, const u64* keys,
-                                       const u32* heads, u64 runs, u32 shift,
+extern "C" __global__ void sorted_copy(const segment* dict, u32* pool, batch_runs b,
                                        const u64* new_first, u64 new_total, const u32* scratch) {
   for (u64 t = first_item(); t < new_total; t += item_stride()) {
-    const u64 i = row_of(new_first, runs, t);
-    const u32 u = source_of(keys[heads[i]], shift);
-    pool[dict[u].offset + (t - new_first[i])] = scratch[t];
+    const u64 i = row_of(new_first, b.runs, t);
+    pool[dict[b.vertex(i)].offset + (t - new_first[i])] = scratch[t];
   }
 }
 

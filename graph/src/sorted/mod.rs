@@ -104,6 +104,36 @@ unsafe impl DeviceRepr for Segment {}
 // SAFETY: all zero bits are a valid Segment (an empty vertex).
 unsafe impl cudarc::driver::ValidAsZeroBits for Segment {}
 
+/// One update batch as its kernels see it, the mirror of `gpuds::graph::sorted::batch_runs`
+/// (its `static_assert` checks the size; the fields are in the same order): the kept
+/// keys and their runs.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+struct BatchRuns {
+    /// Device address of the keys `u << shift | v`.
+    keys: u64,
+    /// Device address of the runs' first key positions (0 before they are known).
+    heads: u64,
+    /// Keys.
+    m: u64,
+    /// Runs (touched vertices).
+    runs: u64,
+    shift: u32,
+    /// 1: an insertion batch; 0: a deletion batch.
+    insert: u32,
+}
+
+// SAFETY: plain data with the layout of gpuds::graph::sorted::batch_runs.
+unsafe impl DeviceRepr for BatchRuns {}
+
+const _: () = assert!(
+    std::mem::size_of::<Segment>() == 16
+        && std::mem::offset_of!(Segment, degree) == 12
+        && std::mem::size_of::<BatchRuns>() == 40
+        && std::mem::offset_of!(BatchRuns, runs) == 24
+        && std::mem::offset_of!(BatchRuns, insert) == 36
+);
+
 /// How a [`SortedGraph`] is built.
 ///
 /// ```
@@ -268,13 +298,7 @@ impl SortedGraph {
     /// # Ok::<(), gpuds_graph::Error>(())
     /// ```
     pub fn from_coo(gpu: &Gpu, config: SortedConfig, coo: &crate::input::Coo) -> Result<Self> {
-        let both;
-        let edges = if coo.symmetric && config.directed {
-            both = coo.symmetrized();
-            &both
-        } else {
-            coo
-        };
+        let edges = crate::graph::stored_edges(coo, config.directed);
         Self::from_edges(gpu, config, edges.num_vertices, &edges.src, &edges.dst)
     }
 

@@ -1,13 +1,13 @@
 //! Edge batches of [`SortedGraph`]: the sorted keys, the runs of touched vertices, the
 //! merge, and the pool's growth (see `cuda/kernels/sorted.cu`).
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaSlice, DevicePtr, PushKernelArg};
 use gpuds_core::primitives;
 use gpuds_core::size::{checked_add, to_usize};
 
-use super::SortedGraph;
+use super::{BatchRuns, SortedGraph};
 use crate::error::{Error, Result};
-use crate::graph::{check_host_ids, first_at_or_past, same_len};
+use crate::graph::{check_host_ids, first_at_or_past, must_grow, same_len};
 use crate::EdgeTally;
 
 /// An insertion or a deletion batch.
@@ -144,46 +144,41 @@ impl SortedGraph {
 
     /// Grows the dictionary to `top` ids when allowed, or names the first request past it.
     fn admit(&mut self, top: u32, first_beyond: impl FnOnce() -> (usize, u32)) -> Result<()> {
-        if top <= self.num_ids {
-            return Ok(());
+        if must_grow(top, self.num_ids, self.config.growable, || {
+            Ok(first_beyond())
+        })? {
+            self.grow_ids(top)?;
         }
-        if !self.config.growable {
-            let (index, id) = first_beyond();
-            return Err(Error::VertexBeyondCapacity {
-                index,
-                id,
-                num_vertices: self.num_ids,
-                growable: false,
-            });
-        }
-        self.grow_ids(top)
+        Ok(())
     }
 
     /// One batch: returns how many entries it added or removed. Ids past the dictionary
     /// fail with [`Error::VertexBeyondCapacity`] before anything changes. Synchronizes.
     fn run(&mut self, edit: Edit, src: &CudaSlice<u32>, dst: &CudaSlice<u32>) -> Result<u64> {
-        let insert = u32::from(edit == Edit::Insert);
         let undirected = !self.config.directed;
         let Some(flagged) = self.keys.flagged_keys(self.num_ids, src, dst, undirected)? else {
             return Ok(0);
         };
         let stream = self.gpu.stream().clone();
-        let shift = flagged.shift;
-        let n = flagged.keys.len() as u64;
+        let mut batch = BatchRuns {
+            keys: flagged.keys.device_ptr(&stream).0,
+            heads: 0,
+            m: flagged.keys.len() as u64,
+            runs: 0,
+            shift: flagged.shift,
+            insert: u32::from(edit == Edit::Insert),
+        };
         let mut flags = flagged.flags;
         // Keep the keys that change the graph.
         let kernel = self.kernel("sorted_filter")?;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&self.dict)
             .arg(&self.pool)
-            .arg(&flagged.keys)
-            .arg(&n)
-            .arg(&shift)
-            .arg(&insert)
+            .arg(&batch)
             .arg(&mut flags);
-        // SAFETY: reads keys[..n] and the lists their flagged keys name (ids below
-        // num_ids: out-of-range edges are dropped, unflagged); writes flags[..n].
-        unsafe { args.launch(self.shape(&kernel, n)?) }?;
+        // SAFETY: reads the batch's keys and the lists their flagged keys name (ids below
+        // num_ids: out-of-range edges are dropped, unflagged); writes flags[..m].
+        unsafe { args.launch(self.shape(&kernel, batch.m)?) }?;
         let (keys, count) = self.keys.compact_keys(&flagged.keys, &flags)?;
         drop((flagged.keys, flags));
         let mut bad = [0u64];
@@ -195,8 +190,10 @@ impl SortedGraph {
         if m == 0 {
             return Ok(0);
         }
-        let (heads, runs) = self.heads(&keys, m, shift)?;
-        let plan = self.plan(&keys, m, &heads, runs, shift, insert)?;
+        batch.keys = keys.device_ptr(&stream).0;
+        batch.m = m;
+        let heads = self.heads(&mut batch)?;
+        let plan = self.plan(&batch)?;
         let base = if plan.moved_total > 0 {
             self.claim(plan.moved_total)?
         } else {
@@ -214,12 +211,7 @@ impl SortedGraph {
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&self.dict)
             .arg(&self.pool)
-            .arg(&keys)
-            .arg(&m)
-            .arg(&heads)
-            .arg(&runs)
-            .arg(&shift)
-            .arg(&insert)
+            .arg(&batch)
             .arg(&plan.old_first)
             .arg(&plan.old_total)
             .arg(&plan.new_first)
@@ -232,25 +224,18 @@ impl SortedGraph {
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&self.dict)
                 .arg(&self.pool)
-                .arg(&keys)
-                .arg(&m)
-                .arg(&heads)
-                .arg(&runs)
-                .arg(&shift)
+                .arg(&batch)
                 .arg(&plan.new_first)
                 .arg(&mut scratch);
-            // SAFETY: reads keys[..m], heads[..runs] and the touched lists; writes
+            // SAFETY: reads the m keys, the runs' heads and the touched lists; writes
             // scratch below new_total.
             unsafe { args.launch(self.shape(&kernel, m)?) }?;
         }
         let kernel = self.kernel("sorted_commit")?;
-        let shape = self.shape(&kernel, runs)?;
+        let shape = self.shape(&kernel, batch.runs)?;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&mut self.dict)
-            .arg(&keys)
-            .arg(&heads)
-            .arg(&runs)
-            .arg(&shift)
+            .arg(&batch)
             .arg(&plan.new_degree)
             .arg(&plan.moved)
             .arg(&plan.moved_first)
@@ -263,17 +248,16 @@ impl SortedGraph {
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&self.dict)
             .arg(&mut self.pool)
-            .arg(&keys)
-            .arg(&heads)
-            .arg(&runs)
-            .arg(&shift)
+            .arg(&batch)
             .arg(&plan.new_first)
             .arg(&plan.new_total)
             .arg(&scratch);
         // SAFETY: each run writes its new degree's words from its segment's offset, inside
         // its capacity (sorted_plan moved every run whose degree outgrew it).
         unsafe { args.launch(shape) }?;
+        // The batch's keys and heads must outlive the kernels that read them.
         stream.synchronize()?;
+        drop((keys, heads));
         if edit == Edit::Insert {
             self.entries += m;
         } else {
@@ -298,23 +282,19 @@ impl SortedGraph {
         })
     }
 
-    /// Where each touched vertex's run of keys starts, and how many runs there are.
+    /// Where each touched vertex's run of the batch's keys starts: sets the batch's
+    /// heads and runs and returns the heads (which must outlive its kernels).
     /// Synchronizes.
-    fn heads(
-        &mut self,
-        keys: &CudaSlice<u64>,
-        m: u64,
-        shift: u32,
-    ) -> Result<(CudaSlice<u32>, u64)> {
+    fn heads(&mut self, batch: &mut BatchRuns) -> Result<CudaSlice<u32>> {
         let stream = self.gpu.stream().clone();
-        let len = to_usize(m, "batch keys")?;
+        let len = to_usize(batch.m, "batch keys")?;
         // SAFETY: sorted_heads writes flags[..m].
         let mut flags = unsafe { self.gpu.alloc_uninit::<u32>(len, "the run flags") }?;
         let kernel = self.kernel("sorted_heads")?;
         let mut args = stream.launch_builder(kernel.func());
-        args.arg(keys).arg(&m).arg(&shift).arg(&mut flags);
-        // SAFETY: reads keys[..m], writes flags[..m].
-        unsafe { args.launch(self.shape(&kernel, m)?) }?;
+        args.arg(&*batch).arg(&mut flags);
+        // SAFETY: reads the batch's m keys, writes flags[..m].
+        unsafe { args.launch(self.shape(&kernel, batch.m)?) }?;
         // SAFETY: iota writes every position.
         let mut positions = unsafe { self.gpu.alloc_uninit::<u32>(len, "the key positions") }?;
         primitives::iota(&self.gpu, &mut positions, 0u32)?;
@@ -324,23 +304,16 @@ impl SortedGraph {
         self.keys
             .scanner()
             .compact(&positions, &flags, &mut heads, &mut count)?;
-        let runs = u64::from(stream.clone_dtoh(&count)?[0]);
-        Ok((heads, runs))
+        batch.runs = u64::from(stream.clone_dtoh(&count)?[0]);
+        batch.heads = heads.device_ptr(&stream).0;
+        Ok(heads)
     }
 
     /// Degrees before and after the batch and the moves of every run, scanned.
     /// Synchronizes.
-    fn plan(
-        &mut self,
-        keys: &CudaSlice<u64>,
-        m: u64,
-        heads: &CudaSlice<u32>,
-        runs: u64,
-        shift: u32,
-        insert: u32,
-    ) -> Result<Plan> {
+    fn plan(&mut self, batch: &BatchRuns) -> Result<Plan> {
         let stream = self.gpu.stream().clone();
-        let len = to_usize(runs, "touched vertices")?;
+        let len = to_usize(batch.runs, "touched vertices")?;
         let zeros = |what: &str| self.gpu.alloc_zeroed::<u64>(len, what);
         let mut new_degree = zeros("the new degrees")?;
         let mut old_degree = zeros("the old degrees")?;
@@ -348,18 +321,13 @@ impl SortedGraph {
         let kernel = self.kernel("sorted_plan")?;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&self.dict)
-            .arg(keys)
-            .arg(&m)
-            .arg(heads)
-            .arg(&runs)
-            .arg(&shift)
-            .arg(&insert)
+            .arg(batch)
             .arg(&mut new_degree)
             .arg(&mut old_degree)
             .arg(&mut moved);
-        // SAFETY: reads keys[..m], heads[..runs] and the runs' entries; writes the three
+        // SAFETY: reads the batch's keys and heads and the runs' entries; writes the three
         // arrays' runs elements.
-        unsafe { args.launch(self.shape(&kernel, runs)?) }?;
+        unsafe { args.launch(self.shape(&kernel, batch.runs)?) }?;
         let mut scan = |input: &CudaSlice<u64>| -> Result<(CudaSlice<u64>, CudaSlice<u64>)> {
             let mut first = self.gpu.alloc_zeroed::<u64>(len, "a scan of the runs")?;
             let mut total = self.gpu.alloc_zeroed::<u64>(1, "a scan's total")?;

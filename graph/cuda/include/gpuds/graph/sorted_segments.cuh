@@ -21,6 +21,9 @@ struct segment {
   u32 capacity;
   u32 degree;
 };
+// The fields in the order and sizes of the Rust mirror, naturally aligned: the sizes pin
+// the offsets (NVRTC has no offsetof without the toolkit's headers).
+static_assert(sizeof(segment) == 16, "segment: the layout of gpuds_graph::sorted::Segment");
 
 // Whether v is in u's list: one binary search, at most log2(degree) + 1 steps.
 __device__ __forceinline__ bool contains(const segment* dict, const u32* pool, u32 u, u32 v) {
@@ -29,6 +32,28 @@ __device__ __forceinline__ bool contains(const segment* dict, const u32* pool, u
   const u64 p = lower_bound(pool, s.offset, end, v);
   return p < end && pool[p] == v;
 }
+
+// One update batch as its kernels see it: the kept keys u << shift | v (sorted, no
+// repeats; m of them) and where each source's run of keys starts (heads[0, runs)).
+// Rust mirror: the sorted graph's BatchRuns.
+struct batch_runs {
+  const u64* keys;
+  const u32* heads;
+  u64 m;
+  u64 runs;
+  u32 shift;
+  u32 insert;  // 1: an insertion batch; 0: a deletion batch
+
+  __device__ __forceinline__ u32 source_of(u64 key) const { return static_cast<u32>(key >> shift); }
+  __device__ __forceinline__ u32 destination_of(u64 key) const {
+    return static_cast<u32>(key & ((1ull << shift) - 1));
+  }
+  __device__ __forceinline__ u64 begin(u64 i) const { return heads[i]; }
+  __device__ __forceinline__ u64 end(u64 i) const { return i + 1 < runs ? heads[i + 1] : m; }
+  // The vertex of run i.
+  __device__ __forceinline__ u32 vertex(u64 i) const { return source_of(keys[heads[i]]); }
+};
+static_assert(sizeof(batch_runs) == 40, "batch_runs: the layout of the sorted graph's BatchRuns");
 
 // A SortedGraph's lists for count_triangles: `first` is the exclusive scan of the degrees
 // of vertices 0..num_vertices, the logical numbering of the edges.
