@@ -33,7 +33,9 @@
 //! [`Error::ReservedVertex`] naming the first offending request, before anything is
 //! applied; ids past the dictionary grow it (or, with [`SortedConfig::growable`] false,
 //! fail with [`Error::VertexBeyondCapacity`]); arrays of unequal lengths fail with
-//! [`Error::LengthMismatch`]. Self loops are always dropped (counted as skipped).
+//! [`Error::LengthMismatch`]. Self loops are always dropped (counted as skipped). The
+//! kernels have no failure path (every loop is a bounded binary search, and memory is
+//! allocated by the host before they run), so the graph needs no device status word.
 //!
 //! ```no_run
 //! use gpuds_graph::sorted::{SortedConfig, SortedGraph};
@@ -347,6 +349,15 @@ impl SortedGraph {
 
     /// Edges: for an undirected graph each edge {u, v} once. Exact after every batch; no
     /// synchronization (a host counter).
+    ///
+    /// # Examples
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut g = gpuds_graph::sorted::SortedGraph::new(&gpu, 3)?;
+    /// g.insert_edges(&[0, 1, 1], &[1, 0, 2])?;
+    /// assert_eq!((g.num_edges(), g.num_entries()), (2, 4));
+    /// # Ok::<(), gpuds_graph::Error>(())
+    /// ```
     pub fn num_edges(&self) -> u64 {
         if self.config.directed {
             self.entries
