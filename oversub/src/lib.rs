@@ -22,6 +22,8 @@
 
 mod batch;
 mod error;
+#[cfg(feature = "fault-injection")]
+pub mod faults;
 mod flat;
 mod kernels;
 pub mod kmer;

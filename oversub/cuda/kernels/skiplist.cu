@@ -98,20 +98,24 @@ extern "C" __global__ void GPUDS_KERNEL(sl_need)(skiplist_ref t, const unsigned*
   }
 }
 
-// Insertions (replace) or, with `add`, additions (values null: add 1 per key).
-extern "C" __global__ void GPUDS_KERNEL(sl_insert)(skiplist_ref t, const unsigned* keys, const unsigned* values,
+// Insertions (replace) or, with `add`, additions (values null: add 1 per key). Key i
+// is the batch's operation index[i] (index null: i): its value is values[index[i]] and
+// its failure bit that position, so errors name the caller's operations.
+extern "C" __global__ void GPUDS_KERNEL(sl_insert)(skiplist_ref t, const unsigned* keys,
+                                                   const unsigned long long* index, const unsigned* values,
                                                    unsigned long long n, unsigned add, unsigned* failed) {
   for_ops(n, t.keys_per_warp, [&](unsigned long long i) {
     const unsigned k = keys[i];
     const list_ref r = t.of(k);
-    const unsigned x = values != nullptr ? values[i] : (add != 0u ? 1u : 0u);
+    const unsigned long long at = at_of(index, i);
+    const unsigned x = values != nullptr ? values[at] : (add != 0u ? 1u : 0u);
     const unsigned outcome = insert(r, k, x, add != 0u);
     if (warp::lane_id() == 0 && outcome == ABSENT) {
       atomicAdd(&r.l->count, 1ull);
       atomicMin(&r.l->min_key, k);
       atomicMax(&r.l->max_key, k);
     }
-    if (outcome == FAILED) set_bit(failed, i);
+    if (outcome == FAILED) set_bit(failed, at);
   });
 }
 

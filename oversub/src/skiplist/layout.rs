@@ -52,7 +52,11 @@ pub(crate) struct ListDesc {
     pub count: u64,
     pub dead: u64,
     pub in_aux: u32,
-    pub pad: [u32; 5],
+    /// Test-only faults (the `fault-injection` feature; see `crate::faults`).
+    pub faults: u32,
+    pub fail_lo: u32,
+    pub fail_hi: u32,
+    pub pad: [u32; 2],
 }
 
 impl ListDesc {
@@ -68,7 +72,10 @@ impl ListDesc {
             count: 0,
             dead: 0,
             in_aux: 0,
-            pad: [0; 5],
+            faults: 0,
+            fail_lo: 0,
+            fail_hi: 0,
+            pad: [0; 2],
         }
     }
 }
@@ -126,6 +133,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<ListDesc>(), 128);
         assert_eq!(std::mem::offset_of!(ListDesc, count), 88);
         assert_eq!(std::mem::offset_of!(ListDesc, in_aux), 104);
+        assert_eq!(std::mem::offset_of!(ListDesc, fail_lo), 112);
         assert_eq!(std::mem::size_of::<SkipRef>(), 56);
         assert_eq!(std::mem::offset_of!(SkipRef, aux), 32);
     }

@@ -32,6 +32,7 @@ use cudarc::driver::CudaSlice;
 use super::layout::{NIL, NODE_BYTES};
 use super::lists::{Collected, Lists, NodePool};
 use super::plan::{next_run, Ranges};
+use crate::batch::Failures;
 use crate::error::{Error, Result};
 use crate::placement::{check, Placement, Region};
 use crate::range::home::Home;
@@ -320,22 +321,25 @@ impl Lists {
         self.fit(budget, &[])
     }
 
-    /// Tiered insertions of the sorted `keys` and `values`: pools for the lists they
-    /// touch first, then run by run heads, room, and the insertion kernel.
+    /// Tiered insertions of the sorted `keys` (with their positions `index` into
+    /// `values`): pools for the lists they touch first, then run by run heads, room, and
+    /// the insertion kernel. A run whose operations fail some does not stop the others:
+    /// the error names every failed position of the batch.
     pub(super) fn insert_tiered(
         &mut self,
         keys: &CudaSlice<u32>,
+        index: &CudaSlice<u64>,
         values: &CudaSlice<u32>,
         add: bool,
     ) -> Result<()> {
-        let stream = self.gpu.stream().clone();
-        let (hk, hv) = (stream.clone_dtoh(keys)?, stream.clone_dtoh(values)?);
+        let hk = self.gpu.stream().clone_dtoh(keys)?;
         let shift = self.shift;
         let targets: Vec<usize> = hk.iter().map(|&k| (k >> shift) as usize).collect();
         let mut touched = targets.clone();
         touched.dedup();
         self.add_pools(&touched)?;
         let descs = self.list_descs()?;
+        let mut failures = Failures::default();
         let ran = self.tiered_runs(&targets, true, &mut |lists, span| {
             let run = &targets[span.clone()];
             let mut ids: Vec<u32> = run.iter().map(|&l| l as u32).collect();
@@ -357,12 +361,13 @@ impl Lists {
                     let _ = lists.reserve(p, keys as u64 / 12 + 4);
                 }
             }
-            let k = stream.clone_htod(&hk[span.clone()])?;
-            let v = stream.clone_htod(&hv[span])?;
-            lists.insert_run(k, v, add)
+            // Positions are the batch's already (the kernel marks index[i]).
+            failures.take(lists.insert_run(keys, index, span, values, add), 0)?;
+            Ok(())
         });
         self.sync_aux()?;
-        ran
+        ran?;
+        failures.finish(())
     }
 
     /// After tiered removals: compaction of the `dead` lists' pools and the bounds of the

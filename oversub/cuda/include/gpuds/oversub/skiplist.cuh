@@ -94,7 +94,9 @@ struct list {
   unsigned long long count;    // live keys
   unsigned long long dead;     // data nodes merged away since the last compaction
   unsigned in_aux;             // listed in the auxiliary list (range lists)
-  unsigned pad[5];
+  unsigned faults;             // test-only faults (GPUDS_OVERSUB_FAULTS): FAULT_* bits
+  unsigned fail_lo, fail_hi;   // test-only: updates of keys in [fail_lo, fail_hi] fail
+  unsigned pad[2];
 };
 
 __device__ __forceinline__ unsigned long long pack(unsigned k, unsigned v) {
@@ -432,9 +434,25 @@ __device__ void raise(const list_ref& whole, unsigned k, unsigned m, unsigned le
   }
 }
 
+// Test-only (the host's `fault-injection` feature defines GPUDS_OVERSUB_FAULTS): an
+// update of a key in the list's [fail_lo, fail_hi] gives up as a lock wait past its cap
+// does (RETRY_LIMIT, nothing applied), so tests can fail known keys.
+__device__ __forceinline__ bool update_fails(const list_ref& r, unsigned k) {
+#ifdef GPUDS_OVERSUB_FAULTS
+  if (r.l->fail_lo <= k && k <= r.l->fail_hi) {
+    status::report(r.status, status::RETRY_LIMIT);
+    return true;
+  }
+#endif
+  (void)r;
+  (void)k;
+  return false;
+}
+
 // Inserts or replaces k -> value (with `add`: adds value to k's, inserting it when
 // absent). ABSENT (added), PRESENT (replaced) or FAILED (nothing applied).
 __device__ unsigned insert(const list_ref& r, unsigned k, unsigned value, bool add = false) {
+  if (update_fails(r, k)) return FAILED;
   unsigned fence = 0;
   unsigned n = descend(r, k, 0, fence);
   view v;
@@ -511,6 +529,7 @@ __device__ void merge_right(const list_ref& whole, unsigned c, const view& cv, u
 
 // Removes k. PRESENT (removed; its value in `old`), ABSENT or FAILED.
 __device__ unsigned erase(const list_ref& r, unsigned k, unsigned& old) {
+  if (update_fails(r, k)) return FAILED;
   unsigned fence = 0;
   unsigned n = descend(r, k, 0, fence);
   view v;
