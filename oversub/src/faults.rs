@@ -11,4 +11,7 @@ pub struct Faults {
     /// Insertions, additions and removals of keys in `lo ..= hi` give up as a lock wait
     /// past its cap does: `RETRY_LIMIT`, nothing applied, the operation named failed.
     pub fail_updates: Option<(u32, u32)>,
+    /// Every raise is dropped (as when no node is free), and counted: the index misses
+    /// the new nodes until a repair once the fault is lifted.
+    pub drop_raises: bool,
 }

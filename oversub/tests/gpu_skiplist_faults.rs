@@ -3,7 +3,9 @@
 //! its cap does) in batches given out of key order and split into several kernel batches
 //! (and, tiered, several runs), checked against exactly the keys not applied, with every
 //! other operation applied (a `BTreeMap` oracle) and `validate()` after every call. The
-//! range table's full inner tables likewise.
+//! range table's full inner tables likewise. Raises dropped (injected, or for want of
+//! nodes in pools grown from 16) made again by the index repair: no node missing from
+//! the index after it, searches as the oracle's.
 
 mod common;
 
@@ -69,6 +71,7 @@ fn window_faults(t: &mut dyn Faulty, dense: u32, seed: u64, what: &str) {
     let window = (dense / 3, dense / 3 + dense / 16);
     t.inject(Faults {
         fail_updates: Some(window),
+        ..Default::default()
     })
     .unwrap();
 
@@ -149,6 +152,9 @@ trait Faulty {
     fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error>;
     fn add(&mut self, k: &[u32], d: &[u32]) -> Result<(), Error>;
     fn inject(&mut self, f: Faults) -> Result<(), Error>;
+    fn unindexed(&self) -> u64;
+    fn dropped(&self) -> u64;
+    fn repair(&mut self) -> Result<(), Error>;
 }
 
 macro_rules! faulty {
@@ -165,6 +171,15 @@ macro_rules! faulty {
             }
             fn inject(&mut self, f: Faults) -> Result<(), Error> {
                 self.inject_faults(f)
+            }
+            fn unindexed(&self) -> u64 {
+                self.unindexed_nodes().unwrap()
+            }
+            fn dropped(&self) -> u64 {
+                self.raises_dropped()
+            }
+            fn repair(&mut self) -> Result<(), Error> {
+                self.repair_index()
             }
         }
     };
@@ -266,5 +281,122 @@ fn range_table_failures_name_the_callers_positions() {
         }
         t.validate().unwrap();
         assert_eq!(t.len().unwrap(), (keys.len() - named.len()) as u64);
+    }
+}
+
+/// Inserts `keys` (values k ^ 3) into `t` and the oracle.
+fn fill(t: &mut dyn Ordered, o: &mut Oracle, keys: &[u32]) {
+    let values: Vec<u32> = keys.iter().map(|&k| k ^ 3).collect();
+    t.insert(keys, &values).unwrap();
+    for &k in keys {
+        o.insert(k, k ^ 3);
+    }
+}
+
+/// Dropped raises are made again: with every raise dropped (injected), the index misses
+/// nodes and searches still match the oracle; once lifted, a repair names every node,
+/// and later calls keep it whole.
+fn dropped_raises_are_repaired(t: &mut dyn Faulty, dense: u32, what: &str) {
+    let mut rng = ChaCha8Rng::seed_from_u64(5);
+    let mut o = Oracle::new();
+    t.inject(Faults {
+        drop_raises: true,
+        ..Default::default()
+    })
+    .unwrap();
+    let keys = shuffled(&mut rng, 40_000, dense);
+    fill(t.ordered(), &mut o, &keys);
+    settle(t.ordered(), &o, &format!("{what}: raises dropped"));
+    let missing = t.unindexed();
+    assert!(missing > 0, "{what}: no node is missing from the index");
+    assert!(t.dropped() > 0, "{what}: no raise was counted dropped");
+    let asks: Vec<u32> = (0..2000).map(|_| rng.random_range(1..dense)).collect();
+    query(t.ordered(), &o, &asks, &format!("{what}: raises dropped"));
+
+    t.inject(Faults::default()).unwrap();
+    t.repair().unwrap();
+    assert_eq!(
+        t.unindexed(),
+        0,
+        "{what}: after the repair ({missing} before)"
+    );
+    settle(t.ordered(), &o, &format!("{what}: repaired"));
+    query(t.ordered(), &o, &asks, &format!("{what}: repaired"));
+
+    // Later calls keep the index whole.
+    let keys = shuffled(&mut rng, 20_000, dense);
+    fill(t.ordered(), &mut o, &keys);
+    let gone: Vec<u32> = keys.iter().step_by(2).copied().collect();
+    common::remove(t.ordered(), &mut o, &gone, what);
+    settle(t.ordered(), &o, &format!("{what}: later calls"));
+    assert_eq!(t.unindexed(), 0, "{what}: after later calls");
+    query(t.ordered(), &o, &asks, &format!("{what}: later calls"));
+}
+
+#[test]
+fn skip_list_dropped_raises_are_made_later() {
+    let Some(gpu) = gpu() else { return };
+    for pools in [PoolLayout::Shared, PoolLayout::PerLayer] {
+        let config = SkipListConfig {
+            pools,
+            ..Default::default()
+        };
+        let mut s = SkipList::with_config(&gpu, config).unwrap();
+        dropped_raises_are_repaired(&mut s, 1 << 20, &format!("skip list, {pools:?}"));
+    }
+}
+
+#[test]
+fn range_skip_list_dropped_raises_are_made_later() {
+    let Some(gpu) = gpu() else { return };
+    let tiered = Placement::Tiered {
+        device_budget_bytes: 1 << 20,
+    };
+    for placement in [Placement::Device, tiered] {
+        let config = RangeSkipListConfig {
+            placement,
+            keys_per_range: 1 << 16,
+            initial_nodes: 64,
+            ..Default::default()
+        };
+        let mut s = RangeSkipList::with_config(&gpu, config).unwrap();
+        dropped_raises_are_repaired(&mut s, 1 << 20, &format!("range skip list, {placement:?}"));
+    }
+}
+
+/// Pools grown from 16 nodes (a pool per layer: the index layers' pools run out while
+/// the data layer's reruns grow it): the raises dropped are made again before each call
+/// returns, so the index misses no node after any call.
+#[test]
+fn raises_dropped_for_want_of_nodes_are_made_before_the_call_returns() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = ChaCha8Rng::seed_from_u64(6);
+    let config = SkipListConfig {
+        pools: PoolLayout::PerLayer,
+        initial_nodes: 16,
+        ..Default::default()
+    };
+    let mut s = SkipList::with_config(&gpu, config).unwrap();
+    let range = RangeSkipListConfig {
+        keys_per_range: 1 << 18,
+        initial_nodes: 16,
+        ..Default::default()
+    };
+    let mut r = RangeSkipList::with_config(&gpu, range).unwrap();
+    for (t, what) in [
+        (&mut s as &mut dyn Faulty, "skip list"),
+        (&mut r as &mut dyn Faulty, "range skip list"),
+    ] {
+        let mut o = Oracle::new();
+        for step in 0..4 {
+            let keys = shuffled(&mut rng, 100_000, 1 << 22);
+            fill(t.ordered(), &mut o, &keys);
+            let what = format!("{what} step {step}");
+            settle(t.ordered(), &o, &what);
+            assert_eq!(t.unindexed(), 0, "{what}: {} raises dropped", t.dropped());
+            let asks: Vec<u32> = (0..2000).map(|_| rng.random_range(1..1 << 22)).collect();
+            query(t.ordered(), &o, &asks, &what);
+        }
+        eprintln!("{what}: {} raises dropped and made again", t.dropped());
     }
 }

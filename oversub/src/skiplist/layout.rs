@@ -36,6 +36,9 @@ pub(crate) struct PoolDesc {
     pub bump: u32,
     pub free_top: i32,
     pub exhausted: u32,
+    /// Raises dropped by the lists whose first pool this is, since the last repair.
+    pub dropped: u32,
+    pub pad: u32,
 }
 
 /// `sl::list`.
@@ -129,7 +132,8 @@ mod tests {
 
     #[test]
     fn mirrors_have_the_device_sizes() {
-        assert_eq!(std::mem::size_of::<PoolDesc>(), 40);
+        assert_eq!(std::mem::size_of::<PoolDesc>(), 48);
+        assert_eq!(std::mem::offset_of!(PoolDesc, dropped), 40);
         assert_eq!(std::mem::size_of::<ListDesc>(), 128);
         assert_eq!(std::mem::offset_of!(ListDesc, count), 88);
         assert_eq!(std::mem::offset_of!(ListDesc, in_aux), 104);

@@ -133,6 +133,8 @@ pub(crate) struct Lists {
     pub(super) sorter: RadixSorter,
     /// The tiered placement's cache book (range lists with `Shape::tiered`).
     pub(super) tier: Option<Tier>,
+    /// Raises the kernels dropped whose counters a repair pass took (see `repair`).
+    pub(super) raises_dropped: u64,
 }
 
 impl Lists {
@@ -194,6 +196,7 @@ impl Lists {
             aux,
             sorter: RadixSorter::new(gpu)?,
             tier,
+            raises_dropped: 0,
         };
         if num_lists == 1 {
             lists.init_lists(None, 1)?;
@@ -222,12 +225,12 @@ impl Lists {
         }
     }
 
-    fn kernel(&self, name: &str) -> Result<Kernel> {
+    pub(super) fn kernel(&self, name: &str) -> Result<Kernel> {
         Ok(self.module.kernel(name)?)
     }
 
     /// A grid of one warp per `per` operations (at most the resident warps).
-    fn warps_shape(&self, kernel: &Kernel, ops: u64, per: u32) -> Result<LaunchConfig> {
+    pub(super) fn warps_shape(&self, kernel: &Kernel, ops: u64, per: u32) -> Result<LaunchConfig> {
         let warps = ops.div_ceil(u64::from(per.max(1))).max(1);
         let threads = usize::try_from(warps.saturating_mul(32)).unwrap_or(usize::MAX);
         Ok(self.gpu.grid_for(kernel, threads, BLOCK)?)
@@ -247,6 +250,7 @@ impl Lists {
         for d in &mut descs {
             d.fail_lo = lo;
             d.fail_hi = hi;
+            d.faults = u32::from(faults.drop_raises);
         }
         self.put_list_descs(&descs)
     }
@@ -339,6 +343,7 @@ impl Lists {
         desc.base = pool.base();
         desc.bump = d.bump;
         desc.free_top = d.free_top.max(0);
+        desc.dropped = d.dropped;
         self.host_pools[i] = desc;
         self.pools[i] = pool;
         self.put_pools()
@@ -456,8 +461,10 @@ impl Lists {
             self.reserve(1, data_guess / 10 + 16)?;
         }
         let out = self.insert_run(&keys, &index, 0..n, &values, add);
+        let repaired = self.repair(false);
         self.sync_aux()?;
-        out
+        out?;
+        repaired
     }
 
     /// Runs the insertion kernel over `span` of the sorted `keys` (with their positions
@@ -575,6 +582,7 @@ impl Lists {
         // The removals that ran have applied: compaction, bounds and the auxiliary list
         // are brought up to date before any error of the call is returned.
         self.after_erase()?;
+        self.repair(false)?;
         ran?;
         call.check()?;
         Ok(removed)

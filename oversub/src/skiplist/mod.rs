@@ -21,6 +21,7 @@ mod check;
 mod layout;
 mod lists;
 mod plan;
+mod repair;
 mod tier;
 
 use gpuds_core::Gpu;
@@ -253,6 +254,30 @@ macro_rules! skip_list_ops {
                 offsets: c.offsets,
                 pairs: c.keys.into_iter().zip(c.values).collect(),
             })
+        }
+
+        /// Nodes the index misses: live nodes holding a key, other than heads, that no
+        /// entry of the layer above names (raises dropped for want of a node, or while
+        /// another warp made a layer's head, and not yet made again). Searches are
+        /// correct without them, only longer. Insertion and removal calls that drop
+        /// raises repair the index before they return (best effort: a few passes), so
+        /// this is normally 0 between calls. Synchronizes; copies the nodes to the host.
+        pub fn unindexed_nodes(&self) -> Result<u64> {
+            check::unindexed(&self.lists)
+        }
+
+        /// Raises dropped by the kernels so far (each is made again by a repair pass;
+        /// see [`unindexed_nodes`](Self::unindexed_nodes)). Does not synchronize.
+        pub fn raises_dropped(&self) -> u64 {
+            self.lists.raises_dropped()
+        }
+
+        /// Raises every node the index misses into the layer above (a repair pass over
+        /// every node pool, as the calls that drop raises run on their own): for after
+        /// a call whose repair could not finish. Best effort: a raise that still finds
+        /// no node is counted and repaired by a later call. Synchronizes.
+        pub fn repair_index(&mut self) -> Result<()> {
+            self.lists.repair(true)
         }
 
         /// Test-only: injects `faults` (replacing earlier ones; see

@@ -85,6 +85,11 @@ impl Tier {
         }
     }
 
+    /// The list that owns `pool`.
+    pub fn owner(&self, pool: usize) -> Option<usize> {
+        self.owner.get(pool).copied()
+    }
+
     /// The capacity pool `pool` (of `now` nodes) grows to: `wanted`, or the most the
     /// budget holds if that is still at least `min_nodes` and more than now.
     pub fn clamp_growth(&self, pool: usize, now: u64, min_nodes: u64, wanted: u64) -> Result<u64> {
@@ -106,7 +111,7 @@ impl Tier {
 }
 
 impl Lists {
-    fn book(&self) -> Result<&Tier> {
+    pub(super) fn book(&self) -> Result<&Tier> {
         self.tier
             .as_ref()
             .ok_or_else(|| Error::Invalid("no tiered cache".into()))
@@ -365,8 +370,10 @@ impl Lists {
             failures.take(lists.insert_run(keys, index, span, values, add), 0)?;
             Ok(())
         });
+        let repaired = self.repair(false);
         self.sync_aux()?;
         ran?;
+        repaired?;
         failures.finish(())
     }
 
