@@ -30,6 +30,7 @@ pub mod kmer;
 mod placement;
 mod range;
 mod skiplist;
+mod streams;
 pub mod workload;
 
 pub use batch::RESERVED_KEYS;

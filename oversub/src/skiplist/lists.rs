@@ -162,7 +162,11 @@ impl Lists {
             pools.push(pool);
         }
         let tier = match tiered {
-            Some(budget) => Some(Tier::new(budget, capacity, num_lists)?),
+            Some(budget) => {
+                let mut tier = Tier::new(budget, capacity, num_lists)?;
+                tier.copy = Some(gpu.new_stream()?);
+                Some(tier)
+            }
             None => None,
         };
         let descs = vec![ListDesc::empty(flags); num_lists as usize];
