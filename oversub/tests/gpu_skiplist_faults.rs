@@ -227,11 +227,11 @@ fn range_skip_list_failures_name_the_callers_positions() {
 #[test]
 fn tiered_failures_name_the_callers_positions_across_runs() {
     let Some(gpu) = gpu() else { return };
-    // 32 ranges of pools starting at 16 nodes, a budget of a few of them: every call
-    // runs many runs, evicting and copying pools.
+    // 32 ranges of pools starting at 16 nodes (4 KiB) and growing to 8 KiB or more, a
+    // budget of a dozen of them: every call runs many runs, evicting and copying pools.
     let config = RangeSkipListConfig {
         placement: Placement::Tiered {
-            device_budget_bytes: 256 << 10,
+            device_budget_bytes: 96 << 10,
         },
         keys_per_range: 1 << 12,
         batch: 1500,

@@ -166,7 +166,7 @@ fn overlapped_copies_over_many_runs_match_the_oracle_after_every_batch() {
     let mut o = Oracle::new();
     let keys = Keys {
         dense: 1 << 18,
-        anywhere: 50,
+        anywhere: 200,
     };
     let mut rng = ChaCha8Rng::seed_from_u64(13);
     for step in 0..24u32 {

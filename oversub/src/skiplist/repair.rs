@@ -10,7 +10,7 @@
 //!    names;
 //! 2. `sl_unindexed` lists the live nodes that are not heads, hold a key and are named
 //!    by no entry, as jobs (list, level, smallest key, node);
-//! 3. the pools of the layers above get room (one new node per eight jobs and a few),
+//! 3. the pools of the layers above get room ([`room_for`]),
 //!    then `sl_raise_jobs` raises each job's key into the layer above, naming its node
 //!    (valid: the node's range starts at or below its smallest key; an equal key already
 //!    there is pointed at the node, and the node it named is found in the next pass).
@@ -39,15 +39,25 @@ type Owner = (u32, Vec<(u32, usize)>);
 type Job = [u32; 4];
 
 /// Nodes each target pool should have room for before the raises of `jobs`:
-/// (pool, nodes), `pool_of(list, level)` naming the pool of a list's layer.
+/// (pool, nodes), `pool_of(list, level)` naming the pool of a list's layer. A raise into
+/// layer L + 1 splits a node there about once in eight (nodes half full after splits),
+/// and such a split raises into layer L + 2 in turn: one node per eight raises in the
+/// first, one per 64 in the second, and four more in each.
 fn room_for(jobs: &[Job], pool_of: impl Fn(u32, u32) -> Option<usize>) -> Vec<(usize, u64)> {
-    let mut per_pool: std::collections::BTreeMap<usize, u64> = Default::default();
+    // (raises into the layer above, into the one above that) per pool.
+    let mut per_pool: std::collections::BTreeMap<usize, (u64, u64)> = Default::default();
     for j in jobs {
         if let Some(p) = pool_of(j[0], j[1] + 1) {
-            *per_pool.entry(p).or_insert(0) += 1;
+            per_pool.entry(p).or_default().0 += 1;
+        }
+        if let Some(p) = pool_of(j[0], j[1] + 2) {
+            per_pool.entry(p).or_default().1 += 1;
         }
     }
-    per_pool.into_iter().map(|(p, n)| (p, n / 8 + 4)).collect()
+    per_pool
+        .into_iter()
+        .map(|(p, (one, two))| (p, one / 8 + two / 64 + 4))
+        .collect()
 }
 
 impl Lists {
@@ -237,12 +247,16 @@ mod tests {
         let mut jobs = vec![[3, 0, 10, 1]; 9];
         jobs.push([3, 1, 50, 2]);
         jobs.extend([[5, 0, 7, 3], [5, 0, 9, 4]]);
-        // A pool per layer: layer 1's pool gets 11 raises, layer 2's one.
+        // A pool per layer: layer 1's pool gets 11 raises, layer 2's one and 11 of the
+        // splits above them, layer 3's one of those.
         let per_layer = room_for(&jobs, |_, level| Some(level as usize));
-        assert_eq!(per_layer, vec![(1, 11 / 8 + 4), (2, 4)]);
-        // A pool per list (tiered): each list's own.
+        assert_eq!(
+            per_layer,
+            vec![(1, 11 / 8 + 4), (2, 1 / 8 + 11 / 64 + 4), (3, 4)]
+        );
+        // A pool per list (tiered): each list's own, both layers above in it.
         let per_list = room_for(&jobs, |l, _| Some(l as usize * 10));
-        assert_eq!(per_list, vec![(30, 10 / 8 + 4), (50, 4)]);
+        assert_eq!(per_list, vec![(30, 10 / 8 + 10 / 64 + 4), (50, 4)]);
         assert!(room_for(&jobs, |_, _| None).is_empty());
         assert!(room_for(&[], |_, _| Some(0)).is_empty());
     }
