@@ -243,20 +243,18 @@ mod tests {
 
     #[test]
     fn room_goes_to_the_pool_of_the_layer_above() {
-        // Nine raises from layer 0 and one from layer 1 of list 3; two of list 5.
-        let mut jobs = vec![[3, 0, 10, 1]; 9];
+        // 90 raises from layer 0 and one from layer 1 of list 3; two from layer 0 of
+        // list 5.
+        let mut jobs = vec![[3, 0, 10, 1]; 90];
         jobs.push([3, 1, 50, 2]);
         jobs.extend([[5, 0, 7, 3], [5, 0, 9, 4]]);
-        // A pool per layer: layer 1's pool gets 11 raises, layer 2's one and 11 of the
-        // splits above them, layer 3's one of those.
+        // A pool per layer: layer 1's pool takes 92 raises (11 nodes and 4); layer 2's
+        // one raise and the splits of 92 (1 node and 4); layer 3's the splits of one.
         let per_layer = room_for(&jobs, |_, level| Some(level as usize));
-        assert_eq!(
-            per_layer,
-            vec![(1, 11 / 8 + 4), (2, 1 / 8 + 11 / 64 + 4), (3, 4)]
-        );
-        // A pool per list (tiered): each list's own, both layers above in it.
+        assert_eq!(per_layer, vec![(1, 15), (2, 5), (3, 4)]);
+        // A pool per list (tiered): both layers above in each list's own.
         let per_list = room_for(&jobs, |l, _| Some(l as usize * 10));
-        assert_eq!(per_list, vec![(30, 10 / 8 + 10 / 64 + 4), (50, 4)]);
+        assert_eq!(per_list, vec![(30, 16), (50, 4)]);
         assert!(room_for(&jobs, |_, _| None).is_empty());
         assert!(room_for(&[], |_, _| Some(0)).is_empty());
     }
