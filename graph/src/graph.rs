@@ -1302,34 +1302,72 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// deleted or past the dictionary are ignored; returns how many vertices were
     /// deleted. Synchronizes.
     pub fn remove_vertices(&mut self, ids: &[u32]) -> Result<u64> {
-        // Each id once, in the caller's order (a bitmap, not a sort: host time counts).
-        let mut seen = IdSet::new();
-        let list: Vec<u32> = ids
-            .iter()
-            .copied()
-            .filter(|&u| u < self.num_ids && !self.deleted.contains(u) && seen.insert(u))
-            .collect();
-        if list.is_empty() {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let d = self.gpu.stream().clone_htod(ids)?;
+        self.remove_vertices_device(&d)
+    }
+
+    /// [`remove_vertices`](Self::remove_vertices) with the ids on the device. The host
+    /// does no work per id: the device drops duplicates, deleted ids and ids past the
+    /// dictionary, and the host's set of deleted ids is brought up to date from a bitmap
+    /// (or, for a batch smaller than the dictionary's bitmap, from the list of ids).
+    /// Synchronizes.
+    pub fn remove_vertices_device(&mut self, ids: &CudaSlice<u32>) -> Result<u64> {
+        let len = ids.len();
+        if len == 0 || self.num_ids == 0 {
             return Ok(0);
         }
         let stream = self.gpu.stream().clone();
-        let d = stream.clone_htod(&list)?;
-        let n = list.len();
-        let n64 = n as u64;
         self.alloc.clear_status()?;
         let call = CallStatus::new(&self.gpu, 0)?;
-        // Step 1: mark.
+        // Step 1: mark; the winners (each live id once) come back as a list and a bitmap.
+        let mut list = stream.alloc_zeros::<u32>(len)?;
+        let mut count = stream.alloc_zeros::<u64>(1)?;
+        let mut bits = stream.alloc_zeros::<u32>((self.num_ids as usize).div_ceil(32))?;
         let kernel = self.kernel("mark_deleted")?;
         let r = self.graph_ref(call.status_ptr());
+        let len64 = len as u64;
         let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&d).arg(&n64);
-        // SAFETY: sets a bit of vertices[ids[i]] (each in the dictionary).
-        unsafe { args.launch(self.item_shape(&kernel, n)?) }?;
-        for &u in &list {
-            self.deleted.insert(u);
+        args.arg(&r)
+            .arg(ids)
+            .arg(&len64)
+            .arg(&mut list)
+            .arg(&mut count)
+            .arg(&mut bits);
+        // SAFETY: reads ids[..len]; sets a bit of the entries of ids in the dictionary;
+        // appends at most len winners to list; sets bits of ids below num_ids only.
+        unsafe { args.launch(self.item_shape(&kernel, len)?) }?;
+        let n = stream.clone_dtoh(&count)?[0] as usize;
+        if n == 0 {
+            call.check()?;
+            return Ok(0);
         }
+        let n64 = n as u64;
+        let emptied = self.unlink_and_empty(&call, &list, n);
+        // The host's set, whatever the steps returned (the dictionary's bits are set):
+        // per id for a batch smaller than the bitmap, else per word.
+        if n < bits.len() {
+            for u in stream.clone_dtoh(&list.slice(..n))? {
+                self.deleted.insert(u);
+            }
+        } else {
+            self.deleted.merge_bits(&stream.clone_dtoh(&bits)?);
+        }
+        emptied?;
+        call.check()?;
+        self.alloc.check_status()?;
+        Ok(n64)
+    }
+
+    /// Vertex deletion, steps 2 and 3, for the `n` vertices of `list` (marked deleted).
+    fn unlink_and_empty(&self, call: &CallStatus, list: &CudaSlice<u32>, n: usize) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        // Edge updates from here on check their ends: the graph has deleted vertices.
+        let mut r = self.graph_ref(call.status_ptr());
+        r.flags |= HAS_DELETED;
         // Step 2: unlink (undirected: arc by arc) or sweep (directed).
-        let r = self.graph_ref(call.status_ptr());
         if self.config.directed {
             let kernel = self.kernel("sweep_deleted")?;
             let shape = self.warp_shape(&kernel, self.num_ids as usize)?;
@@ -1340,10 +1378,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
         } else {
             // The deleted vertices' arcs (count, scan, collect), then one thread per
             // arc removes the reverse arc from the neighbour's table.
-            let (offsets, total) = self.offsets_of(Some(&d), n)?;
+            let (offsets, total) = self.offsets_of(Some(list), n)?;
             if total > 0 {
                 let ((src, dst), _) =
-                    self.collect(Some(&d), 0, n, &offsets, total as usize, true)?;
+                    self.collect(Some(list), 0, n, &offsets, total as usize, true)?;
                 let src =
                     src.ok_or_else(|| Error::Invalid("collect returned no sources".into()))?;
                 let kernel = self.kernel("unlink_arcs")?;
@@ -1358,13 +1396,12 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let mut freed = stream.alloc_zeros::<u64>(1)?;
         let kernel = self.kernel("empty_tables")?;
         let shape = self.warp_shape(&kernel, n)?;
+        let n64 = n as u64;
         let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&d).arg(&n64).arg(&mut freed);
+        args.arg(&r).arg(list).arg(&n64).arg(&mut freed);
         // SAFETY: one warp per deleted vertex rewrites its own table only.
         unsafe { args.launch(shape) }?;
-        call.check()?;
-        self.alloc.check_status()?;
-        Ok(n as u64)
+        Ok(())
     }
 
     /// FLUSH of every table: tombstones dropped, each list packed, emptied collision

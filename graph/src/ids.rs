@@ -32,6 +32,24 @@ impl IdSet {
         fresh
     }
 
+    /// Adds the ids of a bitmap (bit `i % 32` of `bits[i / 32]` set: id `i` is in it);
+    /// returns how many were absent. Host time is per word, not per id.
+    pub fn merge_bits(&mut self, bits: &[u32]) -> usize {
+        let words = bits.len().div_ceil(2);
+        if words > self.words.len() {
+            self.words.resize(words, 0);
+        }
+        let mut fresh = 0usize;
+        for (w, pair) in self.words.iter_mut().zip(bits.chunks(2)) {
+            let hi = pair.get(1).copied().unwrap_or(0);
+            let add = u64::from(pair[0]) | u64::from(hi) << 32;
+            fresh += (add & !*w).count_ones() as usize;
+            *w |= add;
+        }
+        self.len += fresh;
+        fresh
+    }
+
     /// Removes `id`; true when it was present.
     pub fn remove(&mut self, id: u32) -> bool {
         let present = self.contains(id);
@@ -70,6 +88,22 @@ impl IdSet {
 mod tests {
     use super::*;
     use std::collections::BTreeSet;
+
+    #[test]
+    fn merged_bitmaps_add_their_ids() {
+        let mut a = IdSet::new();
+        a.insert(3);
+        a.insert(100);
+        let mut bits = vec![0u32; 5];
+        for id in [3u32, 31, 32, 64, 130] {
+            bits[id as usize / 32] |= 1 << (id % 32);
+        }
+        assert_eq!(a.merge_bits(&bits), 4);
+        assert_eq!(a.len(), 6);
+        assert_eq!(a.iter().collect::<Vec<_>>(), vec![3, 31, 32, 64, 100, 130]);
+        assert_eq!(a.merge_bits(&bits), 0);
+        assert_eq!(a.len(), 6);
+    }
 
     #[test]
     fn behaves_like_a_btreeset() {

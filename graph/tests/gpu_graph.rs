@@ -587,6 +587,60 @@ fn vertex_insertion_sizes_tables_and_reuses_ids() {
 }
 
 #[test]
+fn vertex_deletion_batches_drop_duplicates_deleted_and_unknown_ids() {
+    let Some(gpu) = gpu() else { return };
+    // Both ways the host learns a batch: per id (a batch smaller than the dictionary's
+    // bitmap of n / 32 words) and per bitmap word (a larger batch).
+    for (n, picks) in [(4096u32, 40usize), (4096, 3000)] {
+        let mut rng = StdRng::seed_from_u64(u64::from(n) + picks as u64);
+        for directed in [false, true] {
+            let config = GraphConfig {
+                directed,
+                ..Default::default()
+            };
+            let src: Vec<u32> = (0..4 * n).map(|_| rng.random_range(0..n)).collect();
+            let dst: Vec<u32> = (0..4 * n).map(|_| rng.random_range(0..n)).collect();
+            let mut g = DynamicGraph::<()>::from_edges(&gpu, config, n, &src, &dst, None).unwrap();
+            let mut o = Oracle::<()>::new(directed, n);
+            o.insert(&src, &dst, &[]);
+            // A first batch; then one with its ids again, duplicates, new ids and ids
+            // past the dictionary, through the device form.
+            let first: Vec<u32> = (0..picks / 2).map(|_| rng.random_range(0..n)).collect();
+            let want = first.iter().collect::<BTreeSet<_>>().len() as u64;
+            assert_eq!(g.remove_vertices(&first).unwrap(), want);
+            o.remove_vertices(&first);
+            let mut second: Vec<u32> = first.clone();
+            second.extend((0..picks).map(|_| rng.random_range(0..n)));
+            second.extend([n, n + 7, u32::MAX - 2]);
+            second.extend(second.clone());
+            let before = o.deleted.len() as u64;
+            o.remove_vertices(&second);
+            let ids = gpu.stream().clone_htod(&second).unwrap();
+            assert_eq!(
+                g.remove_vertices_device(&ids).unwrap(),
+                o.deleted.len() as u64 - before
+            );
+            let what = format!("n {n}, batch {picks}, directed {directed}");
+            assert_eq!(
+                g.deleted_vertices(),
+                o.deleted.iter().copied().collect::<Vec<_>>(),
+                "{what}"
+            );
+            assert_eq!(g.num_vertices(), u64::from(n) - o.deleted.len() as u64);
+            agree(&g, &mut o, &what);
+            // The ids come back in ascending order.
+            let back = g.insert_vertices(3).unwrap();
+            let want: Vec<u32> = o.deleted.iter().copied().take(3).collect();
+            assert_eq!(back, want, "{what}");
+            for u in back {
+                o.deleted.remove(&u);
+            }
+            agree(&g, &mut o, &what);
+        }
+    }
+}
+
+#[test]
 fn a_large_graph_builds_and_validates() {
     let Some(gpu) = gpu() else { return };
     let n = 1u32 << 22;

@@ -16,11 +16,17 @@ pub(crate) fn program() -> Program {
         .define("KERNEL_SUFFIX", "u32")
 }
 
-/// The module of both skip lists.
+/// The module of both skip lists (with the device side of the test-only faults when
+/// the `fault-injection` feature is on).
 pub(crate) fn skiplist_program() -> Program {
-    Program::new("skiplist", SKIPLIST)
+    let program = Program::new("skiplist", SKIPLIST)
         .headers(crate::cuda_headers())
-        .define("KERNEL_SUFFIX", "u32")
+        .define("KERNEL_SUFFIX", "u32");
+    if cfg!(feature = "fault-injection") {
+        program.define("GPUDS_OVERSUB_FAULTS", 1)
+    } else {
+        program
+    }
 }
 
 const WORKLOAD_SOURCE: &str = include_str!("../cuda/kernels/workload.cu");

@@ -22,12 +22,15 @@
 
 mod batch;
 mod error;
+#[cfg(feature = "fault-injection")]
+pub mod faults;
 mod flat;
 mod kernels;
 pub mod kmer;
 mod placement;
 mod range;
 mod skiplist;
+mod streams;
 pub mod workload;
 
 pub use batch::RESERVED_KEYS;

@@ -154,3 +154,40 @@ fn budgets_and_pools_beyond_them_are_errors() {
     assert_eq!(s.to_vec().unwrap(), vec![(5 << 12, 1), (9 << 12, 2)]);
     s.validate().unwrap();
 }
+
+#[test]
+fn overlapped_copies_over_many_runs_match_the_oracle_after_every_batch() {
+    let Some(gpu) = gpu() else { return };
+    // 64 ranges of the dense window whose pools grow to tens of KiB, a budget of 160
+    // KiB (runs of at most 80 KiB of pools): every batch runs many runs, and each run's
+    // successor is copied in on the copy stream while it runs.
+    let budget = 160 << 10;
+    let mut s = tiered(&gpu, budget).unwrap();
+    let mut o = Oracle::new();
+    let keys = Keys {
+        dense: 1 << 18,
+        anywhere: 200,
+    };
+    let mut rng = ChaCha8Rng::seed_from_u64(13);
+    for step in 0..24u32 {
+        let what = format!("overlapped step {step}");
+        let batch: Vec<u32> = (0..rng.random_range(1000..12_000usize))
+            .map(|_| keys.draw(&mut rng))
+            .collect();
+        match step % 4 {
+            3 => remove(&mut s, &mut o, &batch, &what),
+            _ => insert(&mut s, &mut o, &batch, |k| k ^ step),
+        }
+        settle(&s, &o, &what);
+        let asks: Vec<u32> = (0..400).map(|_| keys.draw(&mut rng)).collect();
+        query(&mut s, &o, &asks, &what);
+        let st = s.stats().unwrap();
+        assert!(st.device_bytes <= budget, "{what}: {st:?}");
+        let want: Vec<(u32, u32)> = o.iter().map(|(&a, &b)| (a, b)).collect();
+        assert_eq!(s.to_vec().unwrap(), want, "{what}: contents");
+    }
+    let st = s.stats().unwrap();
+    assert!(st.overlapped_in > 0, "no copy overlapped a kernel: {st:?}");
+    assert!(st.moved_out > 0, "{st:?}");
+    eprintln!("{st:?}");
+}

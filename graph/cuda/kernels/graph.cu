@@ -247,10 +247,27 @@ extern "C" __global__ void GPUDS_KERNEL(collect)(ref_t g, const unsigned* ids, u
 #endif
 }
 
-// Vertex deletion, step 1: marks ids[i] deleted (the host passes each live id once).
-extern "C" __global__ void GPUDS_KERNEL(mark_deleted)(ref_t g, const unsigned* ids, unsigned long long n) {
-  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
-    atomicOr(&g.vertices[ids[i]].buckets, DELETED_BIT);
+// Vertex deletion, step 1: marks ids[i] deleted. The request that sets the bit of a
+// live id in the dictionary wins; duplicates, ids already deleted and ids past the
+// dictionary change nothing. The winners are appended to `list` (count in *count, in no
+// particular order; one atomic per warp) and set their bit in `bits` (a zeroed bitmap of
+// the dictionary's ids), so the host learns the batch without reading it per id.
+extern "C" __global__ void GPUDS_KERNEL(mark_deleted)(ref_t g, const unsigned* ids, unsigned long long n,
+                                                      unsigned* list, unsigned long long* count,
+                                                      unsigned* bits) {
+  const unsigned lane = warp::lane_id();
+  const unsigned long long stride = thread_count();
+  const unsigned long long rounds = (n + stride - 1) / stride;
+  for (unsigned long long r = 0; r < rounds; ++r) {
+    const unsigned long long i = r * stride + thread_index();
+    const unsigned u = i < n ? ids[i] : g.num_vertices;
+    const bool won = u < g.num_vertices && (atomicOr(&g.vertices[u].buckets, DELETED_BIT) & DELETED_BIT) == 0u;
+    if (won) atomicOr(&bits[u >> 5], 1u << (u & 31u));
+    const unsigned winners = __ballot_sync(warp::FULL_MASK, won);
+    unsigned long long base = 0;
+    if (lane == 0 && winners != 0u) base = atomicAdd(count, static_cast<unsigned long long>(__popc(winners)));
+    base = __shfl_sync(warp::FULL_MASK, base, 0);
+    if (won) list[base + __popc(winners & slabhash::lanes_below())] = u;
   }
 }
 

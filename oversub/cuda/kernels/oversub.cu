@@ -49,16 +49,19 @@ __device__ __forceinline__ void for_requests(unsigned long long n, Op&& op) {
 }
 
 // Insertions (replace) or, with `accumulate`, additions (values null: add 1 per key).
+// With `index` (a batch sorted by key), key i's value is values[index[i]] and its failure
+// bit that position: errors name the caller's requests.
 template <class Table>
 __device__ __forceinline__ void insert_all(const Table& t, unsigned long long* count, const unsigned* keys,
-                                           const unsigned* values, unsigned long long n, unsigned* failed,
-                                           bool accumulate = false) {
+                                           const unsigned long long* index, const unsigned* values,
+                                           unsigned long long n, unsigned* failed, bool accumulate = false) {
   for_requests(n, [&](bool active, unsigned long long i) {
     const unsigned k = active ? keys[i] : 1u;
-    const unsigned v = active && values != nullptr ? values[i] : (accumulate ? 1u : 0u);
+    const unsigned long long at = active && index != nullptr ? index[i] : i;
+    const unsigned v = active && values != nullptr ? values[at] : (accumulate ? 1u : 0u);
     const unsigned outcome = accumulate ? t.add(active, k, v) : t.insert(active, k, v);
     add_count(count, active && outcome == OP_ABSENT ? 1 : 0);
-    note(failed, active, i, outcome);
+    note(failed, active, at, outcome);
   });
 }
 
@@ -94,7 +97,7 @@ __device__ __forceinline__ void find_all(const Table& t, const unsigned* keys, c
 
 extern "C" __global__ void GPUDS_KERNEL(flat_insert)(flat_table t, const unsigned* keys, const unsigned* values,
                                                      unsigned long long n, unsigned* failed) {
-  insert_all(t, t.count, keys, values, n, failed);
+  insert_all(t, t.count, keys, nullptr, values, n, failed);
 }
 extern "C" __global__ void GPUDS_KERNEL(flat_erase)(flat_table t, const unsigned* keys,
                                                     const unsigned long long* index, unsigned long long n,
@@ -107,9 +110,10 @@ extern "C" __global__ void GPUDS_KERNEL(flat_find)(flat_table t, const unsigned*
   find_all(t, keys, index, n, values, found, failed);
 }
 
-extern "C" __global__ void GPUDS_KERNEL(range_insert)(range_table t, const unsigned* keys, const unsigned* values,
+extern "C" __global__ void GPUDS_KERNEL(range_insert)(range_table t, const unsigned* keys,
+                                                      const unsigned long long* index, const unsigned* values,
                                                       unsigned long long n, unsigned* failed) {
-  insert_all(t, t.count, keys, values, n, failed);
+  insert_all(t, t.count, keys, index, values, n, failed);
 }
 extern "C" __global__ void GPUDS_KERNEL(range_erase)(range_table t, const unsigned* keys,
                                                      const unsigned long long* index, unsigned long long n,
@@ -147,9 +151,10 @@ extern "C" __global__ void GPUDS_KERNEL(range_histogram)(range_table t, const un
 
 extern "C" __global__ void GPUDS_KERNEL(flat_add)(flat_table t, const unsigned* keys, const unsigned* deltas,
                                                   unsigned long long n, unsigned* failed) {
-  insert_all(t, t.count, keys, deltas, n, failed, true);
+  insert_all(t, t.count, keys, nullptr, deltas, n, failed, true);
 }
-extern "C" __global__ void GPUDS_KERNEL(range_add)(range_table t, const unsigned* keys, const unsigned* deltas,
+extern "C" __global__ void GPUDS_KERNEL(range_add)(range_table t, const unsigned* keys,
+                                                   const unsigned long long* index, const unsigned* deltas,
                                                    unsigned long long n, unsigned* failed) {
-  insert_all(t, t.count, keys, deltas, n, failed, true);
+  insert_all(t, t.count, keys, index, deltas, n, failed, true);
 }

@@ -98,20 +98,24 @@ extern "C" __global__ void GPUDS_KERNEL(sl_need)(skiplist_ref t, const unsigned*
   }
 }
 
-// Insertions (replace) or, with `add`, additions (values null: add 1 per key).
-extern "C" __global__ void GPUDS_KERNEL(sl_insert)(skiplist_ref t, const unsigned* keys, const unsigned* values,
+// Insertions (replace) or, with `add`, additions (values null: add 1 per key). Key i
+// is the batch's operation index[i] (index null: i): its value is values[index[i]] and
+// its failure bit that position, so errors name the caller's operations.
+extern "C" __global__ void GPUDS_KERNEL(sl_insert)(skiplist_ref t, const unsigned* keys,
+                                                   const unsigned long long* index, const unsigned* values,
                                                    unsigned long long n, unsigned add, unsigned* failed) {
   for_ops(n, t.keys_per_warp, [&](unsigned long long i) {
     const unsigned k = keys[i];
     const list_ref r = t.of(k);
-    const unsigned x = values != nullptr ? values[i] : (add != 0u ? 1u : 0u);
+    const unsigned long long at = at_of(index, i);
+    const unsigned x = values != nullptr ? values[at] : (add != 0u ? 1u : 0u);
     const unsigned outcome = insert(r, k, x, add != 0u);
     if (warp::lane_id() == 0 && outcome == ABSENT) {
       atomicAdd(&r.l->count, 1ull);
       atomicMin(&r.l->min_key, k);
       atomicMax(&r.l->max_key, k);
     }
-    if (outcome == FAILED) set_bit(failed, i);
+    if (outcome == FAILED) set_bit(failed, at);
   });
 }
 
@@ -317,4 +321,63 @@ extern "C" __global__ void GPUDS_KERNEL(sl_aux_commit)(skiplist_ref t, const uns
   for (unsigned long long j = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; j < m;
        j += stride)
     t.lists[keys[j] - 1u].in_aux = value;
+}
+
+// Repair of dropped raises, between batches (no other kernel runs). A node is indexed
+// when an entry of a live index node of the layer above names it (a head: the head
+// above). sl_named sets, for every entry of the live index nodes of pool p of list
+// `owner` (nodes [0, count)), the bit of the node it names: bit i % 32 of word
+// marks[at[q] + i / 32] for node i of the owner's pool q, below at[16 + q] words.
+extern "C" __global__ void GPUDS_KERNEL(sl_named)(skiplist_ref t, unsigned long long owner, unsigned p,
+                                                  unsigned long long count, unsigned* marks,
+                                                  const unsigned long long* at) {
+  const list_ref r = t.at(owner);
+  for (unsigned long long i = warp::global_warp_id(); i < count; i += warp::warp_count()) {
+    const view v = read(r.node((p << POOL_SHIFT) | static_cast<unsigned>(i)));
+    if ((v.meta & (FREED | DEAD)) != 0u || (v.meta & LEVEL_MASK) == 0u || !v.valid()) continue;
+    const unsigned down = val_of(v.s);
+    const unsigned q = down >> POOL_SHIFT;
+    const unsigned long long word = (down & INDEX_MASK) / 32u;
+    if (word < at[MAX_LEVELS + q]) atomicOr(&marks[at[q] + word], 1u << (down % 32u));
+  }
+}
+
+// After sl_named over every pool of `owner`: the live nodes of pool p (nodes [0, count))
+// that are not heads, hold a key, lie below the top layer and are named by no entry.
+// Each is counted in *found and, while fewer than `cap`, written to jobs as (list,
+// level, smallest key, node): a raise of that key into the layer above names the node
+// (its range starts at or below its smallest key, so the entry is valid).
+extern "C" __global__ void GPUDS_KERNEL(sl_unindexed)(skiplist_ref t, unsigned long long owner, unsigned p,
+                                                      unsigned long long count, const unsigned* marks,
+                                                      const unsigned long long* at, unsigned* jobs,
+                                                      unsigned long long* found, unsigned long long cap) {
+  const list_ref r = t.at(owner);
+  for (unsigned long long i = warp::global_warp_id(); i < count; i += warp::warp_count()) {
+    const unsigned ref = (p << POOL_SHIFT) | static_cast<unsigned>(i);
+    const view v = read(r.node(ref));
+    const unsigned level = v.meta & LEVEL_MASK;
+    if ((v.meta & (FREED | DEAD | HEAD)) != 0u || level + 1u >= MAX_LEVELS) continue;
+    if (i / 32u < at[MAX_LEVELS + p] && (marks[at[p] + i / 32u] >> (i % 32u) & 1u) != 0u) continue;
+    const int lane = ceil_lane(v, 0u);
+    if (lane < 0) continue;  // empty: nothing to raise (searches walk past it)
+    const unsigned k = key_of(__shfl_sync(warp::FULL_MASK, v.s, lane));
+    if (warp::lane_id() == 0) {
+      const unsigned long long j = atomicAdd(found, 1ull);
+      if (j < cap) {
+        jobs[4 * j] = static_cast<unsigned>(t.list_of(k));
+        jobs[4 * j + 1] = level;
+        jobs[4 * j + 2] = k;
+        jobs[4 * j + 3] = ref;
+      }
+    }
+  }
+}
+
+// Raises each job of sl_unindexed (m of them) into the layer above its node, best effort
+// as every raise (a dropped one is counted again).
+extern "C" __global__ void GPUDS_KERNEL(sl_raise_jobs)(skiplist_ref t, const unsigned* jobs, unsigned long long m) {
+  for (unsigned long long j = warp::global_warp_id(); j < m; j += warp::warp_count()) {
+    const unsigned* job = jobs + 4 * j;
+    raise(t.at(job[0]), job[2], job[3], job[1]);
+  }
 }

@@ -19,7 +19,7 @@ use home::Home;
 use plan::Run;
 use tier::Cache;
 
-use crate::batch::{bits, check_device_keys, check_host_keys, same_len, shape};
+use crate::batch::{bits, check_device_keys, check_host_keys, same_len, shape, Failures};
 use crate::error::{Error, Result};
 use crate::flat::{check_slots, live_pairs, windows_for, WINDOW};
 use crate::placement::{Placement, Region};
@@ -160,7 +160,10 @@ impl RangeTable {
     /// Inserts or replaces `keys[i] -> values[i]` (duplicates inside a batch keep one of
     /// their values), in batches of `config.batch`, each sorted by key on the device and
     /// given the inner tables of the ranges it touches first. A reserved key fails the
-    /// call before anything is applied. Synchronizes.
+    /// call before anything is applied. Keys that found no slot in their full inner
+    /// table fail the call with [`gpuds_core::Error::NotApplied`] naming their positions
+    /// in `keys` (not the sorted order); every other key of the call applied.
+    /// Synchronizes.
     pub fn insert_many(&mut self, keys: &[u32], values: &[u32]) -> Result<()> {
         same_len("keys and values", keys.len(), values.len())?;
         self.host_batches("range_insert_u32", keys, values)
@@ -171,18 +174,20 @@ impl RangeTable {
     fn host_batches(&mut self, kernel: &str, keys: &[u32], values: &[u32]) -> Result<()> {
         check_host_keys(keys)?;
         let stream = self.gpu.stream().clone();
-        for (kc, vc) in keys
+        let mut failures = Failures::default();
+        for (c, (kc, vc)) in keys
             .chunks(self.config.batch)
             .zip(values.chunks(self.config.batch))
+            .enumerate()
         {
             let (k, v) = (stream.clone_htod(kc)?, stream.clone_htod(vc)?);
-            self.run(kernel, k, v)?;
+            failures.take(self.run(kernel, k, v), c * self.config.batch)?;
         }
-        Ok(())
+        failures.finish(())
     }
 
     /// [`insert_many`](Self::insert_many) of one batch on the device (checked on the
-    /// device; the arrays are sorted in place).
+    /// device; errors name positions in these arrays).
     pub fn insert_many_device(
         &mut self,
         keys: CudaSlice<u32>,
@@ -201,17 +206,16 @@ impl RangeTable {
         self.host_batches("range_add_u32", keys, deltas)
     }
 
-    fn run(
-        &mut self,
-        name: &str,
-        mut keys: CudaSlice<u32>,
-        mut values: CudaSlice<u32>,
-    ) -> Result<()> {
+    /// One batch: sorted with each key's position (the values stay in the caller's
+    /// order), so the failures the kernel marks are the caller's positions.
+    fn run(&mut self, name: &str, mut keys: CudaSlice<u32>, values: CudaSlice<u32>) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
-        self.sorter.sort_pairs(&mut keys, &mut values)?;
+        let mut index = self.gpu.stream().alloc_zeros::<u64>(n)?;
+        primitives::iota(&self.gpu, &mut index, 0u64)?;
+        self.sorter.sort_pairs(&mut keys, &mut index)?;
         self.make_inners(&keys)?;
         let call = CallStatus::new(&self.gpu, n)?;
         let kernel = self.module.kernel(name)?;
@@ -219,11 +223,16 @@ impl RangeTable {
             let r = t.table_ref(call.status_ptr());
             let (len64, failed) = (run.len as u64, call.bits_ptr());
             let span = run.start..run.start + run.len;
-            let (k, v) = (keys.slice(span.clone()), values.slice(span));
+            let (k, ix) = (keys.slice(span.clone()), index.slice(span));
             let mut args = t.gpu.stream().launch_builder(kernel.func());
-            args.arg(&r).arg(&k).arg(&v).arg(&len64).arg(&failed);
-            // SAFETY: reads the run of the sorted batch; every range it touches has its
-            // inner table on the device.
+            args.arg(&r)
+                .arg(&k)
+                .arg(&ix)
+                .arg(&values)
+                .arg(&len64)
+                .arg(&failed);
+            // SAFETY: reads the run of the sorted batch and the values at its positions
+            // (below n); every range it touches has its inner table on the device.
             unsafe { args.launch(shape(&t.gpu, &kernel, run.len)?) }?;
             Ok(())
         })?;
@@ -379,6 +388,7 @@ impl RangeTable {
         let stream = self.gpu.stream().clone();
         let mut found_all = vec![false; n];
         let mut values_all = vec![0u32; if want_values { n } else { 0 }];
+        let mut failures = Failures::default();
         for (c, chunk) in keys.chunks(self.config.batch).enumerate() {
             let m = chunk.len();
             let (k, index) = self.sorted_with_index(chunk)?;
@@ -404,8 +414,8 @@ impl RangeTable {
                 unsafe { args.launch(shape(&t.gpu, &kernel, run.len)?) }?;
                 Ok(())
             })?;
-            call.check()?;
             let base = c * self.config.batch;
+            failures.take(call.check().map_err(Error::from), base)?;
             for (j, f) in bits(&stream.clone_dtoh(&found)?, m).into_iter().enumerate() {
                 found_all[base + j] = f;
             }
@@ -414,7 +424,7 @@ impl RangeTable {
                 values_all[base..base + m].copy_from_slice(&v[..m]);
             }
         }
-        Ok((found_all, values_all))
+        failures.finish((found_all, values_all))
     }
 
     /// Removes each key; `true` where this batch removed it (answers in the caller's
@@ -423,7 +433,8 @@ impl RangeTable {
         check_host_keys(keys)?;
         let stream = self.gpu.stream().clone();
         let mut out = Vec::with_capacity(keys.len());
-        for chunk in keys.chunks(self.config.batch) {
+        let mut failures = Failures::default();
+        for (c, chunk) in keys.chunks(self.config.batch).enumerate() {
             let m = chunk.len();
             let (k, index) = self.sorted_with_index(chunk)?;
             let mut removed = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
@@ -445,10 +456,10 @@ impl RangeTable {
                 unsafe { args.launch(shape(&t.gpu, &kernel, run.len)?) }?;
                 Ok(())
             })?;
-            call.check()?;
+            failures.take(call.check().map_err(Error::from), c * self.config.batch)?;
             out.extend(bits(&stream.clone_dtoh(&removed)?, m));
         }
-        Ok(out)
+        failures.finish(out)
     }
 
     /// Bytes per tier and inner tables in use. Does not synchronize.

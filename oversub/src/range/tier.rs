@@ -40,8 +40,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys::{self, CUevent_flags};
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
 use gpuds_core::Gpu;
 
 use super::home::Home;
@@ -51,6 +50,7 @@ use super::RangeTable;
 use crate::batch::shape;
 use crate::error::{Error, Result};
 use crate::placement::{Placement, Region};
+use crate::streams::{self, Stalls, Way};
 
 /// The tiered placement's device cache: slots of one inner table each, their book, the
 /// copy stream and the counters of `stats()`.
@@ -71,44 +71,11 @@ pub(super) struct Cache {
     pending: bool,
 }
 
-fn check_copy(r: sys::CUresult) -> Result<()> {
-    if r == sys::CUresult::CUDA_SUCCESS {
-        Ok(())
-    } else {
-        Err(gpuds_core::Error::InvalidArgument(format!(
-            "a copy between host and device failed: {r:?}"
-        ))
-        .into())
-    }
-}
-
-/// Which way a copy between a slot and a home goes.
-#[derive(Clone, Copy)]
-enum Way {
-    In,
-    Out,
-}
-
 /// Enqueues the copy of `bytes` between `slot` and the pinned `home` on `stream`.
 fn copy(way: Way, home: &Home, slot: &Region, bytes: usize, stream: &CudaStream) -> Result<()> {
-    let host = home.host_ptr();
-    if host.is_null() {
-        return Err(Error::Invalid(
-            "a tiered home is not pinned host memory".into(),
-        ));
-    }
     // SAFETY: both hold `bytes` (an inner table); the caller orders the copy after every
     // kernel that used the slot and every copy that used the home (module docs).
-    check_copy(unsafe {
-        match way {
-            Way::In => {
-                sys::cuMemcpyHtoDAsync_v2(slot.device_ptr(), host, bytes, stream.cu_stream())
-            }
-            Way::Out => {
-                sys::cuMemcpyDtoHAsync_v2(host, slot.device_ptr(), bytes, stream.cu_stream())
-            }
-        }
-    })
+    unsafe { streams::copy(way, home.host_ptr(), slot.device_ptr(), bytes, stream) }
 }
 
 /// The words of `m` outer-entry updates (range, inner pointer) as `range_set_inner`
@@ -233,19 +200,13 @@ impl Cache {
     /// Makes the compute stream `s` wait for everything on the copy stream, synchronizes
     /// it, and adds the compute stream's waits for copies (`stalls`, event pairs) to
     /// the counter. Runs whatever `enqueued` says, so that no copy is left unordered.
-    fn settle(
-        &mut self,
-        s: &CudaStream,
-        enqueued: Result<Vec<(CudaEvent, CudaEvent)>>,
-    ) -> Result<()> {
+    fn settle(&mut self, s: &CudaStream, enqueued: Result<Stalls>) -> Result<()> {
         let joined = s.join(&self.copy);
         let synced = s.synchronize();
         let stalls = enqueued?;
         joined?;
         synced?;
-        for (before, after) in stalls {
-            self.copy_wait_ns += (f64::from(before.elapsed_ms(&after)?) * 1e6) as u64;
-        }
+        self.copy_wait_ns += stalls.total_ns()?;
         self.pending = false;
         Ok(())
     }
@@ -315,7 +276,7 @@ impl RangeTable {
     }
 
     /// Issues the batch's copies and kernels in the order of [`schedule`]; returns the
-    /// event pairs around each wait of the compute stream for copies.
+    /// compute stream's timed waits for copies.
     fn enqueue(
         &self,
         runs: &[Run],
@@ -323,7 +284,7 @@ impl RangeTable {
         spans: &[std::ops::Range<usize>],
         staged: Option<Staged>,
         launch: &mut dyn FnMut(&RangeTable, &Run) -> Result<()>,
-    ) -> Result<Vec<(CudaEvent, CudaEvent)>> {
+    ) -> Result<Stalls> {
         let cache = self
             .cache
             .as_ref()
@@ -332,20 +293,17 @@ impl RangeTable {
         let bytes = self.inner_bytes() as usize;
         let set_inner = self.module.kernel("range_set_inner_u32")?;
         let r = self.table_ref(0);
-        let timed = Some(CUevent_flags::CU_EVENT_DEFAULT);
         let missing = || Error::Invalid("the schedule names a step it lacks".into());
-        let mut done: Vec<CudaEvent> = Vec::new();
-        let mut copied: Option<CudaEvent> = None;
-        let mut stalls = Vec::new();
+        let mut done = Vec::new();
+        let mut copied = None;
+        let mut stalls = Stalls::default();
         for op in schedule(steps) {
             match op {
                 Op::Upload => {
                     let st = staged.ok_or_else(missing)?;
                     // SAFETY: pinned staging of `st.bytes` to its device twin of at least
                     // as many; the device words are read by later kernels of this stream.
-                    check_copy(unsafe {
-                        sys::cuMemcpyHtoDAsync_v2(st.inners, st.host, st.bytes, c.cu_stream())
-                    })?;
+                    unsafe { streams::copy(Way::In, st.host, st.inners, st.bytes, c) }?;
                 }
                 Op::Done(_) => done.push(s.record_event(None)?),
                 Op::AwaitDone(j) => c.wait(done.get(j).ok_or_else(missing)?)?,
@@ -369,11 +327,7 @@ impl RangeTable {
                     unsafe { args.launch(shape(&self.gpu, &set_inner, span.len())?) }?;
                 }
                 Op::Copied(_) => copied = Some(c.record_event(None)?),
-                Op::AwaitCopied(_) => {
-                    let before = s.record_event(timed)?;
-                    s.wait(copied.as_ref().ok_or_else(missing)?)?;
-                    stalls.push((before, s.record_event(timed)?));
-                }
+                Op::AwaitCopied(_) => stalls.wait(s, copied.as_ref().ok_or_else(missing)?)?,
                 Op::Kernel(i) => launch(self, &runs[i])?,
             }
         }

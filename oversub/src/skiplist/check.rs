@@ -315,6 +315,58 @@ pub(crate) fn validate(lists: &Lists) -> Result<()> {
     Ok(())
 }
 
+/// Nodes of every list (the auxiliary list's too) that the index misses: live, holding a
+/// key, not a head, below the top layer cap, and named by no entry of the layer above.
+pub(crate) fn unindexed(lists: &Lists) -> Result<u64> {
+    let snap = Snapshot::of(lists)?;
+    let cap: usize = snap.pools.iter().map(Vec::len).sum::<usize>() / NODE_SLOTS + 1;
+    let mut total = 0u64;
+    for d in lists.list_descs()? {
+        // Per layer: its candidates (nodes that should be named) and the nodes its
+        // entries name.
+        let mut candidates: Vec<Vec<u32>> = Vec::new();
+        let mut names: Vec<std::collections::HashSet<u32>> = Vec::new();
+        for level in 0..MAX_LEVELS {
+            if d.heads[level] == NIL {
+                break;
+            }
+            let (mut mine, mut named) = (Vec::new(), std::collections::HashSet::new());
+            let (mut n, mut steps) = (d.heads[level], 0usize);
+            while n != NIL {
+                let node = snap.node(d.first_pool, n)?;
+                let meta = val_of(node[META_SLOT]);
+                let keys = node[..NODE_KEYS].iter().filter(|&&s| key_of(s) != NIL);
+                if meta & DEAD == 0 {
+                    if level > 0 {
+                        named.extend(keys.clone().map(|&s| val_of(s)));
+                    }
+                    if meta & HEAD == 0 && keys.count() > 0 && level + 1 < MAX_LEVELS {
+                        mine.push(n);
+                    }
+                }
+                n = val_of(node[HIGH_SLOT]);
+                steps += 1;
+                if steps > cap {
+                    return Err(bad("a layer's next links form a cycle".into()));
+                }
+            }
+            candidates.push(mine);
+            names.push(named);
+        }
+        for (level, mine) in candidates.iter().enumerate() {
+            let above = names.get(level + 1);
+            total += mine
+                .iter()
+                .filter(|n| !above.is_some_and(|a| a.contains(n)))
+                .count() as u64;
+        }
+    }
+    if let Some(aux) = &lists.aux {
+        total += unindexed(aux)?;
+    }
+    Ok(total)
+}
+
 impl Lists {
     /// Every live pair of every list, in key order. Synchronizes.
     pub(crate) fn to_vec(&self) -> Result<Vec<(u32, u32)>> {

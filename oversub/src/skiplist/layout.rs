@@ -36,6 +36,9 @@ pub(crate) struct PoolDesc {
     pub bump: u32,
     pub free_top: i32,
     pub exhausted: u32,
+    /// Raises dropped by the lists whose first pool this is, since the last repair.
+    pub dropped: u32,
+    pub pad: u32,
 }
 
 /// `sl::list`.
@@ -52,7 +55,11 @@ pub(crate) struct ListDesc {
     pub count: u64,
     pub dead: u64,
     pub in_aux: u32,
-    pub pad: [u32; 5],
+    /// Test-only faults (the `fault-injection` feature; see `crate::faults`).
+    pub faults: u32,
+    pub fail_lo: u32,
+    pub fail_hi: u32,
+    pub pad: [u32; 2],
 }
 
 impl ListDesc {
@@ -68,7 +75,10 @@ impl ListDesc {
             count: 0,
             dead: 0,
             in_aux: 0,
-            pad: [0; 5],
+            faults: 0,
+            fail_lo: 0,
+            fail_hi: 0,
+            pad: [0; 2],
         }
     }
 }
@@ -122,10 +132,12 @@ mod tests {
 
     #[test]
     fn mirrors_have_the_device_sizes() {
-        assert_eq!(std::mem::size_of::<PoolDesc>(), 40);
+        assert_eq!(std::mem::size_of::<PoolDesc>(), 48);
+        assert_eq!(std::mem::offset_of!(PoolDesc, dropped), 40);
         assert_eq!(std::mem::size_of::<ListDesc>(), 128);
         assert_eq!(std::mem::offset_of!(ListDesc, count), 88);
         assert_eq!(std::mem::offset_of!(ListDesc, in_aux), 104);
+        assert_eq!(std::mem::offset_of!(ListDesc, fail_lo), 112);
         assert_eq!(std::mem::size_of::<SkipRef>(), 56);
         assert_eq!(std::mem::offset_of!(SkipRef, aux), 32);
     }

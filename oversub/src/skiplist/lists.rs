@@ -15,7 +15,7 @@ use super::layout::{
     from_words, to_words, ListDesc, PoolDesc, SkipRef, MAX_POOL_NODES, NODE_BYTES,
 };
 use super::tier::Tier;
-use crate::batch::bits;
+use crate::batch::{bits, without_positions};
 use crate::error::{Error, Result};
 use crate::placement::{Placement, Region};
 use crate::range::home::Home;
@@ -133,6 +133,8 @@ pub(crate) struct Lists {
     pub(super) sorter: RadixSorter,
     /// The tiered placement's cache book (range lists with `Shape::tiered`).
     pub(super) tier: Option<Tier>,
+    /// Raises the kernels dropped whose counters a repair pass took (see `repair`).
+    pub(super) raises_dropped: u64,
 }
 
 impl Lists {
@@ -160,7 +162,11 @@ impl Lists {
             pools.push(pool);
         }
         let tier = match tiered {
-            Some(budget) => Some(Tier::new(budget, capacity, num_lists)?),
+            Some(budget) => {
+                let mut tier = Tier::new(budget, capacity, num_lists)?;
+                tier.copy = Some(gpu.new_stream()?);
+                Some(tier)
+            }
             None => None,
         };
         let descs = vec![ListDesc::empty(flags); num_lists as usize];
@@ -194,6 +200,7 @@ impl Lists {
             aux,
             sorter: RadixSorter::new(gpu)?,
             tier,
+            raises_dropped: 0,
         };
         if num_lists == 1 {
             lists.init_lists(None, 1)?;
@@ -222,12 +229,12 @@ impl Lists {
         }
     }
 
-    fn kernel(&self, name: &str) -> Result<Kernel> {
+    pub(super) fn kernel(&self, name: &str) -> Result<Kernel> {
         Ok(self.module.kernel(name)?)
     }
 
     /// A grid of one warp per `per` operations (at most the resident warps).
-    fn warps_shape(&self, kernel: &Kernel, ops: u64, per: u32) -> Result<LaunchConfig> {
+    pub(super) fn warps_shape(&self, kernel: &Kernel, ops: u64, per: u32) -> Result<LaunchConfig> {
         let warps = ops.div_ceil(u64::from(per.max(1))).max(1);
         let threads = usize::try_from(warps.saturating_mul(32)).unwrap_or(usize::MAX);
         Ok(self.gpu.grid_for(kernel, threads, BLOCK)?)
@@ -236,6 +243,20 @@ impl Lists {
     /// The list descriptors as the device has them. Synchronizes.
     pub fn list_descs(&self) -> Result<Vec<ListDesc>> {
         Ok(from_words(&self.gpu.stream().clone_dtoh(&self.lists)?))
+    }
+
+    /// Test-only: writes `faults` into every list's descriptor (not the auxiliary
+    /// list's). Synchronizes.
+    #[cfg(feature = "fault-injection")]
+    pub fn inject_faults(&mut self, faults: crate::faults::Faults) -> Result<()> {
+        let mut descs = self.list_descs()?;
+        let (lo, hi) = faults.fail_updates.unwrap_or((0, 0));
+        for d in &mut descs {
+            d.fail_lo = lo;
+            d.fail_hi = hi;
+            d.faults = u32::from(faults.drop_raises);
+        }
+        self.put_list_descs(&descs)
     }
 
     fn put_list_descs(&mut self, descs: &[ListDesc]) -> Result<()> {
@@ -326,6 +347,7 @@ impl Lists {
         desc.base = pool.base();
         desc.bump = d.bump;
         desc.free_top = d.free_top.max(0);
+        desc.dropped = d.dropped;
         self.host_pools[i] = desc;
         self.pools[i] = pool;
         self.put_pools()
@@ -413,23 +435,27 @@ impl Lists {
         self.init_lists(Some(&ids), ids.len() as u64)
     }
 
-    /// Inserts or replaces a batch (sorted here), or with `add` adds each value to its
-    /// key's (inserting absent keys with it). An operation that found no free node for a
-    /// split applied nothing and is marked failed: its pools grow and only the failed
-    /// operations run again, so every operation applies exactly once.
+    /// Inserts or replaces a batch (sorted here with each key's position, the values
+    /// left in the caller's order), or with `add` adds each value to its key's (inserting
+    /// absent keys with it). An operation that found no free node for a split applied
+    /// nothing and is marked failed: its pools grow and only the failed operations run
+    /// again, so every operation applies exactly once. Errors name the caller's
+    /// positions in the batch.
     pub fn insert(
         &mut self,
         mut keys: CudaSlice<u32>,
-        mut values: CudaSlice<u32>,
+        values: CudaSlice<u32>,
         add: bool,
     ) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
-        self.sorter.sort_pairs(&mut keys, &mut values)?;
+        let mut index = self.gpu.stream().alloc_zeros::<u64>(n)?;
+        primitives::iota(&self.gpu, &mut index, 0u64)?;
+        self.sorter.sort_pairs(&mut keys, &mut index)?;
         if self.tier.is_some() {
-            return self.insert_tiered(&keys, &values, add);
+            return self.insert_tiered(&keys, &index, &values, add);
         }
         self.prepare(&keys)?;
         // About one new data node per 15 keys, one index node per 15 data nodes.
@@ -438,35 +464,48 @@ impl Lists {
         if self.pools.len() > 1 {
             self.reserve(1, data_guess / 10 + 16)?;
         }
-        let out = self.insert_run(keys, values, add);
+        let out = self.insert_run(&keys, &index, 0..n, &values, add);
+        let repaired = self.repair(false);
         self.sync_aux()?;
-        out
+        out?;
+        repaired
     }
 
-    /// Runs the insertion kernel over sorted `keys` whose lists have heads (and, tiered,
-    /// pools in the cache), then reruns the operations that found no node after their
-    /// pools grew.
+    /// Runs the insertion kernel over `span` of the sorted `keys` (with their positions
+    /// `index` into `values`) whose lists have heads (and, tiered, pools in the cache),
+    /// then reruns the operations that found no node after their pools grew. Failures
+    /// name positions into `values` (the caller's batch).
     pub(super) fn insert_run(
         &mut self,
-        mut keys: CudaSlice<u32>,
-        mut values: CudaSlice<u32>,
+        keys: &CudaSlice<u32>,
+        index: &CudaSlice<u64>,
+        span: std::ops::Range<usize>,
+        values: &CudaSlice<u32>,
         add: bool,
     ) -> Result<()> {
         let kernel = self.kernel("sl_insert_u32")?;
         let stream = self.gpu.stream().clone();
+        // The operations to run again, once some failed for want of a node.
+        let mut again_ops: Option<(CudaSlice<u32>, CudaSlice<u64>)> = None;
         for _ in 0..RERUNS {
-            let m = keys.len();
-            let call = CallStatus::new(&self.gpu, m)?;
+            let call = CallStatus::new(&self.gpu, values.len())?;
             let r = self.skip_ref(call.status_ptr());
-            let (m64, add32, failed) = (m as u64, u32::from(add), call.bits_ptr());
+            let (k, ix) = match &again_ops {
+                Some((k, ix)) => (k.slice(..), ix.slice(..)),
+                None => (keys.slice(span.clone()), index.slice(span.clone())),
+            };
+            let (m64, add32, failed) = (k.len() as u64, u32::from(add), call.bits_ptr());
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&r)
-                .arg(&keys)
-                .arg(&values)
+                .arg(&k)
+                .arg(&ix)
+                .arg(values)
                 .arg(&m64)
                 .arg(&add32)
                 .arg(&failed);
-            // SAFETY: reads keys/values[..m]; writes the lists and their pools.
+            // SAFETY: reads keys/index[..m] and values at those positions (below the
+            // batch's length); writes the lists, their pools and failure bits at the
+            // positions.
             unsafe { args.launch(self.warps_shape(&kernel, m64, self.keys_per_warp)?) }?;
             let out = self.refresh_pools()?;
             let status = call.status()?;
@@ -480,19 +519,20 @@ impl Lists {
                 return Ok(());
             }
             let again = call.not_applied()?;
-            if out.is_empty() || again.is_empty() || status != Status::POOL_EXHAUSTED {
+            if out.is_empty() || again.is_empty() || !status.contains(Status::POOL_EXHAUSTED) {
                 // Only a shortage of nodes is retried; anything else is the call's error.
                 call.check()?;
                 return Ok(());
             }
+            // Every failed operation runs again (those that gave up a lock wait too: the
+            // bits do not say which failed why); what fails in the last run is the error.
+            let (hk, hi) = (stream.clone_dtoh(&k)?, stream.clone_dtoh(&ix)?);
             for i in out {
                 let cap = u64::from(self.host_pools[i].capacity);
                 self.grow(i, cap * 2)?;
             }
-            let (hk, hv) = (stream.clone_dtoh(&keys)?, stream.clone_dtoh(&values)?);
-            let pick = |from: &[u32]| again.iter().map(|&i| from[i]).collect::<Vec<u32>>();
-            keys = stream.clone_htod(&pick(&hk))?;
-            values = stream.clone_htod(&pick(&hv))?;
+            let (pk, pi) = pick_failed(&hk, &hi, &again);
+            again_ops = Some((stream.clone_htod(&pk)?, stream.clone_htod(&pi)?));
         }
         Err(Error::Invalid(
             "an insertion batch kept running out of nodes after the pools grew".into(),
@@ -546,6 +586,7 @@ impl Lists {
         // The removals that ran have applied: compaction, bounds and the auxiliary list
         // are brought up to date before any error of the call is returned.
         self.after_erase()?;
+        self.repair(false)?;
         ran?;
         call.check()?;
         Ok(removed)
@@ -682,12 +723,13 @@ impl Lists {
         if c[0] > 0 {
             let k = stream.clone_dtoh(&add.slice(..c[0] as usize))?;
             let dv = stream.alloc_zeros::<u32>(k.len())?;
-            aux.insert(stream.clone_htod(&k)?, dv, false)?;
+            aux.insert(stream.clone_htod(&k)?, dv, false)
+                .map_err(without_positions)?;
             told.push((k, 1u32));
         }
         if c[1] > 0 {
             let k = stream.clone_dtoh(&drop.slice(..c[1] as usize))?;
-            aux.erase(&k)?;
+            aux.erase(&k).map_err(without_positions)?;
             told.push((k, 0u32));
         }
         let commit = self.kernel("sl_aux_commit_u32")?;
@@ -882,6 +924,16 @@ impl Lists {
     }
 }
 
+/// The operations of a sorted launch (`keys` with their positions `index`) whose
+/// positions are in `failed` (ascending), in the launch's order: what runs again.
+pub(super) fn pick_failed(keys: &[u32], index: &[u64], failed: &[usize]) -> (Vec<u32>, Vec<u64>) {
+    keys.iter()
+        .zip(index)
+        .filter(|&(_, &at)| failed.binary_search(&(at as usize)).is_ok())
+        .map(|(&k, &at)| (k, at))
+        .unzip()
+}
+
 /// The pool descriptors as device words (one zeroed descriptor when there are none: a
 /// device array is never empty).
 fn pool_words(descs: &[PoolDesc]) -> Vec<u32> {
@@ -934,5 +986,24 @@ impl std::fmt::Debug for Lists {
             .field("num_lists", &self.num_lists)
             .field("pools", &self.host_pools)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pick_failed;
+
+    #[test]
+    fn failed_operations_run_again_in_key_order_with_their_positions() {
+        // The caller's batch [50, 10, 40, 10, 30] sorted with its positions.
+        let keys = [10, 10, 30, 40, 50];
+        let index = [1, 3, 4, 2, 0];
+        // The kernel marked positions 0 (key 50) and 3 (the second 10).
+        let (k, i) = pick_failed(&keys, &index, &[0, 3]);
+        assert_eq!(k, vec![10, 50]);
+        assert_eq!(i, vec![3, 0]);
+        assert_eq!(pick_failed(&keys, &index, &[]), (vec![], vec![]));
+        let all: Vec<usize> = (0..5).collect();
+        assert_eq!(pick_failed(&keys, &index, &all).0, keys.to_vec());
     }
 }

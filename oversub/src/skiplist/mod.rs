@@ -21,11 +21,12 @@ mod check;
 mod layout;
 mod lists;
 mod plan;
+mod repair;
 mod tier;
 
 use gpuds_core::Gpu;
 
-use crate::batch::{check_host_keys, same_len};
+use crate::batch::{check_host_keys, same_len, Failures};
 use crate::error::{Error, Result};
 use crate::placement::Placement;
 use crate::TableStats;
@@ -142,16 +143,13 @@ macro_rules! skip_list_ops {
     () => {
         /// Inserts or replaces `keys[i] -> values[i]` (duplicates inside a batch keep one
         /// of their values). A reserved key fails the call before anything is applied.
-        /// Synchronizes.
+        /// Operations that could not apply (a lock wait given up) fail the call with
+        /// [`gpuds_core::Error::NotApplied`] naming their positions in `keys`; every other
+        /// operation of the call applied. Synchronizes.
         pub fn insert_many(&mut self, keys: &[u32], values: &[u32]) -> Result<()> {
             same_len("keys and values", keys.len(), values.len())?;
             check_host_keys(keys)?;
-            let stream = self.lists.gpu.stream().clone();
-            for (k, v) in keys.chunks(self.batch).zip(values.chunks(self.batch)) {
-                self.lists
-                    .insert(stream.clone_htod(k)?, stream.clone_htod(v)?, false)?;
-            }
-            Ok(())
+            self.insert_batches(keys, values, false)
         }
 
         /// Adds `deltas[i]` to the value of `keys[i]` (wrapping), inserting the key with
@@ -160,43 +158,71 @@ macro_rules! skip_list_ops {
         pub fn add_many(&mut self, keys: &[u32], deltas: &[u32]) -> Result<()> {
             same_len("keys and deltas", keys.len(), deltas.len())?;
             check_host_keys(keys)?;
-            let stream = self.lists.gpu.stream().clone();
-            for (k, v) in keys.chunks(self.batch).zip(deltas.chunks(self.batch)) {
-                self.lists
-                    .insert(stream.clone_htod(k)?, stream.clone_htod(v)?, true)?;
-            }
-            Ok(())
+            self.insert_batches(keys, deltas, true)
         }
 
-        /// Removes each key; `true` where this call removed it. Synchronizes.
+        /// Inserts (or with `add` adds) in batches of `batch` keys; a batch whose
+        /// operations fail some does not stop the next: the error names every failed
+        /// position of the call.
+        fn insert_batches(&mut self, keys: &[u32], values: &[u32], add: bool) -> Result<()> {
+            let stream = self.lists.gpu.stream().clone();
+            let mut failures = Failures::default();
+            for (c, (k, v)) in keys
+                .chunks(self.batch)
+                .zip(values.chunks(self.batch))
+                .enumerate()
+            {
+                let done = self
+                    .lists
+                    .insert(stream.clone_htod(k)?, stream.clone_htod(v)?, add);
+                failures.take(done, c * self.batch)?;
+            }
+            failures.finish(())
+        }
+
+        /// Removes each key; `true` where this call removed it. An error naming
+        /// operations (a lock wait given up) names positions in `keys`; every other
+        /// removal of the call applied. Synchronizes.
         pub fn remove_many(&mut self, keys: &[u32]) -> Result<Vec<bool>> {
             check_host_keys(keys)?;
             let mut out = Vec::with_capacity(keys.len());
-            for k in keys.chunks(self.batch) {
-                out.extend(self.lists.erase(k)?);
+            let mut failures = Failures::default();
+            for (c, k) in keys.chunks(self.batch).enumerate() {
+                if let Some(removed) = failures.take(self.lists.erase(k), c * self.batch)? {
+                    out.extend(removed);
+                }
             }
-            Ok(out)
+            failures.finish(out)
         }
 
         /// The value of each key (`None` where absent). Synchronizes.
         pub fn get_many(&mut self, keys: &[u32]) -> Result<Vec<Option<u32>>> {
             check_host_keys(keys)?;
             let mut out = Vec::with_capacity(keys.len());
-            for k in keys.chunks(self.batch) {
-                let (found, values) = self.lists.find(k, true)?;
-                out.extend(found.into_iter().zip(values).map(|(f, v)| f.then_some(v)));
+            let mut failures = Failures::default();
+            for (c, k) in keys.chunks(self.batch).enumerate() {
+                if let Some((found, values)) =
+                    failures.take(self.lists.find(k, true), c * self.batch)?
+                {
+                    out.extend(found.into_iter().zip(values).map(|(f, v)| f.then_some(v)));
+                }
             }
-            Ok(out)
+            failures.finish(out)
         }
 
         /// Whether each key is present. Synchronizes.
         pub fn contains_many(&mut self, keys: &[u32]) -> Result<Vec<bool>> {
             check_host_keys(keys)?;
             let mut out = Vec::with_capacity(keys.len());
-            for k in keys.chunks(self.batch) {
-                out.extend(self.lists.find(k, false)?.0);
+            let mut failures = Failures::default();
+            for (c, k) in keys.chunks(self.batch).enumerate() {
+                if let Some((found, _)) =
+                    failures.take(self.lists.find(k, false), c * self.batch)?
+                {
+                    out.extend(found);
+                }
             }
-            Ok(out)
+            failures.finish(out)
         }
 
         /// For each key k, the pair with the smallest key >= k (any u32 may be asked).
@@ -228,6 +254,37 @@ macro_rules! skip_list_ops {
                 offsets: c.offsets,
                 pairs: c.keys.into_iter().zip(c.values).collect(),
             })
+        }
+
+        /// Nodes the index misses: live nodes holding a key, other than heads, that no
+        /// entry of the layer above names (raises dropped for want of a node, or while
+        /// another warp made a layer's head, and not yet made again). Searches are
+        /// correct without them, only longer. Insertion and removal calls that drop
+        /// raises repair the index before they return (best effort: a few passes), so
+        /// this is normally 0 between calls. Synchronizes; copies the nodes to the host.
+        pub fn unindexed_nodes(&self) -> Result<u64> {
+            check::unindexed(&self.lists)
+        }
+
+        /// Raises dropped by the kernels so far (each is made again by a repair pass;
+        /// see [`unindexed_nodes`](Self::unindexed_nodes)). Does not synchronize.
+        pub fn raises_dropped(&self) -> u64 {
+            self.lists.raises_dropped()
+        }
+
+        /// Raises every node the index misses into the layer above (a repair pass over
+        /// every node pool, as the calls that drop raises run on their own): for after
+        /// a call whose repair could not finish. Best effort: a raise that still finds
+        /// no node is counted and repaired by a later call. Synchronizes.
+        pub fn repair_index(&mut self) -> Result<()> {
+            self.lists.repair(true)
+        }
+
+        /// Test-only: injects `faults` (replacing earlier ones; see
+        /// [`crate::faults`]). Synchronizes.
+        #[cfg(feature = "fault-injection")]
+        pub fn inject_faults(&mut self, faults: crate::faults::Faults) -> Result<()> {
+            self.lists.inject_faults(faults)
         }
 
         /// Live keys. Synchronizes.

@@ -150,6 +150,44 @@ pub(crate) fn next_run(
     Ok((end, ranges))
 }
 
+/// A run of a tiered batch: its span of the sorted batch, the lists whose pools it needs
+/// in the cache, and whether those fit half the budget (then the next run's copies can
+/// go to the other half while its kernels run).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PoolRun {
+    pub span: std::ops::Range<usize>,
+    pub lists: Vec<usize>,
+    pub half: bool,
+}
+
+/// The runs of a batch whose operations target `targets` (ascending): each the longest
+/// stretch whose pools fit half the budget ([`next_run`]), or, where one pool alone is
+/// larger than that, the whole budget (a run that is not a half: copied in serially).
+pub(crate) fn plan_runs(
+    targets: &[usize],
+    budget: u64,
+    bytes: impl Fn(usize) -> Option<u64>,
+) -> Result<Vec<PoolRun>> {
+    let mut runs = Vec::new();
+    let mut start = 0;
+    while start < targets.len() {
+        let (end, lists, half) = match next_run(targets, start, budget / 2, &bytes) {
+            Ok((end, lists)) => (end, lists, true),
+            Err(_) => {
+                let (end, lists) = next_run(targets, start, budget, &bytes)?;
+                (end, lists, false)
+            }
+        };
+        runs.push(PoolRun {
+            span: start..end,
+            lists,
+            half,
+        });
+        start = end;
+    }
+    Ok(runs)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -240,5 +278,37 @@ mod tests {
             (9, vec![0, 1, 2, 5])
         );
         assert_eq!(next_run(&targets, 9, 1000, bytes).unwrap(), (9, vec![]));
+    }
+
+    #[test]
+    fn runs_take_half_the_budget_unless_a_pool_is_larger() {
+        // Lists 0..5 with 2, 1, 3, 1, 1 operations; pools of 10, 10, 30, 10 bytes (list 4
+        // has none yet), a budget of 40: halves of 20.
+        let targets = [0, 0, 1, 2, 2, 2, 3, 4];
+        let bytes = |l: usize| [Some(10), Some(10), Some(30), Some(10), None][l];
+        let runs = plan_runs(&targets, 40, bytes).unwrap();
+        let halves = plan_runs(&[0, 1, 3, 3], 40, bytes).unwrap();
+        assert_eq!(halves.len(), 2);
+        assert!(halves.iter().all(|r| r.half));
+        // List 2's pool passes half: its run takes the whole budget (list 3 fits too).
+        let want = [(0..3, vec![0, 1], true), (3..8, vec![2, 3], false)];
+        assert_eq!(runs.len(), want.len());
+        for (run, (span, lists, half)) in runs.iter().zip(want) {
+            assert_eq!(
+                (run.span.clone(), run.lists.clone(), run.half),
+                (span, lists, half)
+            );
+        }
+        // Every operation is in one run, in order; a list's operations never split.
+        let mut at = 0;
+        for run in &runs {
+            assert_eq!(run.span.start, at);
+            at = run.span.end;
+        }
+        assert_eq!(at, targets.len());
+        // A pool larger than the whole budget is the error naming its range.
+        let err = plan_runs(&targets, 20, bytes).unwrap_err().to_string();
+        assert!(err.contains("range 2"), "{err}");
+        assert!(plan_runs(&[], 40, bytes).unwrap().is_empty());
     }
 }

@@ -8,7 +8,7 @@
 //! A kernel reaches a pool's nodes only through its descriptor's `base`, so moving a pool
 //! in or out is a descriptor update between kernels: `base` is the device copy's address
 //! while the pool is cached, 0 otherwise. Every kernel runs on one run of its batch at a
-//! time ([`plan::next_run`]: ranges in key order whose pools fit the budget together),
+//! time (ranges in key order whose pools fit the budget together),
 //! after the run's pools are made resident: the least recently used pools outside the
 //! run are evicted first (written back when a kernel may have written them), the
 //! missing ones copied in. Queries that leave their range are first rewritten to the one
@@ -17,8 +17,22 @@
 //! a range without a pool answers at once), compaction and bounds are run over the
 //! ranges that need them, heads are made in the run that first touches a range.
 //!
-//! Copies are on the table's stream, ordered with the kernels by stream order; a
-//! write-back is complete before any host read of a home (those synchronize the stream).
+//! Runs take at most half the budget where their pools allow ([`plan::plan_runs`]), so
+//! that the next run's pools are copied in on a second stream (the copy stream) while
+//! the current run's kernels run on the table's stream: before run *i* is launched, the
+//! host reads the pools' counts back (which waits for runs *i − 1* and before), evicts
+//! least recently used pools outside runs *i* and *i + 1* (written back on the table's
+//! stream, which is idle then, and freed), enqueues run *i + 1*'s copies on the copy
+//! stream and records an event there, which run *i + 1*'s first kernel waits for. The
+//! descriptors name the new copies at once: run *i* never reaches run *i + 1*'s pools.
+//! The first run, and a run whose pools pass half the budget, are copied in on the
+//! table's stream after the copy stream is idle (the serial order). Every call ends with
+//! the copy stream idle and the table's stream synchronized, so a write-back is complete
+//! before any host read of a home. The copy code and the timed waits are the range
+//! table's (`crate::streams`); the schedule differs (pools have their own sizes and
+//! device copies, not slots), and its safety rests on the host's synchronization before
+//! each run, not on events alone.
+//!
 //! A pool that must grow while cached grows in the cache (its new home is written when it
 //! is evicted), at most to the budget: a pool that would pass it is an error naming the
 //! range and sizes. Growth inside a run may take the cache past the budget until the run
@@ -26,15 +40,16 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys;
-use cudarc::driver::CudaSlice;
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream};
 
 use super::layout::{NIL, NODE_BYTES};
 use super::lists::{Collected, Lists, NodePool};
-use super::plan::{next_run, Ranges};
+use super::plan::{plan_runs, Ranges};
+use crate::batch::Failures;
 use crate::error::{Error, Result};
-use crate::placement::{check, Placement, Region};
+use crate::placement::{Placement, Region};
 use crate::range::home::Home;
+use crate::streams::{self, Stalls, Way};
 use crate::TableStats;
 
 const NO_POOL: u32 = u32::MAX;
@@ -52,6 +67,11 @@ pub(crate) struct Tier {
     moved_in: u64,
     moved_out: u64,
     link_bytes: u64,
+    /// Of `moved_in`, the pools copied in on the copy stream while a kernel could run.
+    overlapped_in: u64,
+    copy_wait_ns: u64,
+    /// The copy stream (made with the lists; `None` only in host-side tests).
+    pub copy: Option<Arc<CudaStream>>,
 }
 
 impl Tier {
@@ -73,6 +93,9 @@ impl Tier {
             moved_in: 0,
             moved_out: 0,
             link_bytes: 0,
+            overlapped_in: 0,
+            copy_wait_ns: 0,
+            copy: None,
         })
     }
 
@@ -82,6 +105,11 @@ impl Tier {
             Some(&p) if p != NO_POOL => Some(p as usize),
             _ => None,
         }
+    }
+
+    /// The list that owns `pool`.
+    pub fn owner(&self, pool: usize) -> Option<usize> {
+        self.owner.get(pool).copied()
     }
 
     /// The capacity pool `pool` (of `now` nodes) grows to: `wanted`, or the most the
@@ -105,7 +133,7 @@ impl Tier {
 }
 
 impl Lists {
-    fn book(&self) -> Result<&Tier> {
+    pub(super) fn book(&self) -> Result<&Tier> {
         self.tier
             .as_ref()
             .ok_or_else(|| Error::Invalid("no tiered cache".into()))
@@ -166,17 +194,39 @@ impl Lists {
     }
 
     /// Makes the pools of `lists` resident (`write`: marked dirty), evicting the least
-    /// recently used others while the cache would pass the budget.
+    /// recently used others while the cache would pass the budget, on the table's stream
+    /// (the serial order: for the first run and runs too large to overlap).
     fn make_resident(&mut self, lists: &[usize], write: bool) -> Result<()> {
+        let compute = self.gpu.stream().clone();
+        self.bring_in(lists, &[], write, &compute).map(|_| ())
+    }
+
+    /// Makes the pools of `lists` resident (`write`: marked dirty), evicting the least
+    /// recently used pools outside `lists` and `keep` (written back first, on the table's
+    /// stream, when dirty) while the cache would pass the budget, and copying the missing
+    /// ones in on `stream`. Returns how many were copied in. The descriptors name the new
+    /// copies at once: no kernel may touch `lists`' pools before the copies end.
+    fn bring_in(
+        &mut self,
+        lists: &[usize],
+        keep: &[usize],
+        write: bool,
+        stream: &CudaStream,
+    ) -> Result<u64> {
         // Exact bumps first: a write-back copies the nodes handed out.
         self.refresh_pools()?;
+        let n = self.pools.len();
         let tier = self.book_mut()?;
         tier.clock += 1;
         let (now, budget) = (tier.clock, tier.budget);
         let want: Vec<usize> = lists.iter().filter_map(|&l| tier.pool(l)).collect();
-        let mut wanted = vec![false; self.pools.len()];
-        for &p in &want {
-            wanted[p] = true;
+        let mut kept = vec![false; n];
+        for p in want
+            .iter()
+            .copied()
+            .chain(keep.iter().filter_map(|&l| tier.pool(l)))
+        {
+            kept[p] = true;
         }
         let bytes = |lists: &Self, p: usize| u64::from(lists.host_pools[p].capacity) * NODE_BYTES;
         let need: u64 = want
@@ -184,15 +234,18 @@ impl Lists {
             .filter(|&&p| self.pools[p].cached.is_none())
             .map(|&p| bytes(self, p))
             .sum();
-        self.fit(budget - need.min(budget), &wanted)?;
+        self.fit(budget - need.min(budget), &kept)?;
+        let mut loaded = 0;
         for &p in &want {
             if self.pools[p].cached.is_none() {
-                self.load(p)?;
+                self.load(p, stream)?;
+                loaded += 1;
             }
             self.pools[p].used = now;
             self.pools[p].dirty |= write;
         }
-        self.put_pools()
+        self.put_pools()?;
+        Ok(loaded)
     }
 
     /// Evicts the least recently used cached pools not `kept` until the cache holds at
@@ -222,7 +275,9 @@ impl Lists {
         Ok(())
     }
 
-    /// Writes pool `p` back to its home when dirty and drops its device copy.
+    /// Writes pool `p` back to its home when dirty and drops its device copy. On the
+    /// table's stream, after every kernel that wrote the copy; the copy stream is idle
+    /// (no copy-in of `p` is in flight: `tiered_runs` waits for it first).
     fn evict(&mut self, p: usize) -> Result<()> {
         let used = u64::from(self.host_pools[p].bump) * NODE_BYTES;
         let pool = &self.pools[p];
@@ -232,7 +287,8 @@ impl Lists {
         if pool.dirty {
             // Stream order puts the copy after every kernel that wrote the device copy,
             // and before the device copy is freed (freeing synchronizes).
-            self.copy_pool(&pool.nodes, cached, used, true)?;
+            let compute = self.gpu.stream();
+            self.copy_pool(&pool.nodes, cached, used, Way::Out, compute)?;
         }
         let dirty = pool.dirty;
         let tier = self.book_mut()?;
@@ -246,14 +302,20 @@ impl Lists {
         Ok(())
     }
 
-    /// Enqueues on the table's stream the copy of the first `used` bytes of nodes from
-    /// `cached` to `home` (`out`) or back.
-    fn copy_pool(&self, home: &Home, cached: &Region, used: u64, out: bool) -> Result<()> {
+    /// Enqueues on `stream` the copy of the first `used` bytes of nodes between `home`
+    /// and `cached` (`way`).
+    fn copy_pool(
+        &self,
+        home: &Home,
+        cached: &Region,
+        used: u64,
+        way: Way,
+        stream: &CudaStream,
+    ) -> Result<()> {
         if used == 0 {
             return Ok(());
         }
-        let host = home.host_ptr();
-        if host.is_null() || used > home.bytes || used > cached.bytes() {
+        if used > home.bytes || used > cached.bytes() {
             return Err(Error::Invalid(format!(
                 "a node pool copy of {used} bytes between a home of {} bytes and a cache \
                  copy of {} bytes",
@@ -262,30 +324,28 @@ impl Lists {
             )));
         }
         self.gpu.context().bind_to_thread()?;
-        let (stream, dev, n) = (
-            self.gpu.stream().cu_stream(),
-            cached.device_ptr(),
-            used as usize,
-        );
-        // SAFETY: both hold `used` bytes; the callers order the copy with the kernels.
-        let r = unsafe {
-            if out {
-                sys::cuMemcpyDtoHAsync_v2(host, dev, n, stream)
-            } else {
-                sys::cuMemcpyHtoDAsync_v2(dev, host, n, stream)
-            }
-        };
-        check(r, "a node pool copy between host and device")
+        // SAFETY: both hold `used` bytes; the callers order the copy with the kernels
+        // and keep both alive until it ends.
+        unsafe {
+            streams::copy(
+                way,
+                home.host_ptr(),
+                cached.device_ptr(),
+                used as usize,
+                stream,
+            )
+        }
     }
 
-    /// Copies pool `p` from its home into a fresh device copy.
-    fn load(&mut self, p: usize) -> Result<()> {
+    /// Copies pool `p` from its home into a fresh device copy, on `stream`.
+    fn load(&mut self, p: usize, stream: &CudaStream) -> Result<()> {
         let capacity = u64::from(self.host_pools[p].capacity) * NODE_BYTES;
         let used = u64::from(self.host_pools[p].bump) * NODE_BYTES;
         let cached = Region::new(&self.gpu, Placement::Device, capacity)?;
-        // The home's last write-back was earlier on this stream, the kernels that read
-        // the copy come later on it.
-        self.copy_pool(&self.pools[p].nodes, &cached, used, false)?;
+        // The home's last write-back was earlier on the table's stream, and completed
+        // (synchronized) before this copy was enqueued; the kernels that read the copy
+        // come later on the table's stream or wait for the copy stream.
+        self.copy_pool(&self.pools[p].nodes, &cached, used, Way::In, stream)?;
         let tier = self.book_mut()?;
         tier.moved_in += 1;
         tier.link_bytes += used;
@@ -296,46 +356,112 @@ impl Lists {
     }
 
     /// Calls `launch` once per run of a batch whose operations target the lists
-    /// `targets` (ascending), after the run's pools are in the cache.
+    /// `targets` (ascending), after the run's pools are in the cache; synchronizes.
+    ///
+    /// Runs are planned first, each within half the budget where its pools allow
+    /// ([`plan_runs`]). Before run *i* is launched, the pools of run *i + 1* (when both
+    /// runs are halves) are copied in on the copy stream, so the copies overlap run *i*'s
+    /// kernels: the victims they evict are outside runs *i* and *i + 1* (their kernels,
+    /// runs *i − 1* and before, are complete: the pools' counts were just read back,
+    /// which synchronizes) and are written back on the table's stream first; run *i +
+    /// 1*'s first kernel waits for an event recorded after its copies. The first run, and
+    /// any run that is not a half, is made resident on the table's stream (the serial
+    /// order), after the copy stream is idle. Whatever happens, the copy stream is idle
+    /// and the table's stream synchronized when this returns.
     pub(super) fn tiered_runs(
         &mut self,
         targets: &[usize],
         write: bool,
         launch: &mut dyn FnMut(&mut Self, std::ops::Range<usize>) -> Result<()>,
     ) -> Result<()> {
-        let mut start = 0;
-        while start < targets.len() {
-            let tier = self.book()?;
-            let (end, lists) = next_run(targets, start, tier.budget, |l| {
-                tier.pool(l)
-                    .map(|p| u64::from(self.host_pools[p].capacity) * NODE_BYTES)
-            })?;
-            self.make_resident(&lists, write)?;
-            launch(self, start..end)?;
-            start = end;
-        }
+        let mut stalls = Stalls::default();
+        let ran = self.overlapped_runs(targets, write, launch, &mut stalls);
+        let idle = self.copy_idle();
+        let synced = self.gpu.stream().synchronize();
+        ran?;
+        idle?;
+        synced?;
+        let ns = stalls.total_ns()?;
+        let tier = self.book_mut()?;
+        tier.copy_wait_ns += ns;
         // Pools that grew in the last run may have taken the cache past the budget.
-        let budget = self.book()?.budget;
+        let budget = tier.budget;
         self.refresh_pools()?;
         self.fit(budget, &[])
     }
 
-    /// Tiered insertions of the sorted `keys` and `values`: pools for the lists they
-    /// touch first, then run by run heads, room, and the insertion kernel.
+    /// Waits until the copy stream is idle.
+    fn copy_idle(&self) -> Result<()> {
+        match &self.book()?.copy {
+            Some(c) => Ok(c.synchronize()?),
+            None => Ok(()),
+        }
+    }
+
+    /// The runs of [`tiered_runs`](Self::tiered_runs) and their copies.
+    fn overlapped_runs(
+        &mut self,
+        targets: &[usize],
+        write: bool,
+        launch: &mut dyn FnMut(&mut Self, std::ops::Range<usize>) -> Result<()>,
+        stalls: &mut Stalls,
+    ) -> Result<()> {
+        let runs = {
+            let tier = self.book()?;
+            plan_runs(targets, tier.budget, |l| {
+                tier.pool(l)
+                    .map(|p| u64::from(self.host_pools[p].capacity) * NODE_BYTES)
+            })?
+        };
+        let copy = self.book()?.copy.clone();
+        // Run i's pools: already brought in on the copy stream (with the event to wait
+        // for, if any were copied), or not yet.
+        let mut ready: Option<Option<CudaEvent>> = None;
+        for (i, run) in runs.iter().enumerate() {
+            match ready.take() {
+                Some(Some(copied)) => stalls.wait(self.gpu.stream(), &copied)?,
+                Some(None) => {}
+                None => {
+                    self.copy_idle()?;
+                    self.make_resident(&run.lists, write)?;
+                }
+            }
+            if let (Some(next), Some(c)) = (runs.get(i + 1), &copy) {
+                if run.half && next.half {
+                    // The copy stream is idle: run i's copies ended before its pools'
+                    // counts were read back (its kernels waited for them).
+                    let loaded = self.bring_in(&next.lists, &run.lists, write, c)?;
+                    ready = Some(if loaded > 0 {
+                        self.book_mut()?.overlapped_in += loaded;
+                        Some(c.record_event(None)?)
+                    } else {
+                        None
+                    });
+                }
+            }
+            launch(self, run.span.clone())?;
+        }
+        Ok(())
+    }
+    /// Tiered insertions of the sorted `keys` (with their positions `index` into
+    /// `values`): pools for the lists they touch first, then run by run heads, room, and
+    /// the insertion kernel. A run whose operations fail some does not stop the others:
+    /// the error names every failed position of the batch.
     pub(super) fn insert_tiered(
         &mut self,
         keys: &CudaSlice<u32>,
+        index: &CudaSlice<u64>,
         values: &CudaSlice<u32>,
         add: bool,
     ) -> Result<()> {
-        let stream = self.gpu.stream().clone();
-        let (hk, hv) = (stream.clone_dtoh(keys)?, stream.clone_dtoh(values)?);
+        let hk = self.gpu.stream().clone_dtoh(keys)?;
         let shift = self.shift;
         let targets: Vec<usize> = hk.iter().map(|&k| (k >> shift) as usize).collect();
         let mut touched = targets.clone();
         touched.dedup();
         self.add_pools(&touched)?;
         let descs = self.list_descs()?;
+        let mut failures = Failures::default();
         let ran = self.tiered_runs(&targets, true, &mut |lists, span| {
             let run = &targets[span.clone()];
             let mut ids: Vec<u32> = run.iter().map(|&l| l as u32).collect();
@@ -357,12 +483,15 @@ impl Lists {
                     let _ = lists.reserve(p, keys as u64 / 12 + 4);
                 }
             }
-            let k = stream.clone_htod(&hk[span.clone()])?;
-            let v = stream.clone_htod(&hv[span])?;
-            lists.insert_run(k, v, add)
+            // Positions are the batch's already (the kernel marks index[i]).
+            failures.take(lists.insert_run(keys, index, span, values, add), 0)?;
+            Ok(())
         });
+        let repaired = self.repair(false);
         self.sync_aux()?;
-        ran
+        ran?;
+        repaired?;
+        failures.finish(())
     }
 
     /// After tiered removals: compaction of the `dead` lists' pools and the bounds of the
@@ -481,6 +610,8 @@ impl Lists {
             s.moved_in += t.moved_in;
             s.moved_out += t.moved_out;
             s.link_bytes += t.link_bytes;
+            s.overlapped_in += t.overlapped_in;
+            s.copy_wait_ns += t.copy_wait_ns;
         }
     }
 }

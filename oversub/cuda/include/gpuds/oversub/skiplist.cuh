@@ -63,6 +63,8 @@ constexpr unsigned POOL_SHIFT = 28;
 constexpr unsigned INDEX_MASK = (1u << POOL_SHIFT) - 1u;
 constexpr unsigned LOCK_CAP = 1u << 20;
 constexpr unsigned WALK_CAP = 1u << 26;
+// list.faults (test-only, GPUDS_OVERSUB_FAULTS)
+constexpr unsigned FAULT_DROP_RAISES = 1u;
 // list.flags
 constexpr unsigned POOLS_SHARED = 0, POOLS_INDEX = 1, POOLS_PER_LEVEL = 2;
 constexpr unsigned POOL_MODE_MASK = 3u;
@@ -80,6 +82,8 @@ struct pool {
   unsigned bump;
   int free_top;
   unsigned exhausted;
+  unsigned dropped;  // raises dropped by the lists whose first pool this is (repaired later)
+  unsigned pad;
 };
 
 // One skip list (a range of a RangeSkipList, or a whole SkipList). 128 bytes.
@@ -94,7 +98,9 @@ struct list {
   unsigned long long count;    // live keys
   unsigned long long dead;     // data nodes merged away since the last compaction
   unsigned in_aux;             // listed in the auxiliary list (range lists)
-  unsigned pad[5];
+  unsigned faults;             // test-only faults (GPUDS_OVERSUB_FAULTS): FAULT_* bits
+  unsigned fail_lo, fail_hi;   // test-only: updates of keys in [fail_lo, fail_hi] fail
+  unsigned pad[2];
 };
 
 __device__ __forceinline__ unsigned long long pack(unsigned k, unsigned v) {
@@ -305,18 +311,28 @@ __device__ __forceinline__ void write_node(unsigned long long* p, unsigned long 
   mem::st_relaxed(p + lane, w);
 }
 
-// The head of layer `level`, made if missing (one entry: (0, head below)). NIL when it
-// cannot be made now (another warp is making it, or no node is free): the caller skips
-// the raise, which costs speed, never correctness.
+// The head of layer `level`, made if missing (one entry: (0, head below)). While another
+// warp makes it (BUSY: it holds no lock and only allocates and writes one node), wait for
+// it, bounded as a lock wait. NIL when it cannot be had now (the wait given up, or no
+// node free): the caller drops the raise, which costs speed, never correctness.
 __device__ unsigned head_for(const list_ref& r, unsigned level) {
   unsigned* slot = &r.l->heads[level];
-  unsigned h = warp::lane_id() == 0 ? mem::ld_acquire(slot) : 0u;
+  unsigned h = BUSY;
+  bool mine = false;
+  if (warp::lane_id() == 0) {
+    for (unsigned t = 0; t < LOCK_CAP; ++t) {
+      h = mem::ld_acquire(slot);
+      if (h == NIL && mem::cas_acq_rel(slot, NIL, BUSY) == NIL) {
+        mine = true;
+        break;
+      }
+      if (h != NIL && h != BUSY) break;
+      __nanosleep(32u << (t < 6u ? t : 6u));
+    }
+  }
+  mine = __shfl_sync(warp::FULL_MASK, mine ? 1u : 0u, 0) != 0u;
   h = __shfl_sync(warp::FULL_MASK, h, 0);
-  if (h != NIL) return h == BUSY ? NIL : h;
-  unsigned got = NIL;
-  if (warp::lane_id() == 0) got = mem::cas_acq_rel(slot, NIL, BUSY);
-  got = __shfl_sync(warp::FULL_MASK, got, 0);
-  if (got != NIL) return got == BUSY ? NIL : got;
+  if (!mine) return h == BUSY || h == NIL ? NIL : h;
   unsigned n = warp::lane_id() == 0 ? r.alloc(level) : NIL;
   n = __shfl_sync(warp::FULL_MASK, n, 0);
   if (n == NIL) {
@@ -409,32 +425,71 @@ __device__ unsigned put_locked(const list_ref& r, unsigned n, const view& v, uns
   return outcome;
 }
 
+// Counts a dropped raise in the list's first pool: the host repairs the index between
+// batches (sl_named, sl_unindexed, sl_raise_jobs) when the count is not zero.
+__device__ __forceinline__ void dropped_raise(const list_ref& r) {
+  if (warp::lane_id() == 0) atomicAdd(&r.pools[r.l->first_pool].dropped, 1u);
+}
+
 // Enters (k, m) into the layers above `level`, splitting and raising further as needed.
-// Best effort: a raise that cannot be made (no free node, a lock wait given up, the
-// layer cap) is dropped, which is correct (see the header).
+// Best effort: a raise that cannot be made (no free node, a head being made by another
+// warp, a lock wait given up) is dropped, which is correct (see the header), and counted
+// so that the host raises the node later. (The layer cap, MAX_LEVELS, is never counted:
+// no list is that tall.)
 __device__ void raise(const list_ref& whole, unsigned k, unsigned m, unsigned level) {
   // Best effort: nothing here reports to the call's status (a lock wait given up or a
   // corrupted-looking read drops the raise; the operation itself has applied).
   list_ref r = whole;
   r.status = nullptr;
+#ifdef GPUDS_OVERSUB_FAULTS
+  if (m != NIL && (r.l->faults & FAULT_DROP_RAISES) != 0u) {
+    dropped_raise(r);
+    return;
+  }
+#endif
   while (m != NIL && level + 1 < MAX_LEVELS) {
     ++level;
-    if (head_for(r, level) == NIL) return;
+    if (head_for(r, level) == NIL) {
+      dropped_raise(r);
+      return;
+    }
     unsigned fence = 0;
     unsigned n = descend(r, k, level, fence);
     view v;
     n = lock_covering(r, n, k, v);
-    if (n == NIL) return;
+    if (n == NIL) {
+      dropped_raise(r);
+      return;
+    }
     unsigned next_key = 0, next_ref = NIL;
-    put_locked(r, n, v, k, m, level, next_key, next_ref);
+    if (put_locked(r, n, v, k, m, level, next_key, next_ref) == FAILED) {
+      dropped_raise(r);
+      return;
+    }
     k = next_key;
     m = next_ref;
   }
 }
 
+// Test-only (the host's `fault-injection` feature defines GPUDS_OVERSUB_FAULTS): an
+// update of a key in the list's [fail_lo, fail_hi] gives up as a lock wait past its cap
+// does (RETRY_LIMIT, nothing applied), so tests can fail known keys.
+__device__ __forceinline__ bool update_fails(const list_ref& r, unsigned k) {
+#ifdef GPUDS_OVERSUB_FAULTS
+  if (r.l->fail_lo <= k && k <= r.l->fail_hi) {
+    status::report(r.status, status::RETRY_LIMIT);
+    return true;
+  }
+#endif
+  (void)r;
+  (void)k;
+  return false;
+}
+
 // Inserts or replaces k -> value (with `add`: adds value to k's, inserting it when
 // absent). ABSENT (added), PRESENT (replaced) or FAILED (nothing applied).
 __device__ unsigned insert(const list_ref& r, unsigned k, unsigned value, bool add = false) {
+  if (update_fails(r, k)) return FAILED;
   unsigned fence = 0;
   unsigned n = descend(r, k, 0, fence);
   view v;
@@ -511,6 +566,7 @@ __device__ void merge_right(const list_ref& whole, unsigned c, const view& cv, u
 
 // Removes k. PRESENT (removed; its value in `old`), ABSENT or FAILED.
 __device__ unsigned erase(const list_ref& r, unsigned k, unsigned& old) {
+  if (update_fails(r, k)) return FAILED;
   unsigned fence = 0;
   unsigned n = descend(r, k, 0, fence);
   view v;
