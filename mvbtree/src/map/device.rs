@@ -518,6 +518,20 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         arg_values: &CudaSlice<V>,
         out: &mut MvReplyBuffers<K, V>,
     ) -> Result<()> {
+        self.launch_apply(codes, keys, arg_keys, arg_values, out, codes.len())
+    }
+
+    /// Launches the mixed batch after making room for `updates` updates (at most the
+    /// operations; [`VersionedBTreeMap::apply`] counts them on the host).
+    pub(super) fn launch_apply(
+        &mut self,
+        codes: &CudaSlice<u32>,
+        keys: &CudaSlice<K>,
+        arg_keys: &CudaSlice<K>,
+        arg_values: &CudaSlice<V>,
+        out: &mut MvReplyBuffers<K, V>,
+        updates: usize,
+    ) -> Result<()> {
         let n = device_len(
             codes.len(),
             &[keys.len(), arg_keys.len(), arg_values.len(), out.len()],
@@ -527,7 +541,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let pairs = crate::node::pairs_per_node(self.layout);
-        self.ensure_room(node_bound(n as usize, pairs, true))?;
+        self.ensure_room(node_bound(updates.min(n as usize), pairs, true))?;
         let stream = self.gpu.stream().clone();
         let r = self.device_ref(Updates::OutOfPlace);
         let e = self.reclaimer.device_ref(&self.pool);
@@ -559,7 +573,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// The mixed batch's grid for `n` operations: persistent, at most one block per
     /// reclaimer slot (each block enters and leaves its epoch), blocks of [`BLOCK`]
     /// requests.
-    pub(super) fn apply_grid(&self, n: u32) -> Result<LaunchConfig> {
+    fn apply_grid(&self, n: u32) -> Result<LaunchConfig> {
         let mut shape = self.reclaimer.grid(&self.kernels.apply, BLOCK, 0)?;
         let blocks = (n as usize).div_ceil(BLOCK as usize) as u32;
         shape.grid_dim.0 = shape.grid_dim.0.min(blocks).max(1);

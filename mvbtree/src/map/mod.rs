@@ -242,18 +242,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     ///
     /// Fails with [`Error::ClockExhausted`] after 2^31 - 2 snapshots (timestamps are 31 bits).
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let stream = self.gpu.stream();
-        let mut out = stream.alloc_zeros::<u32>(1)?;
-        let r = self.device_ref(Updates::InPlace);
-        let mut args = stream.launch_builder(self.kernels.snapshot.func());
-        args.arg(&r).arg(&mut out);
-        // SAFETY: the kernel's arguments are the tree ref and one output word.
-        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
-        let ts = stream
-            .clone_dtoh(&out)?
-            .first()
-            .copied()
-            .unwrap_or(crate::node::UNSET_TS);
+        let ts = self.launch_snapshot(self.gpu.stream(), Updates::InPlace)?;
         let flags = self.status.lock().take()?;
         if ts == crate::node::UNSET_TS || flags.contains(Status(crate::CLOCK_FULL)) {
             return Err(Error::ClockExhausted);
@@ -285,21 +274,31 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         &self,
         stream: &std::sync::Arc<gpuds_core::cudarc::driver::CudaStream>,
     ) -> Result<Snapshot> {
-        let mut out = stream.alloc_zeros::<u32>(1)?;
-        let r = self.device_ref(Updates::OutOfPlace);
-        let mut args = stream.launch_builder(self.kernels.snapshot.func());
-        args.arg(&r).arg(&mut out);
-        // SAFETY: the kernel's arguments are the tree ref and one output word.
-        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
-        let ts = stream
-            .clone_dtoh(&out)?
-            .first()
-            .copied()
-            .unwrap_or(crate::node::UNSET_TS);
+        let ts = self.launch_snapshot(stream, Updates::OutOfPlace)?;
         if ts == crate::node::UNSET_TS {
             return Err(Error::ClockExhausted);
         }
         Ok(self.snapshots.hold(ts))
+    }
+
+    /// Takes one snapshot on `stream` (the tree ref in `mode`) and waits for its
+    /// timestamp: `UNSET_TS` when the clock is exhausted. Synchronizes `stream`.
+    fn launch_snapshot(
+        &self,
+        stream: &std::sync::Arc<gpuds_core::cudarc::driver::CudaStream>,
+        mode: Updates,
+    ) -> Result<u32> {
+        let mut out = stream.alloc_zeros::<u32>(1)?;
+        let r = self.device_ref(mode);
+        let mut args = stream.launch_builder(self.kernels.snapshot.func());
+        args.arg(&r).arg(&mut out);
+        // SAFETY: the kernel's arguments are the tree ref and one output word.
+        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
+        Ok(stream
+            .clone_dtoh(&out)?
+            .first()
+            .copied()
+            .unwrap_or(crate::node::UNSET_TS))
     }
 
     /// The epoch-based reclaimer for user kernels that update through
