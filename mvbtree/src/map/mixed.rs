@@ -77,7 +77,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             stream.clone_dtoh(out.range_keys())?,
             stream.clone_dtoh(out.range_values())?,
         );
-        let flags = self.take_status()? | self.reclaimer_status()?;
+        let flags = self.take_status()? | self.reclaimer.take_status()?;
         let failed_bits = if flags.is_ok() {
             Vec::new()
         } else {
@@ -116,16 +116,5 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Err(self.failure(flags, indices(&failed_bits, n as usize)));
         }
         Ok(replies)
-    }
-}
-
-impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
-    /// The reclaimer's status flags (`LIMBO_FULL`: a unit stayed allocated). Synchronizes.
-    fn reclaimer_status(&self) -> Result<Status> {
-        match self.reclaimer.check_status() {
-            Ok(()) => Ok(Status::OK),
-            Err(gpuds_alloc::Error::Core(gpuds_core::Error::Status(flags))) => Ok(flags),
-            Err(e) => Err(e.into()),
-        }
     }
 }
