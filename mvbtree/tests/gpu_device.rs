@@ -279,7 +279,7 @@ fn device_successors_and_capped_ranges_match_the_host_forms_and_the_oracle() {
 
     // Short buffers and foreign snapshots are refused before anything runs.
     let map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
-    let other = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let mut other = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
     let foreign = other.snapshot().unwrap();
     let keys = stream.clone_htod(&[1u32, 2, 3]).unwrap();
     let mut three = stream.alloc_zeros::<u32>(3).unwrap();
@@ -326,7 +326,7 @@ fn device_forms_refuse_short_buffers_and_foreign_snapshots() {
     let stream = gpu.stream();
     let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
     map.insert_many(&[1, 2, 3], &[10, 20, 30]).unwrap();
-    let other = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let mut other = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
     let foreign = other.snapshot().unwrap();
     let keys = stream.clone_htod(&[1u32, 2, 3]).unwrap();
     let mut short = stream.alloc_zeros::<u32>(2).unwrap();

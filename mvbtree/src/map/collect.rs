@@ -65,7 +65,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         stream.memset_zeros(&mut self.log_len)?;
         let mut freed = stream.alloc_zeros::<u64>(1)?;
         let keep_ts = keep.unwrap_or(crate::node::UNSET_TS);
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self
             .gpu
             .grid_for(&self.kernels.collect, n as usize, BLOCK)?;

@@ -255,7 +255,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let stream = self.gpu.stream();
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self.grid(&self.kernels.find, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.find.func());
         args.arg(&r)
@@ -310,7 +310,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let stream = self.gpu.stream();
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self.grid(&self.kernels.successor, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.successor.func());
         args.arg(&r)
@@ -341,7 +341,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let stream = self.gpu.stream();
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self.grid(&self.kernels.range_count, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.range_count.func());
         args.arg(&r).arg(&ts).arg(lo).arg(hi).arg(&n).arg(counts);
@@ -395,7 +395,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let stream = self.gpu.stream();
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self.grid(&self.kernels.range_collect, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.range_collect.func());
         args.arg(&r)
@@ -543,7 +543,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let pairs = crate::node::pairs_per_node(self.layout);
         self.ensure_room(node_bound(updates.min(n as usize), pairs, true))?;
         let stream = self.gpu.stream().clone();
-        let r = self.device_ref(Updates::OutOfPlace);
+        let r = self.tree_ref(Updates::OutOfPlace);
         let e = self.reclaimer.device_ref(&self.pool);
         let shape = self.apply_grid(n)?;
         let mut args = stream.launch_builder(self.kernels.apply.func());

@@ -203,9 +203,46 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     }
 
     /// The tree for user kernels, with updates in `mode` (see [`VersionedTreeRef`]):
-    /// [`Updates::OutOfPlace`] when the kernel takes snapshots while it updates. Valid
-    /// until the next call that takes `&mut self`.
-    pub fn device_ref(&self, mode: Updates) -> VersionedTreeRef<K, V> {
+    /// [`Updates::OutOfPlace`] when the kernel takes snapshots while it updates.
+    ///
+    /// The ref borrows the map, so the borrow checker refuses any call that takes `&mut
+    /// self` (an update, [`VersionedBTreeMap::collect_versions`], a snapshot) while it
+    /// lives: a ref fetched before a host snapshot would not know the snapshot, and
+    /// in-place updates through it would change nodes the snapshot reads. Fetch it again
+    /// after such a call:
+    ///
+    /// ```no_run
+    /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let r = map.device_ref(Updates::InPlace);
+    /// assert_eq!(r.copy_below, 0); // no snapshot: in-place updates copy nothing
+    /// // ... launch kernels with r ...
+    /// let s = map.snapshot()?;
+    /// let r = map.device_ref(Updates::InPlace); // knows s
+    /// assert_eq!(r.copy_below, s.timestamp() + 1);
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    ///
+    /// Using a ref fetched before the snapshot does not compile:
+    ///
+    /// ```compile_fail,E0502
+    /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let r = map.device_ref(Updates::InPlace);
+    /// let s = map.snapshot()?; // error: `map` is borrowed by `r`
+    /// assert_eq!(r.copy_below, 0);
+    /// # let _ = s;
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn device_ref(&self, mode: Updates) -> VersionedTreeRef<'_, K, V> {
+        self.tree_ref(mode)
+    }
+
+    /// The tree ref of the map's own launches, without the borrow: each is passed to its
+    /// kernel at once, before anything can change the map.
+    fn tree_ref(&self, mode: Updates) -> VersionedTreeRef<'static, K, V> {
         let stream = self.gpu.stream();
         VersionedTreeRef {
             tree: TreeRef {
@@ -223,6 +260,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             log_len: self.log_len.device_ptr(stream).0,
             log_cap: self.log.len() as u32,
             now: crate::node::UNSET_TS,
+            map: PhantomData,
         }
     }
 
@@ -238,10 +276,12 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     }
 
     /// Takes a snapshot of the newest state (a device-wide barrier: it runs after every
-    /// kernel enqueued before it on the map's stream). Synchronizes.
+    /// kernel enqueued before it on the map's stream). It takes `&mut self` because it
+    /// changes what in-place updates must copy: no [`VersionedTreeRef`] fetched before it
+    /// can be used after it (see [`VersionedBTreeMap::device_ref`]). Synchronizes.
     ///
     /// Fails with [`Error::ClockExhausted`] after 2^31 - 2 snapshots (timestamps are 31 bits).
-    pub fn snapshot(&self) -> Result<Snapshot> {
+    pub fn snapshot(&mut self) -> Result<Snapshot> {
         let ts = self.launch_snapshot(self.gpu.stream(), Updates::InPlace)?;
         let flags = self.status.lock().take()?;
         if ts == crate::node::UNSET_TS || flags.contains(Status(crate::CLOCK_FULL)) {
@@ -255,7 +295,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// work enqueued before it on `stream` and may run while update kernels run on other
     /// streams, which must then update out of place ([`Updates::OutOfPlace`], e.g.
     /// [`VersionedBTreeMap::insert_many_device`]): their changes are each in the snapshot
-    /// entirely or not at all. Synchronizes `stream` only.
+    /// entirely or not at all. Takes `&mut self` as [`VersionedBTreeMap::snapshot`] does
+    /// (kernels already launched keep running). Synchronizes `stream` only.
     ///
     /// ```no_run
     /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
@@ -271,7 +312,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn snapshot_on(
-        &self,
+        &mut self,
         stream: &std::sync::Arc<gpuds_core::cudarc::driver::CudaStream>,
     ) -> Result<Snapshot> {
         let ts = self.launch_snapshot(stream, Updates::OutOfPlace)?;
@@ -289,7 +330,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         mode: Updates,
     ) -> Result<u32> {
         let mut out = stream.alloc_zeros::<u32>(1)?;
-        let r = self.device_ref(mode);
+        let r = self.tree_ref(mode);
         let mut args = stream.launch_builder(self.kernels.snapshot.func());
         args.arg(&r).arg(&mut out);
         // SAFETY: the kernel's arguments are the tree ref and one output word.
@@ -339,7 +380,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         stream.memset_zeros(&mut self.size)?;
         stream.memset_zeros(&mut self.log_len)?;
         let mut out = stream.alloc_zeros::<u32>(1)?;
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let mut args = stream.launch_builder(self.kernels.init.func());
         args.arg(&r).arg(&mut out);
         // SAFETY: the kernel's arguments are the tree ref and one output word.

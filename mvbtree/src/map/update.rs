@@ -77,7 +77,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         self.ensure_room(self.update_bound(n as usize, mode))?;
         let mut replaced = stream.alloc_zeros::<u32>(words)?;
-        let r = self.device_ref(mode);
+        let r = self.tree_ref(mode);
         let shape = self.grid(&self.kernels.insert, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.insert.func());
         args.arg(&r)
@@ -189,7 +189,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         let copies = mode == Updates::OutOfPlace || self.snapshots.bounds().is_some();
         self.ensure_room(if copies { n as u64 + 64 } else { 0 })?;
-        let r = self.device_ref(mode);
+        let r = self.tree_ref(mode);
         let shape = self.grid(&self.kernels.erase, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.erase.func());
         args.arg(&r)
