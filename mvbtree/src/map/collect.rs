@@ -45,8 +45,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// the last kernel that may log a head.
     fn collect_logged(&mut self, len: u32) -> Result<u64> {
         // Versions kernels handed to the reclaimer and still in limbo: no kernel runs now.
-        let drained = self.reclaimer.drain(&self.pool)?;
-        self.used_bound = self.used_bound.saturating_sub(drained);
+        let drained = self.reclaimer.drain(self.runner.pool())?;
+        self.runner.release(drained);
         let stream = self.gpu.stream().clone();
         let keep = self.snapshots.bounds().map(|(oldest, _)| oldest);
         self.collector.last_keep = keep;
@@ -59,7 +59,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Err(gpuds_core::Error::Status(Status(crate::LOG_FULL)).into());
         }
         let n = len.min(self.log.len() as u32);
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let fresh = stream.alloc_zeros::<u32>(self.log.len())?;
         let old_log = std::mem::replace(&mut self.log, fresh);
         stream.memset_zeros(&mut self.log_len)?;
@@ -82,11 +82,11 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         unsafe { args.launch(shape) }?;
         self.log_len = log_len;
         let freed = stream.clone_dtoh(&freed)?.first().copied().unwrap_or(0);
-        let flags = self.take_status()?;
+        let flags = self.runner.take_status()?;
         self.collector.last_len = self.logged()?;
         self.collector.freed += freed;
         self.collector.runs += 1;
-        self.used_bound = self.used_bound.saturating_sub(freed);
+        self.runner.release(freed);
         if !flags.is_ok() {
             return Err(gpuds_core::Error::Status(flags).into());
         }

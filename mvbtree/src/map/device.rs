@@ -544,7 +544,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         self.ensure_room(node_bound(updates.min(n as usize), pairs, true))?;
         let stream = self.gpu.stream().clone();
         let r = self.tree_ref(Updates::OutOfPlace);
-        let e = self.reclaimer.device_ref(&self.pool);
+        let e = self.reclaimer.device_ref(self.runner.pool());
         let shape = self.apply_grid(n)?;
         let mut args = stream.launch_builder(self.kernels.apply.func());
         args.arg(&r)

@@ -58,7 +58,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         let updates = ops.iter().filter(|op| !op.is_query()).count();
         let stream = self.gpu.stream().clone();
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let (d_codes, d_keys) = (stream.clone_htod(&codes)?, stream.clone_htod(&keys)?);
         let (d_ak, d_av) = (
             stream.clone_htod(&arg_keys)?,
@@ -77,7 +77,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             stream.clone_dtoh(out.range_keys())?,
             stream.clone_dtoh(out.range_values())?,
         );
-        let flags = self.take_status()? | self.reclaimer.take_status()?;
+        let flags = self.runner.take_status()? | self.reclaimer.take_status()?;
         let failed_bits = if flags.is_ok() {
             Vec::new()
         } else {
@@ -109,11 +109,14 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             replies.push(reply);
         }
         // No kernel runs: what the batch handed to the reclaimer goes back to the pool.
-        let drained = self.reclaimer.drain(&self.pool)?;
-        self.used_bound = self.used_bound.saturating_sub(drained);
+        let drained = self.reclaimer.drain(self.runner.pool())?;
+        self.runner.release(drained);
         self.collect_if_due()?;
         if !flags.is_ok() {
-            return Err(self.failure(flags, indices(&failed_bits, n as usize)));
+            return Err(self
+                .runner
+                .failure(flags, indices(&failed_bits, n as usize))
+                .into());
         }
         Ok(replies)
     }

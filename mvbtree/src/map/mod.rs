@@ -6,10 +6,10 @@ use std::marker::PhantomData;
 
 use gpuds_alloc::{Collector, CollectorConfig, EbrRef, SlabAlloc, SlabAllocConfig};
 use gpuds_btree::node::{NodeLayout, NULL_NODE};
+use gpuds_btree::runner::{splits, BatchRunner};
 use gpuds_btree::{BTreeConfig, TreeKey, TreeRef, TreeValue};
 use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
-use gpuds_core::{launch, Gpu, Kernel, Status, StatusWord};
-use parking_lot::Mutex;
+use gpuds_core::{launch, Gpu, Kernel, Status};
 
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -23,6 +23,8 @@ mod inspect;
 mod mixed;
 mod query;
 mod update;
+
+pub(crate) use gpuds_btree::runner::{batch_len, same_len};
 
 pub use device::{MvReplyBuffers, RangeOffsets};
 pub use inspect::VersionStats;
@@ -71,8 +73,9 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
     gpu: Gpu,
     config: BTreeConfig,
     layout: NodeLayout,
-    pool: SlabAlloc,
-    status: Mutex<StatusWord>,
+    /// The node pool, the status word and the bound of units in use (shared with
+    /// `GpuBTreeMap`: see `gpuds_btree::runner`).
+    runner: BatchRunner,
     size: CudaSlice<u64>,
     clock: CudaSlice<u32>,
     log: CudaSlice<u32>,
@@ -83,8 +86,6 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
     collector: Versions,
     /// Epoch-based reclamation for versions made inside kernels (§4.4.4).
     reclaimer: Collector,
-    /// Upper bound of the units in use (see `ensure_room`).
-    used_bound: u64,
     _marker: PhantomData<(K, V)>,
 }
 
@@ -172,7 +173,6 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let mut map = Self {
             gpu: gpu.clone(),
             layout,
-            status: Mutex::new(StatusWord::new(gpu)?),
             size: stream.alloc_zeros::<u64>(1)?,
             clock: stream.alloc_zeros::<u32>(1)?,
             log: stream.alloc_zeros::<u32>(log_cap as usize)?,
@@ -182,8 +182,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             snapshots: Snapshots::new(),
             collector: Versions::default(),
             reclaimer: Collector::new(gpu, reclaimer)?,
-            used_bound: 0,
-            pool,
+            runner: BatchRunner::new(gpu, pool)?,
             config,
             _marker: PhantomData,
         };
@@ -246,10 +245,10 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let stream = self.gpu.stream();
         VersionedTreeRef {
             tree: TreeRef {
-                alloc: self.pool.device_ref(),
+                alloc: self.runner.pool().device_ref(),
                 root: self.root,
                 max_steps: self.config.max_steps,
-                status: self.status.lock().slice().device_ptr(stream).0,
+                status: self.runner.status().slice().device_ptr(stream).0,
                 size: self.size.device_ptr(stream).0,
                 types: PhantomData,
             },
@@ -283,7 +282,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Fails with [`Error::ClockExhausted`] after 2^31 - 2 snapshots (timestamps are 31 bits).
     pub fn snapshot(&mut self) -> Result<Snapshot> {
         let ts = self.launch_snapshot(self.gpu.stream(), Updates::InPlace)?;
-        let flags = self.status.lock().take()?;
+        let flags = self.runner.status().take()?;
         if ts == crate::node::UNSET_TS || flags.contains(Status(crate::CLOCK_FULL)) {
             return Err(Error::ClockExhausted);
         }
@@ -349,7 +348,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// [`VersionedBTreeMap::collect_versions`] after it, which also hands back what is still
     /// in limbo.
     pub fn reclaimer_ref(&self) -> EbrRef {
-        self.reclaimer.device_ref(&self.pool)
+        self.reclaimer.device_ref(self.runner.pool())
     }
 
     /// The most blocks a kernel that reclaims may run with.
@@ -365,11 +364,9 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Reads and clears the status words: the pool's, the tree's and the reclaimer's.
     /// Synchronizes.
     pub fn check(&self) -> Result<()> {
-        let pool = self.pool.check_status();
-        let own = self.status.lock().check();
+        let tree = self.runner.check();
         let reclaimer = self.reclaimer.check_status();
-        pool?;
-        own?;
+        tree?;
         reclaimer?;
         Ok(())
     }
@@ -390,14 +387,14 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             .first()
             .copied()
             .unwrap_or(NULL_NODE);
-        self.pool.check_status()?;
+        self.runner.pool().check_status()?;
         if root == NULL_NODE {
             return Err(
                 gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into(),
             );
         }
         self.root = root;
-        self.used_bound = 1;
+        self.runner.set_used(1);
         self.collector.last_len = 0;
         Ok(())
     }
@@ -410,20 +407,13 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
 
     /// Grows the pool when `extra` more units might not fit, and the log with it.
     fn ensure_room(&mut self, extra: u64) -> Result<()> {
-        if self.used_bound.saturating_add(extra) > self.pool.capacity_units() {
-            match self.pool.reserve_within_max(extra) {
-                Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-            self.used_bound = self.pool.units_in_use()?;
-        }
-        self.used_bound = self.used_bound.saturating_add(extra);
+        self.runner.ensure_room(extra)?;
         self.grow_log()
     }
 
     /// Keeps the log able to name every unit of the pool (a head is logged at most once).
     fn grow_log(&mut self) -> Result<()> {
-        let cap = log_capacity(self.pool.capacity_units())?;
+        let cap = log_capacity(self.runner.pool().capacity_units())?;
         if cap as usize <= self.log.len() {
             return Ok(());
         }
@@ -434,79 +424,21 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         Ok(())
     }
 
-    /// Clears both status words in stream order.
-    fn clear_status(&self) -> Result<()> {
-        self.pool.clear_status()?;
-        self.status.lock().clear()?;
-        Ok(())
-    }
-
-    /// Reads and clears both status words; the flags of both. Synchronizes.
-    fn take_status(&self) -> Result<Status> {
-        let pool = self.pool.take_status()?;
-        let own = self.status.lock().take()?;
-        Ok(pool | own)
-    }
-
-    /// The error of a call whose kernels reported `flags` and whose operations at
-    /// `not_applied` failed.
-    fn failure(&self, flags: Status, not_applied: Vec<usize>) -> Error {
-        if !not_applied.is_empty() {
-            return gpuds_core::Error::NotApplied {
-                status: flags,
-                not_applied,
-            }
-            .into();
-        }
-        gpuds_core::Error::Status(flags).into()
-    }
-
-    /// Grows the pool after a batch ran out of units; false at its maximum.
-    fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
-        let before = self.pool.capacity_units();
-        match self
-            .pool
-            .reserve_within_max(before.max(3 * failed as u64 + 64))
-        {
-            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
-            Err(gpuds_alloc::Error::Core(gpuds_core::Error::OutOfMemory { .. })) => {
-                return Ok(false)
-            }
-            Err(e) => return Err(e.into()),
-        }
-        self.used_bound = self.pool.units_in_use()?;
-        self.grow_log()?;
-        Ok(self.pool.capacity_units() > before)
-    }
-
-    /// Runs a synchronizing update batch: `round(self, at)` runs the requests at the
-    /// positions `at` (`None`: all) and returns its flags and the indices, into that round,
-    /// of the requests that failed. Requests that ran out of nodes below the pool's
-    /// maximum run again after the pool has grown; then the version collector runs.
+    /// Runs a synchronizing update batch through the runner
+    /// ([`gpuds_btree::runner::run_growing`]): requests that ran out of nodes below the
+    /// pool's maximum run again after it grew (by three units per failed request and 64:
+    /// a split may copy the nodes it changes; the next round's `ensure_room` grows the
+    /// log to match); then the version collector runs.
     fn run_growing(
         &mut self,
-        mut round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
+        round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
     ) -> Result<()> {
-        self.clear_status()?;
-        let mut at: Option<Vec<usize>> = None;
-        let result = loop {
-            let (flags, failed) = round(self, at.as_deref())?;
-            if flags.is_ok() {
-                break Ok(());
-            }
-            let not_applied: Vec<usize> = failed
-                .into_iter()
-                .map(|i| at.as_ref().map_or(i, |a| a[i]))
-                .collect();
-            if flags == Status::POOL_EXHAUSTED
-                && !not_applied.is_empty()
-                && self.grow_after_exhaustion(not_applied.len())?
-            {
-                at = Some(not_applied);
-                continue;
-            }
-            break Err(self.failure(flags, not_applied));
-        };
+        let result = gpuds_btree::runner::run_growing(
+            self,
+            |map| &mut map.runner,
+            |failed| 3 * failed as u64 + 64,
+            round,
+        );
         self.collect_if_due()?;
         result
     }
@@ -520,31 +452,12 @@ fn log_capacity(units: u64) -> Result<u32> {
     )?)
 }
 
-/// The batch length as the kernels' 32-bit count.
-pub(crate) fn batch_len(n: usize) -> Result<u32> {
-    Ok(gpuds_core::size::u32_len(n, "operations in one batch")?)
-}
-
-/// Both lengths, equal, as a batch length.
-pub(crate) fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
-    if a != b {
-        return Err(gpuds_core::Error::InvalidArgument(format!("{a} keys but {b} {what}")).into());
-    }
-    batch_len(a)
-}
-
 /// Nodes a batch of `n` insertions into nodes of `pairs` pairs may add (the B-Tree's
 /// bound: one leaf split per insertion, an upper split per `pairs / 2 - 1` below it),
 /// and when versions may be made, a copy of every node changed.
 pub(crate) fn node_bound(n: usize, pairs: usize, copies: bool) -> u64 {
-    let n = n as u64;
-    let per_split = (pairs as u64 / 2).saturating_sub(1).clamp(1, 3);
-    let splits = n.div_ceil(per_split) + 64;
-    if copies {
-        n + 3 * splits
-    } else {
-        n + splits
-    }
+    let per_copy = if copies { 3 } else { 1 };
+    n as u64 + per_copy * splits(n, pairs)
 }
 
 /// The snapshot's timestamp, checked to belong to `snaps`.

@@ -40,7 +40,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let stream = self.gpu.stream();
         let k = stream.clone_htod(keys)?;
         let mut values = stream.alloc_zeros::<V>(n)?;
@@ -72,7 +72,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let stream = self.gpu.stream();
         let k = stream.clone_htod(keys)?;
         let mut out_k = stream.alloc_zeros::<K>(n)?;
@@ -107,7 +107,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// ```
     pub fn range_count_many_at(&self, snap: &Snapshot, ranges: &[(K, K)]) -> Result<Vec<u32>> {
         self.read_ts(Some(snap))?;
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let counts = match self.range_counts(Some(snap), ranges)? {
             Some((_, _, c)) => self.gpu.stream().clone_dtoh(&c)?,
             None => Vec::new(),
@@ -131,7 +131,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// ```
     pub fn range_many_at(&self, snap: &Snapshot, ranges: &[(K, K)]) -> Result<Vec<Vec<(K, V)>>> {
         self.read_ts(Some(snap))?;
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let Some((lo, hi, counts)) = self.range_counts(Some(snap), ranges)? else {
             return Ok(Vec::new());
         };
@@ -179,7 +179,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         if n == 0 {
             return Ok((Vec::new(), Vec::new()));
         }
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let stream = self.gpu.stream();
         let (lo, hi) = self.upload_ranges(ranges)?;
         let mut keys = stream.alloc_zeros::<K>(slots.max(1) as usize)?;
@@ -266,7 +266,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
 
     /// The status after a query: reads and clears the words.
     fn query_status(&self) -> Result<()> {
-        let flags = self.take_status()?;
+        let flags = self.runner.take_status()?;
         if flags.is_ok() {
             Ok(())
         } else {
