@@ -25,6 +25,47 @@ fn range_of(m: &BTreeMap<u32, u32>, lo: u32, hi: u32) -> Vec<(u32, u32)> {
     m.range(lo..=hi).map(|(&k, &v)| (k, v)).collect()
 }
 
+/// A map with a snapshot and later changes, and the oracles of both states.
+struct TwoStates {
+    map: VersionedBTreeMap<u32, u32>,
+    snap: gpuds_mvbtree::Snapshot,
+    keys: Vec<u32>,
+    fresh: Vec<u32>,
+    old: BTreeMap<u32, u32>,
+    now: BTreeMap<u32, u32>,
+}
+
+/// 40,000 keys, a snapshot, then new keys, replaced values and removals that the
+/// snapshot must not see, all updates in `mode`; validated.
+fn two_states(gpu: &gpuds_core::Gpu, mode: Updates) -> TwoStates {
+    let mut map = VersionedBTreeMap::<u32, u32>::new(gpu).unwrap();
+    let keys = scrambled(40_000, 0x77);
+    let vals: Vec<u32> = keys.iter().map(|k| k ^ 0x5a5a).collect();
+    map.insert_many_with(&keys, &vals, mode).unwrap();
+    let old: BTreeMap<u32, u32> = keys.iter().copied().zip(vals.iter().copied()).collect();
+    let snap = map.snapshot().unwrap();
+    let mut now = old.clone();
+    let fresh = scrambled(10_000, 0x1234_5678);
+    map.insert_many_with(&fresh, &fresh, mode).unwrap();
+    for &k in &fresh {
+        now.insert(k, k);
+    }
+    let gone: Vec<u32> = keys.iter().step_by(5).copied().collect();
+    map.remove_many_with(&gone, mode).unwrap();
+    for k in &gone {
+        now.remove(k);
+    }
+    map.validate().unwrap();
+    TwoStates {
+        map,
+        snap,
+        keys,
+        fresh,
+        old,
+        now,
+    }
+}
+
 #[test]
 fn device_queries_match_the_host_forms_and_the_oracle() {
     let Some(gpu) = gpuds_testkit::gpu() else {
@@ -32,25 +73,14 @@ fn device_queries_match_the_host_forms_and_the_oracle() {
     };
     let stream = gpu.stream();
     for mode in [Updates::InPlace, Updates::OutOfPlace] {
-        let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
-        let keys = scrambled(40_000, 0x77);
-        let vals: Vec<u32> = keys.iter().map(|k| k ^ 0x5a5a).collect();
-        map.insert_many_with(&keys, &vals, mode).unwrap();
-        let old: BTreeMap<u32, u32> = keys.iter().copied().zip(vals.iter().copied()).collect();
-        let snap = map.snapshot().unwrap();
-        // Later: new keys, replaced values and removals that the snapshot must not see.
-        let mut now = old.clone();
-        let fresh = scrambled(10_000, 0x1234_5678);
-        map.insert_many_with(&fresh, &fresh, mode).unwrap();
-        for &k in &fresh {
-            now.insert(k, k);
-        }
-        let gone: Vec<u32> = keys.iter().step_by(5).copied().collect();
-        map.remove_many_with(&gone, mode).unwrap();
-        for k in &gone {
-            now.remove(k);
-        }
-        map.validate().unwrap();
+        let TwoStates {
+            map,
+            snap,
+            keys,
+            fresh,
+            old,
+            now,
+        } = two_states(&gpu, mode);
 
         let probe: Vec<u32> = keys.iter().chain(&fresh).step_by(3).copied().collect();
         let d_probe = stream.clone_htod(&probe).unwrap();
@@ -171,24 +201,14 @@ fn device_successors_and_capped_ranges_match_the_host_forms_and_the_oracle() {
     };
     let stream = gpu.stream();
     for mode in [Updates::InPlace, Updates::OutOfPlace] {
-        let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
-        let keys = scrambled(30_000, 0x4242);
-        let vals: Vec<u32> = keys.iter().map(|k| k ^ 0x0ff0).collect();
-        map.insert_many_with(&keys, &vals, mode).unwrap();
-        let old: BTreeMap<u32, u32> = keys.iter().copied().zip(vals.iter().copied()).collect();
-        let snap = map.snapshot().unwrap();
-        let mut now = old.clone();
-        let fresh = scrambled(8_000, 0x1357_9bdf);
-        map.insert_many_with(&fresh, &fresh, mode).unwrap();
-        for &k in &fresh {
-            now.insert(k, k);
-        }
-        let gone: Vec<u32> = keys.iter().step_by(4).copied().collect();
-        map.remove_many_with(&gone, mode).unwrap();
-        for k in &gone {
-            now.remove(k);
-        }
-        map.validate().unwrap();
+        let TwoStates {
+            map,
+            snap,
+            keys,
+            fresh,
+            old,
+            now,
+        } = two_states(&gpu, mode);
 
         // Successors of present keys, removed keys, new keys, the ends of the key space.
         let mut probe: Vec<u32> = keys.iter().chain(&fresh).step_by(7).copied().collect();
