@@ -161,6 +161,9 @@ impl BatchRunner {
 /// nodes below the pool's maximum run again, alone, after the pool has grown by at least
 /// `retry_units(failed)`; what still fails is named in the error
 /// ([`gpuds_core::Error::NotApplied`]), every other request having taken effect.
+/// `finish(map)` runs after the last round, whether the batch succeeded or failed (not
+/// after an error of a round or of the pool's growth, which ends the call at once), and
+/// its error comes first.
 ///
 /// ```no_run
 /// use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
@@ -169,10 +172,11 @@ impl BatchRunner {
 /// let pool = SlabAlloc::new(&gpu, SlabAllocConfig { unit_bytes: 128, ..Default::default() })?;
 /// let mut runner = BatchRunner::new(&gpu, pool)?;
 /// let mut rounds = 0;
-/// run_growing(&mut runner, |r| r, |failed| failed as u64, |r, at| {
-///     rounds += 1; // launch the kernels of the requests at `at` here
+/// let round = |r: &mut BatchRunner, _at: Option<&[usize]>| {
+///     rounds += 1; // launch the kernels of the requests at `_at` here
 ///     Ok::<_, gpuds_btree::Error>((r.take_status()?, Vec::new()))
-/// })?;
+/// };
+/// run_growing(&mut runner, |r| r, |failed| failed as u64, round, |_| Ok(()))?;
 /// assert_eq!(rounds, 1);
 /// # Ok::<(), gpuds_btree::Error>(())
 /// ```
@@ -181,13 +185,14 @@ pub fn run_growing<M, E: From<Error>>(
     runner: impl Fn(&mut M) -> &mut BatchRunner,
     retry_units: impl Fn(usize) -> u64,
     mut round: impl FnMut(&mut M, Option<&[usize]>) -> Result<(Status, Vec<usize>), E>,
+    finish: impl FnOnce(&mut M) -> Result<(), E>,
 ) -> Result<(), E> {
     runner(map).clear_status()?;
     let mut at: Option<Vec<usize>> = None;
     loop {
         let (flags, failed) = round(map, at.as_deref())?;
         if flags.is_ok() {
-            return Ok(());
+            return finish(map);
         }
         let not_applied: Vec<usize> = failed
             .into_iter()
@@ -200,7 +205,9 @@ pub fn run_growing<M, E: From<Error>>(
             at = Some(not_applied);
             continue;
         }
-        return Err(runner(map).failure(flags, not_applied).into());
+        let failure = runner(map).failure(flags, not_applied);
+        finish(map)?;
+        return Err(failure.into());
     }
 }
 

@@ -274,6 +274,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             |tree| &mut tree.runner,
             |failed| split_bound(failed, pairs),
             round,
+            |_| Ok(()),
         )
     }
 }

@@ -433,14 +433,13 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         &mut self,
         round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
     ) -> Result<()> {
-        let result = gpuds_btree::runner::run_growing(
+        gpuds_btree::runner::run_growing(
             self,
             |map| &mut map.runner,
             |failed| 3 * failed as u64 + 64,
             round,
-        );
-        self.collect_if_due()?;
-        result
+            Self::collect_if_due,
+        )
     }
 }
 
