@@ -314,7 +314,25 @@ impl Collector {
     /// Reads and clears the collector's status word ([`LIMBO_FULL`], or `OUT_OF_BOUNDS`
     /// when a grid was larger than the announce array). Synchronizes.
     pub fn check_status(&self) -> Result<()> {
-        Ok(self.status.lock().check()?)
+        Ok(self.take_status()?.into_result()?)
+    }
+
+    /// Reads and clears the collector's status word, returning the raw flags (as
+    /// [`SlabAlloc::take_status`]), for a caller that folds them into its own.
+    /// Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_alloc::{Collector, CollectorConfig, LIMBO_FULL};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let collector = Collector::new(&gpu, CollectorConfig::default())?;
+    /// // ... kernels retire units through collector.device_ref(&pool) ...
+    /// let flags = collector.take_status()?;
+    /// assert!(!flags.contains(LIMBO_FULL));
+    /// assert!(collector.take_status()?.is_ok()); // cleared
+    /// # Ok::<(), gpuds_alloc::Error>(())
+    /// ```
+    pub fn take_status(&self) -> Result<Status> {
+        Ok(self.status.lock().take()?)
     }
 
     /// The epoch, the counters and the units pending per epoch. Synchronizes; the

@@ -132,6 +132,21 @@ fn a_grid_larger_than_the_announce_array_is_refused() {
         }
         other => panic!("expected OUT_OF_BOUNDS, got {other:?}"),
     }
+    // Again, read as raw flags: take_status returns them and clears the word.
+    let mut args = stream.launch_builder(kernel.func());
+    args.arg(&r).arg(&cells).arg(&n).arg(&rounds);
+    args.arg(&writes).arg(&seed).arg(&mut violations);
+    // SAFETY: as above.
+    unsafe { args.launch(gpuds_core::launch::shape(8, 256, 0)) }.unwrap();
+    let flags = collector.take_status().unwrap();
+    assert!(
+        flags.contains(gpuds_core::Status::OUT_OF_BOUNDS),
+        "{flags:?}"
+    );
+    assert!(
+        collector.take_status().unwrap().is_ok(),
+        "the word is cleared"
+    );
     // The four blocks with a slot ran and reclaimed as usual.
     assert_eq!(stream.clone_dtoh(&violations).unwrap()[0], 0);
     collector.drain(&pool).unwrap();

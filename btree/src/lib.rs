@@ -102,6 +102,7 @@ mod keys;
 mod map;
 pub mod node;
 mod ops;
+pub mod runner;
 mod sorted_array;
 mod tree_ref;
 pub mod validate;

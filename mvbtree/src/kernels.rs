@@ -38,6 +38,7 @@ pub(crate) struct Kernels {
     pub successor: Kernel,
     pub range_count: Kernel,
     pub range_collect: Kernel,
+    pub capped_offsets: Kernel,
     pub apply: Kernel,
     pub collect: Kernel,
 }
@@ -56,6 +57,7 @@ impl Kernels {
             successor: k("mv_successor")?,
             range_count: k("mv_range_count")?,
             range_collect: k("mv_range_collect")?,
+            capped_offsets: k("mv_capped_offsets")?,
             apply: k("mv_apply")?,
             collect: k("mv_collect")?,
         })

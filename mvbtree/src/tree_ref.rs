@@ -1,14 +1,22 @@
 //! [`VersionedTreeRef`], the Rust mirror of `gpuds::mvbtree::versioned_tree_ref`.
 
+use std::marker::PhantomData;
+
 use gpuds_btree::TreeRef;
 use gpuds_core::cudarc::driver::DeviceRepr;
 
 /// The versioned tree as kernels see it: the mirror of
 /// `gpuds::mvbtree::versioned_tree_ref<K, V>` (`#include <gpuds/mvbtree/versioned_tree_ref.cuh>`),
-/// passed by value to a user kernel. Fetch it again after any call that takes
-/// `&mut self` (the pool and the version log may have grown) and after a snapshot is
-/// taken or dropped on the host (`copy_below` says which nodes a live snapshot can see,
-/// and whether kernels may hand versions to the reclaimer).
+/// passed by value to a user kernel.
+///
+/// It borrows the map it came from ([`crate::VersionedBTreeMap::device_ref`]), so no call
+/// that takes `&mut self` can run while it lives: not an update (the pool and the version
+/// log may grow), not a version collection (the log is replaced), and not a snapshot
+/// (`copy_below` says which nodes a live snapshot can see, and whether kernels may hand
+/// versions to the reclaimer; a ref fetched before a snapshot would let in-place updates
+/// change nodes the snapshot reads). Launch the kernels that use it, let it go, and fetch
+/// it again after such a call. Dropping a [`crate::Snapshot`] while a ref lives is safe:
+/// the ref then copies nodes that no snapshot needs any more, which the collector frees.
 ///
 /// # Examples
 /// ```no_run
@@ -22,7 +30,7 @@ use gpuds_core::cudarc::driver::DeviceRepr;
 /// ```
 #[repr(C)]
 #[derive(Debug)]
-pub struct VersionedTreeRef<K = u32, V = u32> {
+pub struct VersionedTreeRef<'map, K = u32, V = u32> {
     /// The tree of newest versions: node pool, root, step cap, status word, pair count.
     pub tree: TreeRef<K, V>,
     /// Device address of the global timestamp (u32).
@@ -41,18 +49,20 @@ pub struct VersionedTreeRef<K = u32, V = u32> {
     /// In-place updates: the clock while the batch runs, or `UNSET_TS` (read it at each
     /// change; what the host hands out, the crate's kernels read it once per warp).
     pub now: u32,
+    /// The borrow of the map (no bytes).
+    pub(crate) map: PhantomData<&'map ()>,
 }
 
-impl<K, V> Clone for VersionedTreeRef<K, V> {
+impl<K, V> Clone for VersionedTreeRef<'_, K, V> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<K, V> Copy for VersionedTreeRef<K, V> {}
+impl<K, V> Copy for VersionedTreeRef<'_, K, V> {}
 
 // SAFETY: #[repr(C)] plain data whose layout matches the C++ struct (checked by the layout
-// test); kernels receive it by value.
-unsafe impl<K: 'static, V: 'static> DeviceRepr for VersionedTreeRef<K, V> {}
+// test; the borrow is a zero-sized marker at the end); kernels receive it by value.
+unsafe impl<K: 'static, V: 'static> DeviceRepr for VersionedTreeRef<'_, K, V> {}
 
 #[cfg(test)]
 mod tests {

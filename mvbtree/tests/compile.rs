@@ -35,6 +35,7 @@ fn kernel_names_are_the_ones_the_host_loads() {
             "mv_successor",
             "mv_range_count",
             "mv_range_collect",
+            "mv_capped_offsets",
             "mv_apply",
             "mv_collect",
         ] {

@@ -1,6 +1,7 @@
 //! GPU checks of the `_device` forms of VersionedBTreeMap: queries at a snapshot and of the
-//! newest state on device buffers give what the host forms give (and what
-//! `std::collections::BTreeMap` gives), range offsets from counts and capped, bad buffer
+//! newest state on device buffers (lookups, successors, counts, ranges collected and
+//! capped) give what the host forms give (and what `std::collections::BTreeMap` gives),
+//! range offsets from counts and capped, bad buffer
 //! lengths are refused, and a mixed batch on device buffers leaves the oracle's contents
 //! with every range exact at some state between the batch's start and end. Skips without
 //! a GPU.
@@ -24,6 +25,47 @@ fn range_of(m: &BTreeMap<u32, u32>, lo: u32, hi: u32) -> Vec<(u32, u32)> {
     m.range(lo..=hi).map(|(&k, &v)| (k, v)).collect()
 }
 
+/// A map with a snapshot and later changes, and the oracles of both states.
+struct TwoStates {
+    map: VersionedBTreeMap<u32, u32>,
+    snap: gpuds_mvbtree::Snapshot,
+    keys: Vec<u32>,
+    fresh: Vec<u32>,
+    old: BTreeMap<u32, u32>,
+    now: BTreeMap<u32, u32>,
+}
+
+/// 40,000 keys, a snapshot, then new keys, replaced values and removals that the
+/// snapshot must not see, all updates in `mode`; validated.
+fn two_states(gpu: &gpuds_core::Gpu, mode: Updates) -> TwoStates {
+    let mut map = VersionedBTreeMap::<u32, u32>::new(gpu).unwrap();
+    let keys = scrambled(40_000, 0x77);
+    let vals: Vec<u32> = keys.iter().map(|k| k ^ 0x5a5a).collect();
+    map.insert_many_with(&keys, &vals, mode).unwrap();
+    let old: BTreeMap<u32, u32> = keys.iter().copied().zip(vals.iter().copied()).collect();
+    let snap = map.snapshot().unwrap();
+    let mut now = old.clone();
+    let fresh = scrambled(10_000, 0x1234_5678);
+    map.insert_many_with(&fresh, &fresh, mode).unwrap();
+    for &k in &fresh {
+        now.insert(k, k);
+    }
+    let gone: Vec<u32> = keys.iter().step_by(5).copied().collect();
+    map.remove_many_with(&gone, mode).unwrap();
+    for k in &gone {
+        now.remove(k);
+    }
+    map.validate().unwrap();
+    TwoStates {
+        map,
+        snap,
+        keys,
+        fresh,
+        old,
+        now,
+    }
+}
+
 #[test]
 fn device_queries_match_the_host_forms_and_the_oracle() {
     let Some(gpu) = gpuds_testkit::gpu() else {
@@ -31,25 +73,14 @@ fn device_queries_match_the_host_forms_and_the_oracle() {
     };
     let stream = gpu.stream();
     for mode in [Updates::InPlace, Updates::OutOfPlace] {
-        let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
-        let keys = scrambled(40_000, 0x77);
-        let vals: Vec<u32> = keys.iter().map(|k| k ^ 0x5a5a).collect();
-        map.insert_many_with(&keys, &vals, mode).unwrap();
-        let old: BTreeMap<u32, u32> = keys.iter().copied().zip(vals.iter().copied()).collect();
-        let snap = map.snapshot().unwrap();
-        // Later: new keys, replaced values and removals that the snapshot must not see.
-        let mut now = old.clone();
-        let fresh = scrambled(10_000, 0x1234_5678);
-        map.insert_many_with(&fresh, &fresh, mode).unwrap();
-        for &k in &fresh {
-            now.insert(k, k);
-        }
-        let gone: Vec<u32> = keys.iter().step_by(5).copied().collect();
-        map.remove_many_with(&gone, mode).unwrap();
-        for k in &gone {
-            now.remove(k);
-        }
-        map.validate().unwrap();
+        let TwoStates {
+            map,
+            snap,
+            keys,
+            fresh,
+            old,
+            now,
+        } = two_states(&gpu, mode);
 
         let probe: Vec<u32> = keys.iter().chain(&fresh).step_by(3).copied().collect();
         let d_probe = stream.clone_htod(&probe).unwrap();
@@ -153,6 +184,160 @@ fn device_queries_match_the_host_forms_and_the_oracle() {
     }
 }
 
+fn successor_of(m: &BTreeMap<u32, u32>, k: u32) -> Option<(u32, u32)> {
+    use std::ops::Bound::{Excluded, Unbounded};
+    m.range((Excluded(k), Unbounded))
+        .next()
+        .map(|(&k, &v)| (k, v))
+}
+
+/// `successor_many_at_device` and `range_many_capped_at_device` at a snapshot and at the
+/// newest state give the oracle's answers, and at the snapshot what the host forms give;
+/// their buffers are checked like the other device forms'.
+#[test]
+fn device_successors_and_capped_ranges_match_the_host_forms_and_the_oracle() {
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let stream = gpu.stream();
+    for mode in [Updates::InPlace, Updates::OutOfPlace] {
+        let TwoStates {
+            map,
+            snap,
+            keys,
+            fresh,
+            old,
+            now,
+        } = two_states(&gpu, mode);
+
+        // Successors of present keys, removed keys, new keys, the ends of the key space.
+        let mut probe: Vec<u32> = keys.iter().chain(&fresh).step_by(7).copied().collect();
+        probe.extend([0, u32::MAX, u32::MAX - 1]);
+        let d_probe = stream.clone_htod(&probe).unwrap();
+        let n = probe.len();
+        let mut sk = stream.alloc_zeros::<u32>(n).unwrap();
+        let mut sv = stream.alloc_zeros::<u32>(n).unwrap();
+        let mut found = stream.alloc_zeros::<u32>(n).unwrap();
+        for (at, oracle) in [(Some(&snap), &old), (None, &now)] {
+            map.successor_many_at_device(at, &d_probe, &mut sk, &mut sv, &mut found)
+                .unwrap();
+            map.check().unwrap();
+            let (k, v, f) = (
+                stream.clone_dtoh(&sk).unwrap(),
+                stream.clone_dtoh(&sv).unwrap(),
+                stream.clone_dtoh(&found).unwrap(),
+            );
+            let got: Vec<Option<(u32, u32)>> = (0..n)
+                .map(|i| {
+                    assert!(f[i] <= 1, "found is one word per key, 0 or 1");
+                    (f[i] == 1).then_some((k[i], v[i]))
+                })
+                .collect();
+            let expected: Vec<Option<(u32, u32)>> =
+                probe.iter().map(|&p| successor_of(oracle, p)).collect();
+            assert_eq!(got, expected, "successors (snapshot: {})", at.is_some());
+            if at.is_some() {
+                assert_eq!(map.successor_many_at(&snap, &probe).unwrap(), got);
+            }
+        }
+
+        // Capped ranges: wide (cut), narrow, empty, inverted and the whole key space.
+        let mut ranges: Vec<(u32, u32)> = keys
+            .iter()
+            .take(400)
+            .map(|&k| (k, k.saturating_add(1 << 19)))
+            .collect();
+        ranges.extend([(0, u32::MAX), (9, 3), (5, 5)]);
+        let (lo, hi): (Vec<u32>, Vec<u32>) = ranges.iter().copied().unzip();
+        let (d_lo, d_hi) = (
+            stream.clone_htod(&lo).unwrap(),
+            stream.clone_htod(&hi).unwrap(),
+        );
+        for cap in [0u32, 1, 4, 64] {
+            let slots = (cap as usize * ranges.len()).max(1);
+            let mut rk = stream.alloc_zeros::<u32>(slots).unwrap();
+            let mut rv = stream.alloc_zeros::<u32>(slots).unwrap();
+            let mut counts = stream.alloc_zeros::<u32>(ranges.len()).unwrap();
+            for (at, oracle) in [(Some(&snap), &old), (None, &now)] {
+                map.range_many_capped_at_device(
+                    at,
+                    &d_lo,
+                    &d_hi,
+                    cap,
+                    &mut rk,
+                    &mut rv,
+                    &mut counts,
+                )
+                .unwrap();
+                map.check().unwrap();
+                let (k, v, c) = (
+                    stream.clone_dtoh(&rk).unwrap(),
+                    stream.clone_dtoh(&rv).unwrap(),
+                    stream.clone_dtoh(&counts).unwrap(),
+                );
+                let mut pairs = Vec::new();
+                for (i, &(l, h)) in ranges.iter().enumerate() {
+                    let e = range_of(oracle, l, h);
+                    assert_eq!(c[i] as usize, e.len(), "count of range {i}, cap {cap}");
+                    let m = e.len().min(cap as usize);
+                    let from = i * cap as usize;
+                    let got: Vec<(u32, u32)> = (from..from + m).map(|j| (k[j], v[j])).collect();
+                    assert_eq!(got, e[..m], "first pairs of range {i}, cap {cap}");
+                    pairs.push(got);
+                }
+                if at.is_some() {
+                    assert_eq!(
+                        map.range_many_capped_at(&snap, &ranges, cap).unwrap(),
+                        (pairs, c),
+                        "host form, cap {cap}"
+                    );
+                }
+            }
+        }
+        map.validate().unwrap();
+    }
+
+    // Short buffers and foreign snapshots are refused before anything runs.
+    let map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let mut other = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let foreign = other.snapshot().unwrap();
+    let keys = stream.clone_htod(&[1u32, 2, 3]).unwrap();
+    let mut three = stream.alloc_zeros::<u32>(3).unwrap();
+    let mut three_v = stream.alloc_zeros::<u32>(3).unwrap();
+    let mut two = stream.alloc_zeros::<u32>(2).unwrap();
+    assert!(map
+        .successor_many_at_device(None, &keys, &mut three, &mut three_v, &mut two)
+        .is_err());
+    assert!(matches!(
+        map.successor_many_at_device(Some(&foreign), &keys, &mut three, &mut three_v, &mut two),
+        Err(gpuds_mvbtree::Error::ForeignSnapshot)
+    ));
+    let mut five = stream.alloc_zeros::<u32>(5).unwrap();
+    let mut six = stream.alloc_zeros::<u32>(6).unwrap();
+    let mut six_v = stream.alloc_zeros::<u32>(6).unwrap();
+    let e = map
+        .range_many_capped_at_device(None, &keys, &keys, 2, &mut five, &mut six, &mut three)
+        .unwrap_err();
+    assert!(e.to_string().contains('6'), "{e}");
+    assert!(
+        map.range_many_capped_at_device(None, &keys, &keys, 1, &mut six, &mut six_v, &mut two)
+            .is_err(),
+        "three ranges, two counts"
+    );
+    assert!(map
+        .range_many_capped_at_device(
+            None,
+            &keys,
+            &keys,
+            u32::MAX,
+            &mut six,
+            &mut five,
+            &mut three
+        )
+        .is_err());
+    map.validate().unwrap();
+}
+
 #[test]
 fn device_forms_refuse_short_buffers_and_foreign_snapshots() {
     let Some(gpu) = gpuds_testkit::gpu() else {
@@ -161,7 +346,7 @@ fn device_forms_refuse_short_buffers_and_foreign_snapshots() {
     let stream = gpu.stream();
     let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
     map.insert_many(&[1, 2, 3], &[10, 20, 30]).unwrap();
-    let other = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
+    let mut other = VersionedBTreeMap::<u32, u32>::new(&gpu).unwrap();
     let foreign = other.snapshot().unwrap();
     let keys = stream.clone_htod(&[1u32, 2, 3]).unwrap();
     let mut short = stream.alloc_zeros::<u32>(2).unwrap();

@@ -4,43 +4,7 @@ use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::{DeviceKey, DeviceValue, Gpu};
 
 use crate::error::Result;
-
-/// Nodes a batch of `inserts` insertions may add to a tree of nodes of `node_pairs`
-/// pairs, reserved before it runs. An insertion that reaches a full leaf splits it (at
-/// most one such split per insertion); a split one level up needs h = node_pairs / 2
-/// splits below it (pairs landed in a half), or a node that was already full, and a root
-/// split adds two nodes: at most n + n / (h - 1) nodes (14 pairs: 7/6 of the insertions,
-/// reserved as 4/3; 6 pairs: 3/2) plus the internal nodes that were full before the
-/// batch, which this bound leaves out. A batch that needs those too (rare: trees whose
-/// internal nodes are nearly all full) fails part of its insertions with
-/// `POOL_EXHAUSTED`; the synchronizing forms then grow the pool and insert those again,
-/// so that only the pool's maximum ends them.
-pub(super) fn split_bound(inserts: usize, node_pairs: usize) -> u64 {
-    let n = inserts as u64;
-    let per_split = (node_pairs as u64 / 2).saturating_sub(1).clamp(1, 3);
-    n + n.div_ceil(per_split) + 64
-}
-
-/// The elements of `all` at the positions `at`, or all of them (`None`).
-pub(super) fn picked<'a, T: Copy>(all: &'a [T], at: Option<&[usize]>) -> std::borrow::Cow<'a, [T]> {
-    match at {
-        None => std::borrow::Cow::Borrowed(all),
-        Some(at) => std::borrow::Cow::Owned(at.iter().map(|&i| all[i]).collect()),
-    }
-}
-
-/// The batch length as the kernels' 32-bit count: more than `u32::MAX` operations is a
-/// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow), never truncated.
-pub(crate) fn batch_len(n: usize) -> Result<u32> {
-    Ok(gpuds_core::size::u32_len(n, "operations in one batch")?)
-}
-
-pub(crate) fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
-    if a != b {
-        return Err(gpuds_core::Error::InvalidArgument(format!("{a} keys but {b} {what}")).into());
-    }
-    batch_len(a)
-}
+pub(crate) use crate::runner::batch_len;
 
 /// The batch length, checked against the result buffers (`out` results, `bits` words of
 /// one bit per request).

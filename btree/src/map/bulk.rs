@@ -151,14 +151,14 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if n > 1 {
             let kernel = &self.kernels.check_increasing;
             let shape = self.gpu.grid_for(kernel, n as usize, BLOCK)?;
-            let mut status = self.status.lock();
+            let mut status = self.runner.status();
             let mut args = stream.launch_builder(kernel.func());
             args.arg(keys).arg(&n).arg(status.slice_mut());
             // SAFETY: keys holds n elements; the status word one.
             unsafe { args.launch(shape) }?;
         }
         self.launch_build(keys, values, n, total, n > 1)?;
-        let flags = self.status.lock().take()?;
+        let flags = self.runner.status().take()?;
         if flags.contains(gpuds_core::Status(UNSORTED_INPUT)) {
             // The build kernel saw the flag and wrote nothing: the tree is as it was.
             return Err(gpuds_core::Error::InvalidArgument(
@@ -178,15 +178,15 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let total = bulk_shape(m as u64, self.config.fill_for(pairs), pairs as u32).nodes();
         // Headroom as well as room: warps find free units quickly in a pool that is not full.
         let wanted = total + total / 4 + 1024;
-        if self.pool.capacity_units() < wanted {
-            match self.pool.reserve_within_max(wanted) {
+        if self.runner.pool().capacity_units() < wanted {
+            match self.runner.pool_mut().reserve_within_max(wanted) {
                 Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
                 Err(e) => return Err(e.into()),
             }
-            if self.pool.capacity_units() < total {
+            if self.runner.pool().capacity_units() < total {
                 return Err(gpuds_alloc::Error::PoolExhausted {
                     needed: total,
-                    capacity: self.pool.capacity_units(),
+                    capacity: self.runner.pool().capacity_units(),
                     max_units: self.config.max_nodes,
                 }
                 .into());
@@ -212,7 +212,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let gate: u64 = if gated { r.status } else { 0 };
         let fill = self.config.fill_for(self.layout.pairs());
         let kernel = &self.kernels.bulk_build;
-        let words = self.pool.capacity_units() / 32;
+        let words = self.runner.pool().capacity_units() / 32;
         // One lane per 16 bytes of node.
         let lanes = self.layout.node_bytes as u64 / 16;
         let threads = (total * lanes).max(words) as usize;
@@ -235,12 +235,12 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// node of the run, linear index total - 1.
     fn finish_build(&mut self, total: u64) {
         let last = total.saturating_sub(1) as u32;
-        let log = self.pool.device_ref().log_blocks_per_super;
+        let log = self.runner.pool().device_ref().log_blocks_per_super;
         self.root = gpuds_alloc::address::address(
             last >> gpuds_alloc::address::UNIT_BITS,
             last & (gpuds_alloc::address::UNITS_PER_BLOCK - 1),
             log,
         );
-        self.used_bound = total;
+        self.runner.set_used(total);
     }
 }

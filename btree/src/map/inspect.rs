@@ -13,7 +13,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// Checks the tree on a host copy of the pool (see [`crate::validate::walk`]) and that
     /// every unit in use is a reachable node; with `collect`, every pair in key order.
     fn walk(&self, collect: bool) -> Result<(TreeShape, Vec<(K, V)>)> {
-        let snapshot = self.pool.snapshot()?;
+        let snapshot = self.runner.pool().snapshot()?;
         let fetch = |a: u32| {
             if snapshot.is_allocated(a) {
                 snapshot
@@ -52,7 +52,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         Ok(BTreeStats {
             len: self.len()? as u64,
             units_in_use: shape.nodes(),
-            capacity_units: self.pool.capacity_units(),
+            capacity_units: self.runner.pool().capacity_units(),
             bytes_per_node: self.layout.node_bytes,
             shape,
         })

@@ -78,7 +78,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let failed = self.launch_apply(&codes, &keys, &args, &mut out_a, &mut out_b, &mut found)?;
         let (a, b) = (stream.clone_dtoh(&out_a)?, stream.clone_dtoh(&out_b)?);
         let (found, failed) = (stream.clone_dtoh(&found)?, stream.clone_dtoh(&failed)?);
-        let flags = self.take_status()?;
+        let flags = self.runner.take_status()?;
         let replies = ops
             .iter()
             .enumerate()
@@ -138,7 +138,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if n == 0 {
             return Ok(failed);
         }
-        self.ensure_room(split_bound(n as usize, self.layout.pairs()))?;
+        self.runner
+            .ensure_room(split_bound(n as usize, self.layout.pairs()))?;
         let r = self.device_ref();
         let shape = self.grid(&self.kernels.apply, n as usize)?;
         let mut b = stream.launch_builder(self.kernels.apply.func());

@@ -7,14 +7,14 @@ use std::marker::PhantomData;
 use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
 use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
 use gpuds_core::primitives::{RadixSorter, Scanner};
-use gpuds_core::{launch, Gpu, Kernel, Status, StatusWord};
-use parking_lot::Mutex;
+use gpuds_core::{launch, Gpu, Kernel, Status};
 
 use crate::config::BTreeConfig;
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
 use crate::keys::{TreeKey, TreeValue};
 use crate::node::{NodeLayout, NULL_NODE};
+use crate::runner::{picked, split_bound, BatchRunner};
 use crate::tree_ref::TreeRef;
 use crate::validate::TreeShape;
 
@@ -26,8 +26,8 @@ mod query;
 mod range;
 mod update;
 
-pub(crate) use batch::{batch_len, bit, query_len, same_len};
-use batch::{picked, split_bound};
+pub(crate) use crate::runner::{batch_len, same_len};
+pub(crate) use batch::{bit, query_len};
 
 /// Threads per block of every launch (the kernels' launch bounds assume it).
 pub(crate) const BLOCK: u32 = 256;
@@ -82,16 +82,15 @@ pub struct GpuBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
     gpu: Gpu,
     config: BTreeConfig,
     layout: NodeLayout,
-    pool: SlabAlloc,
-    status: Mutex<StatusWord>,
+    /// The node pool, the status word and the bound of units in use: the pool is grown
+    /// only when that bound (exact after a count, plus the most every batch since may
+    /// have taken) passes its capacity.
+    runner: BatchRunner,
     size: CudaSlice<u64>,
     root: u32,
     kernels: Kernels,
     sorter: RadixSorter,
     scanner: Scanner,
-    /// Upper bound of the units in use (exact after a count, plus the most every batch
-    /// since may have taken): the pool is grown only when this passes its capacity.
-    used_bound: u64,
     _marker: PhantomData<(K, V)>,
 }
 
@@ -144,14 +143,12 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         let mut map = Self {
             gpu: gpu.clone(),
             layout,
-            pool,
-            status: Mutex::new(StatusWord::new(gpu)?),
+            runner: BatchRunner::new(gpu, pool)?,
             size: gpu.stream().alloc_zeros::<u64>(1)?,
             root: NULL_NODE,
             kernels,
             sorter: RadixSorter::new(gpu)?,
             scanner: Scanner::new(gpu)?,
-            used_bound: 0,
             config,
             _marker: PhantomData,
         };
@@ -169,10 +166,10 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     pub fn device_ref(&self) -> TreeRef<K, V> {
         let stream = self.gpu.stream();
         TreeRef {
-            alloc: self.pool.device_ref(),
+            alloc: self.runner.pool().device_ref(),
             root: self.root,
             max_steps: self.config.max_steps,
-            status: self.status.lock().slice().device_ptr(stream).0,
+            status: self.runner.status().slice().device_ptr(stream).0,
             size: self.size.device_ptr(stream).0,
             types: PhantomData,
         }
@@ -206,7 +203,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
     pub fn clear(&mut self) -> Result<()> {
-        self.pool.reset()?;
+        self.runner.pool_mut().reset()?;
         self.init_root()
     }
 
@@ -225,14 +222,14 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .first()
             .copied()
             .unwrap_or(NULL_NODE);
-        self.pool.check_status()?;
+        self.runner.pool().check_status()?;
         if root == NULL_NODE {
             return Err(
                 gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into(),
             );
         }
         self.root = root;
-        self.used_bound = 1;
+        self.runner.set_used(1);
         Ok(())
     }
 
@@ -242,33 +239,18 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             .grid_for(kernel, requests.div_ceil(32).max(1) * 32, BLOCK)?)
     }
 
-    /// Grows the pool when `extra` more units might not fit.
-    fn ensure_room(&mut self, extra: u64) -> Result<()> {
-        if self.used_bound.saturating_add(extra) <= self.pool.capacity_units() {
-            self.used_bound += extra;
-            return Ok(());
-        }
-        match self.pool.reserve_within_max(extra) {
-            // At the maximum the bound may still be pessimistic: let the kernels try.
-            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
-            Err(e) => return Err(e.into()),
-        }
-        self.used_bound = self.pool.units_in_use()?.saturating_add(extra);
-        Ok(())
-    }
-
     /// Injects faults into the node pool (tests only: the `fault-injection` feature; see
     /// [`gpuds_alloc::faults`]); `Faults::default()` lifts them.
     #[cfg(feature = "fault-injection")]
     pub fn inject_faults(&mut self, faults: gpuds_alloc::faults::Faults) -> Result<()> {
-        Ok(self.pool.inject_faults(faults)?)
+        Ok(self.runner.pool_mut().inject_faults(faults)?)
     }
 
     /// The node pool's allocation requests since faults were injected (tests only).
     /// Synchronizes.
     #[cfg(feature = "fault-injection")]
     pub fn fault_requests(&self) -> Result<u32> {
-        Ok(self.pool.fault_requests()?)
+        Ok(self.runner.pool().fault_requests()?)
     }
 
     /// Reads and clears both status words (the pool's first: an exhausted pool also
@@ -276,96 +258,23 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// before their kernels and check them after, so each reports its own failures only;
     /// after `_device` calls, this reports what all of them flagged since the last check.
     pub fn check(&self) -> Result<()> {
-        let pool = self.pool.check_status();
-        let own = self.status.lock().check();
-        pool?;
-        own?;
-        Ok(())
+        self.runner.check()
     }
 
-    /// Clears both status words in stream order (no synchronization): a synchronizing
-    /// call does this first, so that it reports its own flags only.
-    fn clear_status(&self) -> Result<()> {
-        self.pool.clear_status()?;
-        self.status.lock().clear()?;
-        Ok(())
-    }
-
-    /// Reads and clears both status words; the flags of both. Synchronizes.
-    fn take_status(&self) -> Result<Status> {
-        let pool = self.pool.take_status()?;
-        let own = self.status.lock().take()?;
-        Ok(pool | own)
-    }
-
-    /// The error of a call whose kernels reported `flags` (not OK) and whose operations at
-    /// `not_applied` failed.
-    fn failure(&self, flags: Status, not_applied: Vec<usize>) -> Error {
-        if !not_applied.is_empty() {
-            return gpuds_core::Error::NotApplied {
-                status: flags,
-                not_applied,
-            }
-            .into();
-        }
-        if flags.contains(Status::POOL_EXHAUSTED) {
-            return gpuds_alloc::Error::PoolExhausted {
-                needed: 0,
-                capacity: self.pool.capacity_units(),
-                max_units: self.pool.config().max_units,
-            }
-            .into();
-        }
-        gpuds_core::Error::Status(flags).into()
-    }
-
-    /// Runs a synchronizing batch: `round(self, at)` runs the requests at
-    /// the batch positions `at` (`None`: all of them) and returns the flags its kernels
-    /// reported and the indices, into that round, of the requests that failed. Requests
-    /// that ran out of nodes below the pool's maximum run again, alone, after the pool has
-    /// grown; what still fails is named in the error ([`gpuds_core::Error::NotApplied`]).
+    /// Runs a synchronizing batch through the runner ([`crate::runner::run_growing`]):
+    /// requests that ran out of nodes below the pool's maximum run again after it grew by
+    /// the nodes they may split into.
     fn run_growing(
         &mut self,
-        mut round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
+        round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
     ) -> Result<()> {
-        self.clear_status()?;
-        let mut at: Option<Vec<usize>> = None;
-        loop {
-            let (flags, failed) = round(self, at.as_deref())?;
-            if flags.is_ok() {
-                return Ok(());
-            }
-            let not_applied: Vec<usize> = failed
-                .into_iter()
-                .map(|i| at.as_ref().map_or(i, |a| a[i]))
-                .collect();
-            if flags == Status::POOL_EXHAUSTED
-                && !not_applied.is_empty()
-                && self.grow_after_exhaustion(not_applied.len())?
-            {
-                at = Some(not_applied);
-                continue;
-            }
-            return Err(self.failure(flags, not_applied));
-        }
-    }
-
-    /// Grows the pool after a batch ran out of units, by at least its capacity (so that
-    /// retries end after a few rounds); false when it is at its maximum.
-    fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
-        let before = self.pool.capacity_units();
-        match self
-            .pool
-            .reserve_within_max(before.max(split_bound(failed, self.layout.pairs())))
-        {
-            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
-            // No device memory for more nodes: the batch ends naming what it did not apply.
-            Err(gpuds_alloc::Error::Core(gpuds_core::Error::OutOfMemory { .. })) => {
-                return Ok(false)
-            }
-            Err(e) => return Err(e.into()),
-        }
-        self.used_bound = self.pool.units_in_use()?;
-        Ok(self.pool.capacity_units() > before)
+        let pairs = self.layout.pairs();
+        crate::runner::run_growing(
+            self,
+            |tree| &mut tree.runner,
+            |failed| split_bound(failed, pairs),
+            round,
+            |_| Ok(()),
+        )
     }
 }

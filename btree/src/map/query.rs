@@ -15,7 +15,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
     pub fn get_many(&self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let values = keyed_on_host(&self.gpu, keys, |k, v, f| self.get_many_device(k, v, f))?;
         self.check()?;
         Ok(values)
@@ -77,7 +77,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// # Ok::<(), gpuds_btree::Error>(())
     /// ```
     pub fn successor_many(&self, keys: &[K]) -> Result<Vec<Option<(K, V)>>> {
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let n = batch_len(keys.len())?;
         if n == 0 {
             return Ok(Vec::new());

@@ -10,7 +10,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// For each `(lo, hi)`, the number of pairs with `lo <= key <= hi` (0 when
     /// `lo > hi`). Synchronizes.
     pub fn range_count_many(&self, ranges: &[(K, K)]) -> Result<Vec<u32>> {
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let n = batch_len(ranges.len())?;
         if n == 0 {
             return Ok(Vec::new());
@@ -168,7 +168,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         ranges: &[(K, K)],
         cap: u32,
     ) -> Result<(Ranges<K, V>, Vec<u32>)> {
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let n = batch_len(ranges.len())?;
         if n == 0 {
             return Ok((Ranges::new(vec![0], Vec::new()), Vec::new()));
@@ -205,7 +205,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// exclusive scan of the counts into per-query offsets, then a collect pass. A range
     /// with `lo > hi` is empty. Synchronizes.
     pub fn range_many(&self, ranges: &[(K, K)]) -> Result<Ranges<K, V>> {
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let n = batch_len(ranges.len())?;
         if n == 0 {
             return Ok(Ranges::new(vec![0], Vec::new()));

@@ -35,7 +35,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             let (k, v) = (picked(keys, at), picked(values, at));
             let (k, v) = (stream.clone_htod(&*k)?, stream.clone_htod(&*v)?);
             let failed = tree.launch_insert(&k, &v)?;
-            let flags = tree.take_status()?;
+            let flags = tree.runner.take_status()?;
             let bits = if flags.is_ok() {
                 Vec::new()
             } else {
@@ -67,7 +67,8 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         if n == 0 {
             return Ok(failed);
         }
-        self.ensure_room(split_bound(n as usize, self.layout.pairs()))?;
+        self.runner
+            .ensure_room(split_bound(n as usize, self.layout.pairs()))?;
         let mut replaced = stream.alloc_zeros::<u32>(words)?;
         let r = self.device_ref();
         let shape = self.grid(&self.kernels.insert, n as usize)?;
@@ -99,14 +100,14 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
     /// [`gpuds_core::Error::NotApplied`] naming exactly those keys; every other removal
     /// took effect.
     pub fn remove_many(&mut self, keys: &[K]) -> Result<Vec<Option<V>>> {
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let gpu = self.gpu.clone();
         let mut failed = None;
         let values = keyed_on_host(&gpu, keys, |k, v, f| {
             failed = Some(self.launch_keyed(&self.kernels.remove, k, v, f, true)?);
             Ok(())
         })?;
-        let flags = self.take_status()?;
+        let flags = self.runner.take_status()?;
         if flags.is_ok() {
             return Ok(values);
         }
@@ -114,7 +115,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
             Some(f) => gpu.stream().clone_dtoh(&f)?,
             None => Vec::new(),
         };
-        Err(self.failure(flags, indices(&bits, keys.len())))
+        Err(self.runner.failure(flags, indices(&bits, keys.len())))
     }
 
     /// [`GpuBTreeMap::remove_many`] on device buffers: removed values and removed bits.

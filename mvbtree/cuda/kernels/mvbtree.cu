@@ -262,6 +262,16 @@ extern "C" __global__ void GPUDS_KERNEL(mv_range_collect)(tree t, unsigned ts, c
   }
 }
 
+// The offsets of n ranges of cap slots each for mv_range_collect: offsets[i] = i * cap for
+// every i <= n (range_many_capped_at_device, without a copy from the host).
+extern "C" __global__ void GPUDS_KERNEL(mv_capped_offsets)(unsigned n, unsigned cap, unsigned long long* offsets) {
+  const unsigned long long threads = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i <= n;
+       i += threads) {
+    offsets[i] = i * cap;
+  }
+}
+
 // Operation codes of a mixed batch (Rust: MvOp).
 enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR = 3, OP_COUNT = 4, OP_RANGE = 5 };
 

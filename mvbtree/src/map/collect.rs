@@ -25,15 +25,29 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn collect_versions(&mut self) -> Result<u64> {
-        // Versions kernels handed to the reclaimer and still in limbo: no kernel runs now.
-        let drained = self.reclaimer.drain(&self.pool)?;
-        self.used_bound = self.used_bound.saturating_sub(drained);
-        let stream = self.gpu.stream().clone();
-        let len = stream
+        let len = self.logged()?;
+        self.collect_logged(len)
+    }
+
+    /// The log's length (heads with older versions logged since the last run).
+    /// Synchronizes.
+    fn logged(&self) -> Result<u32> {
+        Ok(self
+            .gpu
+            .stream()
             .clone_dtoh(&self.log_len)?
             .first()
             .copied()
-            .unwrap_or(0);
+            .unwrap_or(0))
+    }
+
+    /// [`VersionedBTreeMap::collect_versions`] with the log's length `len`, read after
+    /// the last kernel that may log a head.
+    fn collect_logged(&mut self, len: u32) -> Result<u64> {
+        // Versions kernels handed to the reclaimer and still in limbo: no kernel runs now.
+        let drained = self.reclaimer.drain(self.runner.pool())?;
+        self.runner.release(drained);
+        let stream = self.gpu.stream().clone();
         let keep = self.snapshots.bounds().map(|(oldest, _)| oldest);
         self.collector.last_keep = keep;
         if len == 0 {
@@ -45,13 +59,13 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Err(gpuds_core::Error::Status(Status(crate::LOG_FULL)).into());
         }
         let n = len.min(self.log.len() as u32);
-        self.clear_status()?;
+        self.runner.clear_status()?;
         let fresh = stream.alloc_zeros::<u32>(self.log.len())?;
         let old_log = std::mem::replace(&mut self.log, fresh);
         stream.memset_zeros(&mut self.log_len)?;
         let mut freed = stream.alloc_zeros::<u64>(1)?;
         let keep_ts = keep.unwrap_or(crate::node::UNSET_TS);
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self
             .gpu
             .grid_for(&self.kernels.collect, n as usize, BLOCK)?;
@@ -68,15 +82,11 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         unsafe { args.launch(shape) }?;
         self.log_len = log_len;
         let freed = stream.clone_dtoh(&freed)?.first().copied().unwrap_or(0);
-        let flags = self.take_status()?;
-        self.collector.last_len = stream
-            .clone_dtoh(&self.log_len)?
-            .first()
-            .copied()
-            .unwrap_or(0);
+        let flags = self.runner.take_status()?;
+        self.collector.last_len = self.logged()?;
         self.collector.freed += freed;
         self.collector.runs += 1;
-        self.used_bound = self.used_bound.saturating_sub(freed);
+        self.runner.release(freed);
         if !flags.is_ok() {
             return Err(gpuds_core::Error::Status(flags).into());
         }
@@ -86,17 +96,11 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Runs the collector when versions may have become free since it last ran: new
     /// heads were logged, or the oldest live snapshot changed. Synchronizes.
     pub(super) fn collect_if_due(&mut self) -> Result<()> {
-        let len = self
-            .gpu
-            .stream()
-            .clone_dtoh(&self.log_len)?
-            .first()
-            .copied()
-            .unwrap_or(0);
+        let len = self.logged()?;
         let keep = self.snapshots.bounds().map(|(oldest, _)| oldest);
         if len == 0 || (len == self.collector.last_len && keep == self.collector.last_keep) {
             return Ok(());
         }
-        self.collect_versions().map(drop)
+        self.collect_logged(len).map(drop)
     }
 }

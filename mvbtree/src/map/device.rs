@@ -217,7 +217,7 @@ fn device_len(n: usize, outputs: &[usize], what: &str) -> Result<u32> {
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// The timestamp a `_device` query reads at: the snapshot's (of this map), or the
     /// newest state's.
-    fn read_ts(&self, snap: Option<&Snapshot>) -> Result<u32> {
+    pub(super) fn read_ts(&self, snap: Option<&Snapshot>) -> Result<u32> {
         snap.map_or(Ok(LATEST), |s| at(&self.snapshots, s))
     }
 
@@ -255,7 +255,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let stream = self.gpu.stream();
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self.grid(&self.kernels.find, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.find.func());
         args.arg(&r)
@@ -265,6 +265,62 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             .arg(values)
             .arg(found);
         // SAFETY: keys, values and found hold at least n elements (checked).
+        unsafe { args.launch(shape) }?;
+        Ok(())
+    }
+
+    /// [`VersionedBTreeMap::successor_many_at`] (`snap`: `Some`) or the same query of the
+    /// newest state (`None`) on device buffers: for each `keys[i]`, `out_keys[i]` and
+    /// `out_values[i]` get the first pair with a greater key and `found[i]` 1 (0, 0 and 0
+    /// when there is none): one word per key, as [`VersionedBTreeMap::get_many_at_device`].
+    /// Does not synchronize.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_mvbtree::VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// map.insert_many(&[5, 9], &[50, 90])?;
+    /// let s = map.snapshot()?;
+    /// map.remove_many(&[9])?;
+    /// let stream = gpu.stream();
+    /// let keys = stream.clone_htod(&[5u32])?;
+    /// let (mut k, mut v) = (stream.alloc_zeros::<u32>(1)?, stream.alloc_zeros::<u32>(1)?);
+    /// let mut found = stream.alloc_zeros::<u32>(1)?;
+    /// map.successor_many_at_device(Some(&s), &keys, &mut k, &mut v, &mut found)?;
+    /// assert_eq!(stream.clone_dtoh(&k)?, vec![9]); // 9 was removed after s
+    /// map.successor_many_at_device(None, &keys, &mut k, &mut v, &mut found)?;
+    /// assert_eq!(stream.clone_dtoh(&found)?, vec![0]);
+    /// map.check()?;
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn successor_many_at_device(
+        &self,
+        snap: Option<&Snapshot>,
+        keys: &CudaSlice<K>,
+        out_keys: &mut CudaSlice<K>,
+        out_values: &mut CudaSlice<V>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let ts = self.read_ts(snap)?;
+        let n = device_len(
+            keys.len(),
+            &[out_keys.len(), out_values.len(), found.len()],
+            "keys",
+        )?;
+        if n == 0 {
+            return Ok(());
+        }
+        let stream = self.gpu.stream();
+        let r = self.tree_ref(Updates::InPlace);
+        let shape = self.grid(&self.kernels.successor, n as usize)?;
+        let mut args = stream.launch_builder(self.kernels.successor.func());
+        args.arg(&r)
+            .arg(&ts)
+            .arg(keys)
+            .arg(&n)
+            .arg(out_keys)
+            .arg(out_values)
+            .arg(found);
+        // SAFETY: keys and every output hold at least n elements (checked).
         unsafe { args.launch(shape) }?;
         Ok(())
     }
@@ -285,7 +341,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let stream = self.gpu.stream();
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self.grid(&self.kernels.range_count, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.range_count.func());
         args.arg(&r).arg(&ts).arg(lo).arg(hi).arg(&n).arg(counts);
@@ -339,7 +395,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let stream = self.gpu.stream();
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let shape = self.grid(&self.kernels.range_collect, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.range_collect.func());
         args.arg(&r)
@@ -354,6 +410,70 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         // entries up to their total, which the outputs hold (checked).
         unsafe { args.launch(shape) }?;
         Ok(())
+    }
+
+    /// [`VersionedBTreeMap::range_many_capped_at`] on device buffers (`None`: the newest
+    /// state), the shape of `GpuBTreeMap::range_collect_capped_device`: range `i` writes
+    /// its first pairs in key order, at most `cap`, to `out_keys` / `out_values` from
+    /// index `i * cap`, and the number of pairs in `lo[i] ..= hi[i]` to `counts[i]`
+    /// (above `cap`: only `cap` written). A count pass, then a collect pass; the offsets
+    /// are made on the device. At most `u32::MAX` output pairs (`n * cap`) per call. Does
+    /// not synchronize.
+    ///
+    /// ```no_run
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = gpuds_mvbtree::VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// map.insert_many(&[1, 2, 3], &[10, 20, 30])?;
+    /// let s = map.snapshot()?;
+    /// map.remove_many(&[1])?;
+    /// let stream = gpu.stream();
+    /// let (lo, hi) = (stream.clone_htod(&[0u32, 3])?, stream.clone_htod(&[9u32, 3])?);
+    /// let (mut k, mut v) = (stream.alloc_zeros::<u32>(4)?, stream.alloc_zeros::<u32>(4)?);
+    /// let mut counts = stream.alloc_zeros::<u32>(2)?;
+    /// map.range_many_capped_at_device(Some(&s), &lo, &hi, 2, &mut k, &mut v, &mut counts)?;
+    /// assert_eq!(stream.clone_dtoh(&counts)?, vec![3, 1]); // the first range is cut at 2
+    /// assert_eq!(stream.clone_dtoh(&k)?[..3], [1, 2, 3]);
+    /// map.check()?;
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn range_many_capped_at_device(
+        &self,
+        snap: Option<&Snapshot>,
+        lo: &CudaSlice<K>,
+        hi: &CudaSlice<K>,
+        cap: u32,
+        out_keys: &mut CudaSlice<K>,
+        out_values: &mut CudaSlice<V>,
+        counts: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        self.read_ts(snap)?;
+        let n = device_len(lo.len(), &[hi.len(), counts.len()], "ranges")?;
+        let needed = range_slots(n, cap)?;
+        let room = out_keys.len().min(out_values.len()) as u64;
+        if room < needed {
+            return Err(gpuds_core::Error::InvalidArgument(format!(
+                "{n} ranges of capacity {cap} need {needed} output pairs; got {room}"
+            ))
+            .into());
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        self.range_count_many_at_device(snap, lo, hi, counts)?;
+        let stream = self.gpu.stream();
+        let mut offsets = stream.alloc_zeros::<u64>(n as usize + 1)?;
+        let kernel = &self.kernels.capped_offsets;
+        let shape = self.gpu.grid_for(kernel, n as usize + 1, BLOCK)?;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&n).arg(&cap).arg(&mut offsets);
+        // SAFETY: offsets holds n + 1 words, which the kernel writes.
+        unsafe { args.launch(shape) }?;
+        let offsets = RangeOffsets {
+            offsets,
+            total: needed,
+        };
+        self.range_collect_at_device(snap, lo, hi, &offsets, out_keys, out_values)
     }
 
     /// [`VersionedBTreeMap::apply`] on device buffers: operation `i` is
@@ -398,6 +518,20 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         arg_values: &CudaSlice<V>,
         out: &mut MvReplyBuffers<K, V>,
     ) -> Result<()> {
+        self.launch_apply(codes, keys, arg_keys, arg_values, out, codes.len())
+    }
+
+    /// Launches the mixed batch after making room for `updates` updates (at most the
+    /// operations; [`VersionedBTreeMap::apply`] counts them on the host).
+    pub(super) fn launch_apply(
+        &mut self,
+        codes: &CudaSlice<u32>,
+        keys: &CudaSlice<K>,
+        arg_keys: &CudaSlice<K>,
+        arg_values: &CudaSlice<V>,
+        out: &mut MvReplyBuffers<K, V>,
+        updates: usize,
+    ) -> Result<()> {
         let n = device_len(
             codes.len(),
             &[keys.len(), arg_keys.len(), arg_values.len(), out.len()],
@@ -407,10 +541,10 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             return Ok(());
         }
         let pairs = crate::node::pairs_per_node(self.layout);
-        self.ensure_room(node_bound(n as usize, pairs, true))?;
+        self.ensure_room(node_bound(updates.min(n as usize), pairs, true))?;
         let stream = self.gpu.stream().clone();
-        let r = self.device_ref(Updates::OutOfPlace);
-        let e = self.reclaimer.device_ref(&self.pool);
+        let r = self.tree_ref(Updates::OutOfPlace);
+        let e = self.reclaimer.device_ref(self.runner.pool());
         let shape = self.apply_grid(n)?;
         let mut args = stream.launch_builder(self.kernels.apply.func());
         args.arg(&r)
@@ -439,7 +573,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// The mixed batch's grid for `n` operations: persistent, at most one block per
     /// reclaimer slot (each block enters and leaves its epoch), blocks of [`BLOCK`]
     /// requests.
-    pub(super) fn apply_grid(&self, n: u32) -> Result<LaunchConfig> {
+    fn apply_grid(&self, n: u32) -> Result<LaunchConfig> {
         let mut shape = self.reclaimer.grid(&self.kernels.apply, BLOCK, 0)?;
         let blocks = (n as usize).div_ceil(BLOCK as usize) as u32;
         shape.grid_dim.0 = shape.grid_dim.0.min(blocks).max(1);

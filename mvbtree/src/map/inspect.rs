@@ -73,7 +73,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// snapshot are valid B-link trees; version lists are well formed; every unit in use
     /// is a head or an older version; the pair count matches.
     fn walk(&self, collect: bool) -> Result<VersionWalk<K, V>> {
-        let pool = self.pool.snapshot()?;
+        let pool = self.runner.pool().snapshot()?;
         let fetch = |a: u32| {
             if pool.is_allocated(a) {
                 pool.unit(a).map(|w| w.to_vec())
@@ -104,7 +104,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// The pairs a query at `ts` sees (LATEST: the newest state), from a host copy of the
     /// pool: the tree at `ts` is walked and checked as by validation.
     pub(super) fn pairs_at(&self, ts: u32) -> Result<Vec<(K, V)>> {
-        let pool = self.pool.snapshot()?;
+        let pool = self.runner.pool().snapshot()?;
         let fetch = |a: u32| {
             if pool.is_allocated(a) {
                 pool.unit(a).map(|w| w.to_vec())
@@ -141,7 +141,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             versions: walk.copies,
             versions_per_node: walk.versions_per_node,
             units_in_use: walk.heads + walk.copies,
-            capacity_units: self.pool.capacity_units(),
+            capacity_units: self.runner.pool().capacity_units(),
             bytes_per_node: self.layout.node_bytes,
             reclaimed_units: self.collector.freed,
             collector_runs: self.collector.runs,
@@ -203,8 +203,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             }
         }
         // Nothing may stay in the reclaimer's limbo: it would be freed again after the reset.
-        self.reclaimer.drain(&self.pool)?;
-        self.pool.reset()?;
+        self.reclaimer.drain(self.runner.pool())?;
+        self.runner.pool_mut().reset()?;
         self.init_root()?;
         let (k, v): (Vec<K>, Vec<V>) = unique.into_iter().unzip();
         self.insert_many(&k, &v)

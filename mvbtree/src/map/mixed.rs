@@ -1,5 +1,6 @@
 //! Mixed batches: updates and snapshot queries in one kernel (§4.5.2).
 
+use super::device::range_slots;
 use super::*;
 use crate::ops::{MvOp, MvReply};
 use gpuds_core::failures::indices;
@@ -34,14 +35,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let slots = n as u64 * range_cap as u64;
-        if slots > u32::MAX as u64 {
-            return Err(gpuds_core::Error::CapacityOverflow(format!(
-                "{n} ranges of capacity {range_cap} need {slots} output pairs; at most {}",
-                u32::MAX
-            ))
-            .into());
-        }
+        range_slots(n, range_cap)?;
         let zero_k = K::from_u64(0);
         let zero_v = V::from_u64(0);
         let mut codes = Vec::with_capacity(n as usize);
@@ -64,65 +58,30 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         let updates = ops.iter().filter(|op| !op.is_query()).count();
         let stream = self.gpu.stream().clone();
-        let words = (n as usize).div_ceil(32);
-        self.clear_status()?;
-        self.ensure_room(node_bound(
-            updates,
-            crate::node::pairs_per_node(self.layout),
-            true,
-        ))?;
+        self.runner.clear_status()?;
         let (d_codes, d_keys) = (stream.clone_htod(&codes)?, stream.clone_htod(&keys)?);
         let (d_ak, d_av) = (
             stream.clone_htod(&arg_keys)?,
             stream.clone_htod(&arg_values)?,
         );
-        let mut ts = stream.alloc_zeros::<u32>(n as usize)?;
-        let mut out_k = stream.alloc_zeros::<K>(n as usize)?;
-        let mut out_v = stream.alloc_zeros::<V>(n as usize)?;
-        let mut counts = stream.alloc_zeros::<u32>(n as usize)?;
-        let mut found = stream.alloc_zeros::<u32>(words)?;
-        let mut failed = stream.alloc_zeros::<u32>(words)?;
-        let mut rk = stream.alloc_zeros::<K>(slots.max(1) as usize)?;
-        let mut rv = stream.alloc_zeros::<V>(slots.max(1) as usize)?;
-        let r = self.device_ref(Updates::OutOfPlace);
-        let e = self.reclaimer.device_ref(&self.pool);
-        // A persistent grid: at most one block per reclaimer slot, blocks of BLOCK requests.
-        let mut shape = self.reclaimer.grid(&self.kernels.apply, BLOCK, 0)?;
-        shape.grid_dim.0 = shape
-            .grid_dim
-            .0
-            .min((n as usize).div_ceil(BLOCK as usize) as u32)
-            .max(1);
-        let mut args = stream.launch_builder(self.kernels.apply.func());
-        args.arg(&r)
-            .arg(&e)
-            .arg(&d_codes)
-            .arg(&d_keys)
-            .arg(&d_ak)
-            .arg(&d_av)
-            .arg(&n)
-            .arg(&range_cap)
-            .arg(&mut ts)
-            .arg(&mut out_k)
-            .arg(&mut out_v)
-            .arg(&mut counts)
-            .arg(&mut found)
-            .arg(&mut failed)
-            .arg(&mut rk)
-            .arg(&mut rv);
-        // SAFETY: every per-request buffer holds n elements, the bit buffers ceil(n / 32)
-        // words, the range buffers n * range_cap pairs.
-        unsafe { args.launch(shape) }?;
-        let ts = stream.clone_dtoh(&ts)?;
-        let (out_k, out_v) = (stream.clone_dtoh(&out_k)?, stream.clone_dtoh(&out_v)?);
-        let counts = stream.clone_dtoh(&counts)?;
-        let found = stream.clone_dtoh(&found)?;
-        let (rk, rv) = (stream.clone_dtoh(&rk)?, stream.clone_dtoh(&rv)?);
-        let flags = self.take_status()? | self.reclaimer_status()?;
+        let mut out = MvReplyBuffers::new(&self.gpu, n as usize, range_cap)?;
+        self.launch_apply(&d_codes, &d_keys, &d_ak, &d_av, &mut out, updates)?;
+        let ts = stream.clone_dtoh(out.ts())?;
+        let (out_k, out_v) = (
+            stream.clone_dtoh(out.keys())?,
+            stream.clone_dtoh(out.values())?,
+        );
+        let counts = stream.clone_dtoh(out.counts())?;
+        let found = stream.clone_dtoh(out.found())?;
+        let (rk, rv) = (
+            stream.clone_dtoh(out.range_keys())?,
+            stream.clone_dtoh(out.range_values())?,
+        );
+        let flags = self.runner.take_status()? | self.reclaimer.take_status()?;
         let failed_bits = if flags.is_ok() {
             Vec::new()
         } else {
-            stream.clone_dtoh(&failed)?
+            stream.clone_dtoh(out.failed())?
         };
         let mut replies = Vec::with_capacity(n as usize);
         for (i, op) in ops.iter().enumerate() {
@@ -150,23 +109,15 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             replies.push(reply);
         }
         // No kernel runs: what the batch handed to the reclaimer goes back to the pool.
-        let drained = self.reclaimer.drain(&self.pool)?;
-        self.used_bound = self.used_bound.saturating_sub(drained);
+        let drained = self.reclaimer.drain(self.runner.pool())?;
+        self.runner.release(drained);
         self.collect_if_due()?;
         if !flags.is_ok() {
-            return Err(self.failure(flags, indices(&failed_bits, n as usize)));
+            return Err(self
+                .runner
+                .failure(flags, indices(&failed_bits, n as usize))
+                .into());
         }
         Ok(replies)
-    }
-}
-
-impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
-    /// The reclaimer's status flags (`LIMBO_FULL`: a unit stayed allocated). Synchronizes.
-    fn reclaimer_status(&self) -> Result<Status> {
-        match self.reclaimer.check_status() {
-            Ok(()) => Ok(Status::OK),
-            Err(gpuds_alloc::Error::Core(gpuds_core::Error::Status(flags))) => Ok(flags),
-            Err(e) => Err(e.into()),
-        }
     }
 }

@@ -6,10 +6,10 @@ use std::marker::PhantomData;
 
 use gpuds_alloc::{Collector, CollectorConfig, EbrRef, SlabAlloc, SlabAllocConfig};
 use gpuds_btree::node::{NodeLayout, NULL_NODE};
+use gpuds_btree::runner::{splits, BatchRunner};
 use gpuds_btree::{BTreeConfig, TreeKey, TreeRef, TreeValue};
 use gpuds_core::cudarc::driver::{CudaSlice, DevicePtr, LaunchConfig, PushKernelArg};
-use gpuds_core::{launch, Gpu, Kernel, Status, StatusWord};
-use parking_lot::Mutex;
+use gpuds_core::{launch, Gpu, Kernel, Status};
 
 use crate::error::{Error, Result};
 use crate::kernels::Kernels;
@@ -23,6 +23,8 @@ mod inspect;
 mod mixed;
 mod query;
 mod update;
+
+pub(crate) use gpuds_btree::runner::{batch_len, same_len};
 
 pub use device::{MvReplyBuffers, RangeOffsets};
 pub use inspect::VersionStats;
@@ -71,8 +73,9 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
     gpu: Gpu,
     config: BTreeConfig,
     layout: NodeLayout,
-    pool: SlabAlloc,
-    status: Mutex<StatusWord>,
+    /// The node pool, the status word and the bound of units in use (shared with
+    /// `GpuBTreeMap`: see `gpuds_btree::runner`).
+    runner: BatchRunner,
     size: CudaSlice<u64>,
     clock: CudaSlice<u32>,
     log: CudaSlice<u32>,
@@ -83,8 +86,6 @@ pub struct VersionedBTreeMap<K: TreeKey = u32, V: TreeValue = u32> {
     collector: Versions,
     /// Epoch-based reclamation for versions made inside kernels (§4.4.4).
     reclaimer: Collector,
-    /// Upper bound of the units in use (see `ensure_room`).
-    used_bound: u64,
     _marker: PhantomData<(K, V)>,
 }
 
@@ -172,7 +173,6 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let mut map = Self {
             gpu: gpu.clone(),
             layout,
-            status: Mutex::new(StatusWord::new(gpu)?),
             size: stream.alloc_zeros::<u64>(1)?,
             clock: stream.alloc_zeros::<u32>(1)?,
             log: stream.alloc_zeros::<u32>(log_cap as usize)?,
@@ -182,8 +182,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             snapshots: Snapshots::new(),
             collector: Versions::default(),
             reclaimer: Collector::new(gpu, reclaimer)?,
-            used_bound: 0,
-            pool,
+            runner: BatchRunner::new(gpu, pool)?,
             config,
             _marker: PhantomData,
         };
@@ -203,16 +202,53 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     }
 
     /// The tree for user kernels, with updates in `mode` (see [`VersionedTreeRef`]):
-    /// [`Updates::OutOfPlace`] when the kernel takes snapshots while it updates. Valid
-    /// until the next call that takes `&mut self`.
-    pub fn device_ref(&self, mode: Updates) -> VersionedTreeRef<K, V> {
+    /// [`Updates::OutOfPlace`] when the kernel takes snapshots while it updates.
+    ///
+    /// The ref borrows the map, so the borrow checker refuses any call that takes `&mut
+    /// self` (an update, [`VersionedBTreeMap::collect_versions`], a snapshot) while it
+    /// lives: a ref fetched before a host snapshot would not know the snapshot, and
+    /// in-place updates through it would change nodes the snapshot reads. Fetch it again
+    /// after such a call:
+    ///
+    /// ```no_run
+    /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let r = map.device_ref(Updates::InPlace);
+    /// assert_eq!(r.copy_below, 0); // no snapshot: in-place updates copy nothing
+    /// // ... launch kernels with r ...
+    /// let s = map.snapshot()?;
+    /// let r = map.device_ref(Updates::InPlace); // knows s
+    /// assert_eq!(r.copy_below, s.timestamp() + 1);
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    ///
+    /// Using a ref fetched before the snapshot does not compile:
+    ///
+    /// ```compile_fail,E0502
+    /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut map = VersionedBTreeMap::<u32, u32>::new(&gpu)?;
+    /// let r = map.device_ref(Updates::InPlace);
+    /// let s = map.snapshot()?; // error: `map` is borrowed by `r`
+    /// assert_eq!(r.copy_below, 0);
+    /// # let _ = s;
+    /// # Ok::<(), gpuds_mvbtree::Error>(())
+    /// ```
+    pub fn device_ref(&self, mode: Updates) -> VersionedTreeRef<'_, K, V> {
+        self.tree_ref(mode)
+    }
+
+    /// The tree ref of the map's own launches, without the borrow: each is passed to its
+    /// kernel at once, before anything can change the map.
+    fn tree_ref(&self, mode: Updates) -> VersionedTreeRef<'static, K, V> {
         let stream = self.gpu.stream();
         VersionedTreeRef {
             tree: TreeRef {
-                alloc: self.pool.device_ref(),
+                alloc: self.runner.pool().device_ref(),
                 root: self.root,
                 max_steps: self.config.max_steps,
-                status: self.status.lock().slice().device_ptr(stream).0,
+                status: self.runner.status().slice().device_ptr(stream).0,
                 size: self.size.device_ptr(stream).0,
                 types: PhantomData,
             },
@@ -223,6 +259,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             log_len: self.log_len.device_ptr(stream).0,
             log_cap: self.log.len() as u32,
             now: crate::node::UNSET_TS,
+            map: PhantomData,
         }
     }
 
@@ -238,23 +275,14 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     }
 
     /// Takes a snapshot of the newest state (a device-wide barrier: it runs after every
-    /// kernel enqueued before it on the map's stream). Synchronizes.
+    /// kernel enqueued before it on the map's stream). It takes `&mut self` because it
+    /// changes what in-place updates must copy: no [`VersionedTreeRef`] fetched before it
+    /// can be used after it (see [`VersionedBTreeMap::device_ref`]). Synchronizes.
     ///
     /// Fails with [`Error::ClockExhausted`] after 2^31 - 2 snapshots (timestamps are 31 bits).
-    pub fn snapshot(&self) -> Result<Snapshot> {
-        let stream = self.gpu.stream();
-        let mut out = stream.alloc_zeros::<u32>(1)?;
-        let r = self.device_ref(Updates::InPlace);
-        let mut args = stream.launch_builder(self.kernels.snapshot.func());
-        args.arg(&r).arg(&mut out);
-        // SAFETY: the kernel's arguments are the tree ref and one output word.
-        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
-        let ts = stream
-            .clone_dtoh(&out)?
-            .first()
-            .copied()
-            .unwrap_or(crate::node::UNSET_TS);
-        let flags = self.status.lock().take()?;
+    pub fn snapshot(&mut self) -> Result<Snapshot> {
+        let ts = self.launch_snapshot(self.gpu.stream(), Updates::InPlace)?;
+        let flags = self.runner.status().take()?;
         if ts == crate::node::UNSET_TS || flags.contains(Status(crate::CLOCK_FULL)) {
             return Err(Error::ClockExhausted);
         }
@@ -266,7 +294,8 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// work enqueued before it on `stream` and may run while update kernels run on other
     /// streams, which must then update out of place ([`Updates::OutOfPlace`], e.g.
     /// [`VersionedBTreeMap::insert_many_device`]): their changes are each in the snapshot
-    /// entirely or not at all. Synchronizes `stream` only.
+    /// entirely or not at all. Takes `&mut self` as [`VersionedBTreeMap::snapshot`] does
+    /// (kernels already launched keep running). Synchronizes `stream` only.
     ///
     /// ```no_run
     /// use gpuds_mvbtree::{Updates, VersionedBTreeMap};
@@ -282,24 +311,34 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// # Ok::<(), gpuds_mvbtree::Error>(())
     /// ```
     pub fn snapshot_on(
-        &self,
+        &mut self,
         stream: &std::sync::Arc<gpuds_core::cudarc::driver::CudaStream>,
     ) -> Result<Snapshot> {
-        let mut out = stream.alloc_zeros::<u32>(1)?;
-        let r = self.device_ref(Updates::OutOfPlace);
-        let mut args = stream.launch_builder(self.kernels.snapshot.func());
-        args.arg(&r).arg(&mut out);
-        // SAFETY: the kernel's arguments are the tree ref and one output word.
-        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
-        let ts = stream
-            .clone_dtoh(&out)?
-            .first()
-            .copied()
-            .unwrap_or(crate::node::UNSET_TS);
+        let ts = self.launch_snapshot(stream, Updates::OutOfPlace)?;
         if ts == crate::node::UNSET_TS {
             return Err(Error::ClockExhausted);
         }
         Ok(self.snapshots.hold(ts))
+    }
+
+    /// Takes one snapshot on `stream` (the tree ref in `mode`) and waits for its
+    /// timestamp: `UNSET_TS` when the clock is exhausted. Synchronizes `stream`.
+    fn launch_snapshot(
+        &self,
+        stream: &std::sync::Arc<gpuds_core::cudarc::driver::CudaStream>,
+        mode: Updates,
+    ) -> Result<u32> {
+        let mut out = stream.alloc_zeros::<u32>(1)?;
+        let r = self.tree_ref(mode);
+        let mut args = stream.launch_builder(self.kernels.snapshot.func());
+        args.arg(&r).arg(&mut out);
+        // SAFETY: the kernel's arguments are the tree ref and one output word.
+        unsafe { args.launch(launch::shape(1, 32, 0)) }?;
+        Ok(stream
+            .clone_dtoh(&out)?
+            .first()
+            .copied()
+            .unwrap_or(crate::node::UNSET_TS))
     }
 
     /// The epoch-based reclaimer for user kernels that update through
@@ -309,7 +348,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// [`VersionedBTreeMap::collect_versions`] after it, which also hands back what is still
     /// in limbo.
     pub fn reclaimer_ref(&self) -> EbrRef {
-        self.reclaimer.device_ref(&self.pool)
+        self.reclaimer.device_ref(self.runner.pool())
     }
 
     /// The most blocks a kernel that reclaims may run with.
@@ -325,11 +364,9 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     /// Reads and clears the status words: the pool's, the tree's and the reclaimer's.
     /// Synchronizes.
     pub fn check(&self) -> Result<()> {
-        let pool = self.pool.check_status();
-        let own = self.status.lock().check();
+        let tree = self.runner.check();
         let reclaimer = self.reclaimer.check_status();
-        pool?;
-        own?;
+        tree?;
         reclaimer?;
         Ok(())
     }
@@ -340,7 +377,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         stream.memset_zeros(&mut self.size)?;
         stream.memset_zeros(&mut self.log_len)?;
         let mut out = stream.alloc_zeros::<u32>(1)?;
-        let r = self.device_ref(Updates::InPlace);
+        let r = self.tree_ref(Updates::InPlace);
         let mut args = stream.launch_builder(self.kernels.init.func());
         args.arg(&r).arg(&mut out);
         // SAFETY: the kernel's arguments are the tree ref and one output word.
@@ -350,14 +387,14 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             .first()
             .copied()
             .unwrap_or(NULL_NODE);
-        self.pool.check_status()?;
+        self.runner.pool().check_status()?;
         if root == NULL_NODE {
             return Err(
                 gpuds_core::Error::InvalidArgument("the pool gave no root node".into()).into(),
             );
         }
         self.root = root;
-        self.used_bound = 1;
+        self.runner.set_used(1);
         self.collector.last_len = 0;
         Ok(())
     }
@@ -370,20 +407,13 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
 
     /// Grows the pool when `extra` more units might not fit, and the log with it.
     fn ensure_room(&mut self, extra: u64) -> Result<()> {
-        if self.used_bound.saturating_add(extra) > self.pool.capacity_units() {
-            match self.pool.reserve_within_max(extra) {
-                Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
-                Err(e) => return Err(e.into()),
-            }
-            self.used_bound = self.pool.units_in_use()?;
-        }
-        self.used_bound = self.used_bound.saturating_add(extra);
+        self.runner.ensure_room(extra)?;
         self.grow_log()
     }
 
     /// Keeps the log able to name every unit of the pool (a head is logged at most once).
     fn grow_log(&mut self) -> Result<()> {
-        let cap = log_capacity(self.pool.capacity_units())?;
+        let cap = log_capacity(self.runner.pool().capacity_units())?;
         if cap as usize <= self.log.len() {
             return Ok(());
         }
@@ -394,81 +424,22 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         Ok(())
     }
 
-    /// Clears both status words in stream order.
-    fn clear_status(&self) -> Result<()> {
-        self.pool.clear_status()?;
-        self.status.lock().clear()?;
-        Ok(())
-    }
-
-    /// Reads and clears both status words; the flags of both. Synchronizes.
-    fn take_status(&self) -> Result<Status> {
-        let pool = self.pool.take_status()?;
-        let own = self.status.lock().take()?;
-        Ok(pool | own)
-    }
-
-    /// The error of a call whose kernels reported `flags` and whose operations at
-    /// `not_applied` failed.
-    fn failure(&self, flags: Status, not_applied: Vec<usize>) -> Error {
-        if !not_applied.is_empty() {
-            return gpuds_core::Error::NotApplied {
-                status: flags,
-                not_applied,
-            }
-            .into();
-        }
-        gpuds_core::Error::Status(flags).into()
-    }
-
-    /// Grows the pool after a batch ran out of units; false at its maximum.
-    fn grow_after_exhaustion(&mut self, failed: usize) -> Result<bool> {
-        let before = self.pool.capacity_units();
-        match self
-            .pool
-            .reserve_within_max(before.max(3 * failed as u64 + 64))
-        {
-            Ok(()) | Err(gpuds_alloc::Error::PoolExhausted { .. }) => {}
-            Err(gpuds_alloc::Error::Core(gpuds_core::Error::OutOfMemory { .. })) => {
-                return Ok(false)
-            }
-            Err(e) => return Err(e.into()),
-        }
-        self.used_bound = self.pool.units_in_use()?;
-        self.grow_log()?;
-        Ok(self.pool.capacity_units() > before)
-    }
-
-    /// Runs a synchronizing update batch: `round(self, at)` runs the requests at the
-    /// positions `at` (`None`: all) and returns its flags and the indices, into that round,
-    /// of the requests that failed. Requests that ran out of nodes below the pool's
-    /// maximum run again after the pool has grown; then the version collector runs.
+    /// Runs a synchronizing update batch through the runner
+    /// ([`gpuds_btree::runner::run_growing`]): requests that ran out of nodes below the
+    /// pool's maximum run again after it grew (by three units per failed request and 64:
+    /// a split may copy the nodes it changes; the next round's `ensure_room` grows the
+    /// log to match); then the version collector runs.
     fn run_growing(
         &mut self,
-        mut round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
+        round: impl FnMut(&mut Self, Option<&[usize]>) -> Result<(Status, Vec<usize>)>,
     ) -> Result<()> {
-        self.clear_status()?;
-        let mut at: Option<Vec<usize>> = None;
-        let result = loop {
-            let (flags, failed) = round(self, at.as_deref())?;
-            if flags.is_ok() {
-                break Ok(());
-            }
-            let not_applied: Vec<usize> = failed
-                .into_iter()
-                .map(|i| at.as_ref().map_or(i, |a| a[i]))
-                .collect();
-            if flags == Status::POOL_EXHAUSTED
-                && !not_applied.is_empty()
-                && self.grow_after_exhaustion(not_applied.len())?
-            {
-                at = Some(not_applied);
-                continue;
-            }
-            break Err(self.failure(flags, not_applied));
-        };
-        self.collect_if_due()?;
-        result
+        gpuds_btree::runner::run_growing(
+            self,
+            |map| &mut map.runner,
+            |failed| 3 * failed as u64 + 64,
+            round,
+            Self::collect_if_due,
+        )
     }
 }
 
@@ -480,31 +451,12 @@ fn log_capacity(units: u64) -> Result<u32> {
     )?)
 }
 
-/// The batch length as the kernels' 32-bit count.
-pub(crate) fn batch_len(n: usize) -> Result<u32> {
-    Ok(gpuds_core::size::u32_len(n, "operations in one batch")?)
-}
-
-/// Both lengths, equal, as a batch length.
-pub(crate) fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
-    if a != b {
-        return Err(gpuds_core::Error::InvalidArgument(format!("{a} keys but {b} {what}")).into());
-    }
-    batch_len(a)
-}
-
 /// Nodes a batch of `n` insertions into nodes of `pairs` pairs may add (the B-Tree's
 /// bound: one leaf split per insertion, an upper split per `pairs / 2 - 1` below it),
 /// and when versions may be made, a copy of every node changed.
 pub(crate) fn node_bound(n: usize, pairs: usize, copies: bool) -> u64 {
-    let n = n as u64;
-    let per_split = (pairs as u64 / 2).saturating_sub(1).clamp(1, 3);
-    let splits = n.div_ceil(per_split) + 64;
-    if copies {
-        n + 3 * splits
-    } else {
-        n + splits
-    }
+    let per_copy = if copies { 3 } else { 1 };
+    n as u64 + per_copy * splits(n, pairs)
 }
 
 /// The snapshot's timestamp, checked to belong to `snaps`.

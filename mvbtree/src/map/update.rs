@@ -1,6 +1,7 @@
 //! Insertions and removals.
 
 use super::*;
+use gpuds_btree::runner::picked;
 use gpuds_core::failures::indices;
 
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
@@ -35,10 +36,10 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         let stream = self.gpu.stream().clone();
         self.run_growing(|map, at| {
-            let k = stream.clone_htod(&picked(keys, at))?;
-            let v = stream.clone_htod(&picked(values, at))?;
+            let k = stream.clone_htod(&*picked(keys, at))?;
+            let v = stream.clone_htod(&*picked(values, at))?;
             let failed = map.launch_insert(&k, &v, mode)?;
-            let flags = map.take_status()?;
+            let flags = map.runner.take_status()?;
             let bits = if flags.is_ok() {
                 Vec::new()
             } else {
@@ -77,7 +78,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         self.ensure_room(self.update_bound(n as usize, mode))?;
         let mut replaced = stream.alloc_zeros::<u32>(words)?;
-        let r = self.device_ref(mode);
+        let r = self.tree_ref(mode);
         let shape = self.grid(&self.kernels.insert, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.insert.func());
         args.arg(&r)
@@ -137,7 +138,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
             let mut v = stream.alloc_zeros::<V>(m)?;
             let mut r = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
             let failed = map.launch_erase(&k, &mut v, &mut r, mode)?;
-            let flags = map.take_status()?;
+            let flags = map.runner.take_status()?;
             let (v, r) = (stream.clone_dtoh(&v)?, stream.clone_dtoh(&r)?);
             for (j, &i) in idx.iter().enumerate() {
                 if r[j / 32] >> (j % 32) & 1 == 1 {
@@ -189,7 +190,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         let copies = mode == Updates::OutOfPlace || self.snapshots.bounds().is_some();
         self.ensure_room(if copies { n as u64 + 64 } else { 0 })?;
-        let r = self.device_ref(mode);
+        let r = self.tree_ref(mode);
         let shape = self.grid(&self.kernels.erase, n as usize)?;
         let mut args = stream.launch_builder(self.kernels.erase.func());
         args.arg(&r)
@@ -201,13 +202,5 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         // SAFETY: keys hold n elements, old_values n, removed and failed ceil(n / 32) words.
         unsafe { args.launch(shape) }?;
         Ok(failed)
-    }
-}
-
-/// The elements of `all` at the positions `at`, or all of them (`None`).
-fn picked<T: Copy>(all: &[T], at: Option<&[usize]>) -> Vec<T> {
-    match at {
-        None => all.to_vec(),
-        Some(at) => at.iter().map(|&i| all[i]).collect(),
     }
 }
