@@ -300,13 +300,7 @@ struct hive_ref : hive_locate<K, V> {
       put_alone<S>(slot_at<S>(bucket(b2), slot), wd);
       return STEP_CLAIM;
     }
-    // The per-lane direct move holds a whole bucket in registers: packed buckets only
-    // (a wide bucket is twice the registers); wide tables leave it to the tile's evict.
-    if constexpr (S::WIDE) {
-      return STEP_LEFTOVER;
-    } else {
-      return evict_alone(wd, b1);
-    }
+    return evict_alone(wd, b1);
   }
 
   // Step 3 by one lane, the direct move only (evict's first round): b1 is locked by the
@@ -320,17 +314,26 @@ struct hive_ref : hive_locate<K, V> {
   // bucket has b1 as first bucket (SPILL set), and the new key lands in its first
   // bucket. Returns STEP_EVICT, or STEP_LEFTOVER with nothing changed (then the tile's
   // evict with random walks and the stash takes over).
-  __device__ __noinline__ unsigned evict_alone(unsigned long long wd, unsigned b1) const {
+  // Wide slots: the lane holds b1's key words (the first SLOTS words of the bucket, as
+  // many registers as a packed bucket's words); a BUSY_KEY slot is no victim (its key is
+  // in the middle of a replace), and the swap is S::replace (the victim's key word to
+  // BUSY_KEY, its value read under that ownership and carried to the target, k's pair
+  // written and released), so a value replaced after the read moves with its key; while
+  // the slot is BUSY_KEY, inserts of either key see a pending slot and read again.
+  __device__ __noinline__ unsigned evict_alone(word wd, unsigned b1) const {
     unsigned long long w[SLOTS];
     unsigned alt[SLOTS];
     unsigned long long am[SLOTS];
     load_bucket<true>(bucket(b1), w);
 #pragma unroll
     for (unsigned i = 0; i < SLOTS; ++i) {
-      alt[i] = w[i] == EMPTY ? b1 : alternate(key_of(w[i]), b1);
+      // (The empty word of a packed slot and the empty key of a wide one are both all
+      // ones.)
+      const bool victim = w[i] != EMPTY && !(S::WIDE && w[i] == S::BUSY_KEY);
+      alt[i] = victim ? alternate(stored_key(w[i]), b1) : b1;
       am[i] = alt[i] == b1 ? 0ull : mem::ld_relaxed(meta + alt[i]);
     }
-    const unsigned start = key_of(wd) % SLOTS;
+    const unsigned start = static_cast<unsigned>(S::key_of(wd)) % SLOTS;
     for (unsigned c = 0; c < SLOTS; ++c) {
       const unsigned i = (start + c) % SLOTS;
       const unsigned target = alt[i];
@@ -341,9 +344,11 @@ struct hive_ref : hive_locate<K, V> {
       const unsigned slot = claim_alone(tm, free_of(mt));
       bool swapped = false;
       if (slot < SLOTS) {
-        swapped = mem::cas_relaxed(bucket(b1) + i, w[i], wd) == w[i];
+        const typename S::ptr at = slot_at<S>(bucket(b1), i);
+        word victim = held_word(w[i]);
+        swapped = S::replace(at, victim, wd);
         if (swapped) {
-          put_alone<S>(slot_at<S>(bucket(target), slot), w[i]);
+          put_alone<S>(slot_at<S>(bucket(target), slot), victim);
         } else {
           mem::fetch_add_relaxed(tm, (1ull << slot) + META_VERSION);
         }
@@ -352,6 +357,25 @@ struct hive_ref : hive_locate<K, V> {
       if (swapped) return STEP_EVICT;
     }
     return STEP_LEFTOVER;
+  }
+
+  // The key in a bucket word a lane loaded whole (load_bucket): a packed slot's word, or
+  // a wide slot's key word.
+  __device__ __forceinline__ static K stored_key(unsigned long long w) {
+    if constexpr (S::WIDE) {
+      return w;
+    } else {
+      return key_of(w);
+    }
+  }
+  // The slot word such a loaded word stands for (wide: its key; the value is read by
+  // S::replace under the slot's ownership).
+  __device__ __forceinline__ static word held_word(unsigned long long w) {
+    if constexpr (S::WIDE) {
+      return S::pack(w, 0);
+    } else {
+      return w;
+    }
   }
 
   // The slow path of an insert, with b1 locked by the caller (who unlocks it): waits for

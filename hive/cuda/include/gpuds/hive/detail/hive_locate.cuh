@@ -77,10 +77,8 @@ struct hive_locate {
   using word = typename S::word;
   using match = slot_match<S>;
   static constexpr K EMPTY_KEY = S::EMPTY_KEY;
-  // The 64-bit words of one bucket (hive_bucket.cuh).
-  static constexpr unsigned BUCKET_WORDS = bucket_words<S>();
 
-  unsigned long long* slots;  // buckets * BUCKET_WORDS words
+  unsigned long long* slots;  // buckets * bucket_words<S>() words (hive_bucket.cuh)
   unsigned long long* meta;   // one metadata word per bucket
   word* stash;                // stash_capacity slots
   unsigned long long* ctrl;   // CTRL_WORDS counters
@@ -100,7 +98,7 @@ struct hive_locate {
   // Where bucket b starts (its slots: slot_at; packed, its words; wide, its key words
   // and then its value words).
   __device__ __forceinline__ unsigned long long* bucket(unsigned b) const {
-    return slots + static_cast<unsigned long long>(b) * BUCKET_WORDS;
+    return slots + static_cast<unsigned long long>(b) * bucket_words<S>();
   }
   __device__ __forceinline__ bucket_meta meta_of(unsigned b) const { return bucket_meta{meta + b}; }
   __device__ __forceinline__ stash_ref<S> stash_of() const {
@@ -340,10 +338,10 @@ struct hive_locate {
         // follow from the place of the word that holds its key (a wide bucket's key words
         // come first).
         unsigned long long* const at = key_address(mt.at);
-        const bool in_table = at >= slots && at < slots + static_cast<unsigned long long>(buckets) * BUCKET_WORDS;
+        const bool in_table = at >= slots && at < slots + static_cast<unsigned long long>(buckets) * bucket_words<S>();
         if (in_table) {
           const unsigned long long index = static_cast<unsigned long long>(at - slots);
-          mem::fetch_add_relaxed(meta + index / BUCKET_WORDS, (1ull << (index % BUCKET_WORDS)) + META_VERSION);
+          mem::fetch_add_relaxed(meta + index / bucket_words<S>(), (1ull << (index % bucket_words<S>())) + META_VERSION);
         }
       }
       if (!tile::shfl(done, 0)) return false;
