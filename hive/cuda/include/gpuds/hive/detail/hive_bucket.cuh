@@ -214,9 +214,9 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
 }
 
 // A lookup's scan of a wide bucket by one lane alone, with no writer in flight. The lane
-// reads the bucket's key words, 8 at a time (64 bytes, two sectors: four 16-byte loads
+// reads the bucket's key words, 8 at a time (64 bytes, two sectors: eight 8-byte loads
 // through L1, issued together; 16 registers, so a lookup kernel bounded to 32 registers
-// keeps them in flight without spilling), stops at the group that holds k, and then
+// keeps them in flight without spilling, where four 16-byte loads spilled), stops at the group that holds k, and then
 // loads the value word of k's slot alone (one sector of the values that follow the key
 // words). Keys fill the lowest free slots, so most hits are in the first group. Where
 // the first group does not hold k, `*meta` (when not null; into `m`, `have_m` set) is
@@ -237,13 +237,12 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
       m = *meta;
       have_m = true;
     }
-    ulonglong2 key[GROUP / 2];
+    typename S::key_type key[GROUP];
 #pragma unroll
-    for (unsigned i = 0; i < GROUP / 2; ++i) key[i] = load_slot_pair<false>(bucket + group * GROUP + 2 * i);
+    for (unsigned i = 0; i < GROUP; ++i) key[i] = bucket[group * GROUP + i];
 #pragma unroll
-    for (unsigned i = GROUP / 2; i-- > 0;) {
-      if (key[i].y == k) s.hit = group * GROUP + 2 * i + 1;
-      if (key[i].x == k) s.hit = group * GROUP + 2 * i;
+    for (unsigned i = GROUP; i-- > 0;) {
+      if (key[i] == k) s.hit = group * GROUP + i;
     }
     if (s.hit != SLOTS) break;
   }
