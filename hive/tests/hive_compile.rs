@@ -101,8 +101,9 @@ extern "C" __global__ void insert(ref_t t, const {key}* keys, unsigned n) {{
     }
 }
 
-/// The ref of every type has the layout of `HiveRef`, and a wide slot is 16 bytes
-/// (key word, then value word): static assertions that NVRTC checks (offsets through
+/// The ref of every type has the layout of `HiveRef`, a wide stash entry is 16 bytes (key
+/// word, then value word), and a bucket has the words the host's layout gives it
+/// (`hive::types::Layout`): static assertions that NVRTC checks (offsets through
 /// its front end's `__INTADDR__`, the constant address of a member of a null object:
 /// NVRTC has neither `offsetof` nor `__builtin_offsetof`).
 #[test]
@@ -138,11 +139,21 @@ fn the_ref_of_every_type_has_the_layout_of_its_twin() {
             ));
         }
         source.push_str(
-            "static_assert(sizeof(gpuds::hive::wide_word) == 16, \"wide slot\");\n\
+            "static_assert(sizeof(gpuds::hive::wide_word) == 16, \"wide stash entry\");\n\
              static_assert(__INTADDR__(&((gpuds::hive::wide_word*)0)->value) == 8, \"value word\");\n\
-             static_assert(sizeof(gpuds::hive::packed_slot::word) == 8, \"packed slot\");\n\
-             extern \"C\" __global__ void layout() {}\n",
+             static_assert(sizeof(gpuds::hive::packed_slot::word) == 8, \"packed slot\");\n",
         );
+        // The words of a bucket (HIVE_SLOTS 16 by default): 16 packed words; 16 key words
+        // and then 16 values of 8 bytes (32 words) or of 4 bytes (24 words).
+        let words = match suffix {
+            "u32_u32" => 16,
+            "u64_u32" => 24,
+            _ => 32,
+        };
+        source.push_str(&format!(
+            "static_assert(gpuds::hive::bucket_words<ref_t::S>() == {words}, \"bucket words\");\n\
+             extern \"C\" __global__ void layout() {{}}\n"
+        ));
         let program = Program::new(format!("hive_layout_{suffix}"), source)
             .headers(gpuds_hive::cuda_headers());
         let ptx = gpuds_testkit::ptx(&program, gpuds_core::Arch::new(9, 0));

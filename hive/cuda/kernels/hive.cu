@@ -68,13 +68,46 @@ __device__ __forceinline__ void queued_lanes(const Ref& t, const typename Ref::k
   if constexpr (Ref::S::WIDE && SLOTS <= 16) wide_fill::queued(t, keys, values, queue, offset, lane, counts);
 }
 
+// Empties slot `slot` of the table (counted over all buckets), every word of it all ones.
+template <typename Ref>
+__device__ __forceinline__ void empty_slot(const Ref& t, unsigned long long slot) {
+  using Slot = typename Ref::S;
+  if constexpr (Slot::WIDE) {
+    Slot::store(slot_at<Slot>(t.bucket(static_cast<unsigned>(slot / SLOTS)), static_cast<unsigned>(slot % SLOTS)),
+                Slot::EMPTY_WORD);
+  } else {
+    t.slots[slot] = Slot::EMPTY_WORD;
+  }
+}
+
+// Slot r of the bucket that starts at `bucket`, read or written with plain accesses (the
+// resize kernels, with no other writer): both words of a wide slot.
+template <typename Ref>
+__device__ __forceinline__ typename Ref::word slot_word(const Ref&, unsigned long long* bucket, unsigned r) {
+  using Slot = typename Ref::S;
+  if constexpr (Slot::WIDE) {
+    return Slot::template load<false>(slot_at<Slot>(bucket, r));
+  } else {
+    return bucket[r];
+  }
+}
+template <typename Ref>
+__device__ __forceinline__ void set_slot(const Ref&, unsigned long long* bucket, unsigned r, typename Ref::word w) {
+  using Slot = typename Ref::S;
+  if constexpr (Slot::WIDE) {
+    Slot::store(slot_at<Slot>(bucket, r), w);
+  } else {
+    bucket[r] = w;
+  }
+}
+
 // Sets buckets [from, to) to empty, unlocked, all slots free.
 extern "C" __global__ void GPUDS_KERNEL(hive_init)(ref_t t, unsigned from, unsigned to) {
   const unsigned long long total = static_cast<unsigned long long>(to - from) * SLOTS;
   const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
   for (unsigned long long i = static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total; i += stride) {
     const unsigned long long slot = static_cast<unsigned long long>(from) * SLOTS + i;
-    t.slots[slot] = S::EMPTY_WORD;
+    empty_slot(t, slot);
     if (slot % SLOTS == 0) t.meta[slot / SLOTS] = ALL_FREE;
   }
 }
@@ -284,7 +317,7 @@ extern "C" __global__ void GPUDS_KERNEL(hive_split)(ref_t t, unsigned first, uns
   for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
     const unsigned r = tile::rank();
-    const word w = t.bucket(b)[r];
+    const word w = slot_word(t, t.bucket(b), r);
     bool moves = false;
     bool spills = false;
     if (!S::is_empty(w)) {
@@ -300,12 +333,12 @@ extern "C" __global__ void GPUDS_KERNEL(hive_split)(ref_t t, unsigned first, uns
     const unsigned below = movers & ((1u << r) - 1u);
     const unsigned n_movers = __popc(movers);
     const unsigned rank = __popc(below);
-    word* dst = t.bucket(partner);
+    unsigned long long* dst = t.bucket(partner);
     if (moves) {
-      dst[rank] = w;
-      t.bucket(b)[r] = S::EMPTY_WORD;
+      set_slot(t, dst, rank, w);
+      set_slot(t, t.bucket(b), r, S::EMPTY_WORD);
     }
-    if (r >= n_movers) dst[r] = S::EMPTY_WORD;
+    if (r >= n_movers) set_slot(t, dst, r, S::EMPTY_WORD);
     if (r == 0) {
       const unsigned long long mb = t.meta[b];
       t.meta[b] = mb | movers;
@@ -336,7 +369,7 @@ extern "C" __global__ void GPUDS_KERNEL(hive_merge)(ref_t t, unsigned first, uns
   for (unsigned p = (blockIdx.x * blockDim.x + threadIdx.x) / SLOTS; p < count; p += tiles) {
     const unsigned b = first + p, partner = b + t.level_mask + 1u;
     const unsigned r = tile::rank();
-    const word w = t.bucket(partner)[r];
+    const word w = slot_word(t, t.bucket(partner), r);
     const unsigned movers = tile::ballot(!S::is_empty(w));
     const unsigned free_bits = free_of(t.meta[b]);
     const unsigned n_movers = __popc(movers);
@@ -352,9 +385,9 @@ extern "C" __global__ void GPUDS_KERNEL(hive_merge)(ref_t t, unsigned first, uns
     }
     const word moving = S::template shfl<tile>(w, source);
     const bool takes = is_free && free_rank < n_movers;
-    if (takes) t.bucket(b)[r] = moving;
+    if (takes) set_slot(t, t.bucket(b), r, moving);
     const unsigned taken = tile::ballot(takes);
-    t.bucket(partner)[r] = S::EMPTY_WORD;
+    set_slot(t, t.bucket(partner), r, S::EMPTY_WORD);
     if (r == 0) {
       const unsigned long long flags = (t.meta[b] | t.meta[partner]) & (META_SPILL | META_STASHED);
       t.meta[b] = (t.meta[b] & ~static_cast<unsigned long long>(ALL_FREE) & ~(META_SPILL | META_STASHED)) |

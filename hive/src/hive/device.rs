@@ -85,13 +85,14 @@ pub(crate) const EMPTY: u64 = u64::MAX;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C)]
 pub struct HiveRef {
-    /// The slots, `slots_per_bucket` per bucket (8 bytes each for `u32` pairs, 16 for
-    /// `u64` keys).
+    /// The buckets' words: per bucket, `slots_per_bucket` packed 8-byte pairs (`u32`
+    /// keys), or `slots_per_bucket` 8-byte keys followed by as many values (`u64` keys:
+    /// 8 or 4 bytes each).
     pub slots: u64,
     /// One 64-bit word per bucket: free mask (low half), then lock, SPILL and STASHED
     /// flags and a version (high half).
     pub meta: u64,
-    /// The stash's entries (slots of the same layout).
+    /// The stash's entries (a packed word, or a 16-byte key and value word, per pair).
     pub stash: u64,
     /// The control block (stash tail, striped length and step counts).
     pub ctrl: u64,

@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 
 use super::config::HashPair;
-use super::types::decode;
+use super::types::{decode, Layout};
 
 /// Flags in the high half of a metadata word (see `detail/hive_bucket.cuh`).
 const LOCK: u32 = 1;
@@ -23,20 +23,19 @@ pub(crate) fn bucket_of(h: u32, level_mask: u32, split: u32) -> u32 {
 /// Everything of a table that its invariants speak about, copied to the host.
 #[derive(Clone, Debug)]
 pub(crate) struct Image {
-    /// Whether slots are 16 bytes (two words: key, value) rather than one packed word.
-    pub wide: bool,
+    /// How the buckets lie in `slots` (and whether pairs are wide).
+    pub layout: Layout,
     /// The keys no pair may have (as 64-bit numbers).
     pub reserved: Vec<u64>,
-    pub slots_per_bucket: u32,
     pub hash: HashPair,
     pub level_mask: u32,
     pub split: u32,
-    /// `buckets * slots_per_bucket` slots (one or two words each).
+    /// The buckets' words, `layout.bucket_words()` per bucket.
     pub slots: Vec<u64>,
     /// Each bucket's 64-bit metadata word as two halves: the free mask, then the lock
     /// (bit 0), SPILL (bit 1) and STASHED (bit 2) flags and the version.
     pub meta: Vec<u32>,
-    /// The stash's slots (its whole capacity).
+    /// The stash's entries (its whole capacity; one or two words each).
     pub stash: Vec<u64>,
     /// Stash entries taken since the last drain (the occupied prefix).
     pub stash_tail: u64,
@@ -48,9 +47,9 @@ pub(crate) struct Image {
 }
 
 impl Image {
-    /// Words per slot.
+    /// Words per stash entry.
     fn words(&self) -> usize {
-        if self.wide {
+        if self.layout.wide {
             2
         } else {
             1
@@ -58,18 +57,35 @@ impl Image {
     }
 
     pub fn buckets(&self) -> usize {
-        self.slots.len() / (self.slots_per_bucket as usize * self.words())
+        self.slots.len() / self.layout.bucket_words()
     }
 
-    /// The pair in slot `i` of `words` (the slots or the stash), if any.
-    fn slot(&self, words: &[u64], i: usize) -> Option<(u64, u64)> {
+    /// The words of bucket `b`.
+    fn bucket(&self, b: usize) -> &[u64] {
+        let n = self.layout.bucket_words();
+        &self.slots[b * n..(b + 1) * n]
+    }
+
+    /// The pair in slot `s` of bucket `b`, if any.
+    fn pair(&self, b: usize, s: usize) -> Option<(u64, u64)> {
+        self.layout.pair(self.bucket(b), s)
+    }
+
+    /// The pair in stash entry `i`, if any (a 4-byte value is the low half of its
+    /// entry's value word; the high half is not the value's).
+    fn entry(&self, i: usize) -> Option<(u64, u64)> {
         let w = self.words();
-        decode(self.wide, &words[i * w..(i + 1) * w])
+        let value_mask = if self.layout.wide && self.layout.value_bytes == 4 {
+            0xffff_ffff
+        } else {
+            u64::MAX
+        };
+        decode(self.layout.wide, &self.stash[i * w..(i + 1) * w]).map(|(k, v)| (k, v & value_mask))
     }
 
     /// The hash pair of a key, as the device computes it (u64 keys folded first).
     fn hashes(&self, key: u64) -> (u32, u32) {
-        if self.wide {
+        if self.layout.wide {
             self.hash.key_hashes(key)
         } else {
             self.hash.hashes(key as u32)
@@ -78,17 +94,17 @@ impl Image {
 
     /// Every stored pair (as 64-bit numbers): buckets first, then the stash.
     pub fn pairs(&self) -> Vec<(u64, u64)> {
-        let w = self.words();
-        self.slots
-            .chunks_exact(w)
-            .chain(self.stash.chunks_exact(w))
-            .filter_map(|words| decode(self.wide, words))
+        let slots = self.layout.slots;
+        let entries = self.stash.len() / self.words();
+        (0..self.buckets())
+            .flat_map(|b| (0..slots).filter_map(move |s| self.pair(b, s)))
+            .chain((0..entries).filter_map(|i| self.entry(i)))
             .collect()
     }
 
     /// Checks every invariant; the error names the first broken one.
     pub fn check(&self) -> Result<(), String> {
-        let s = self.slots_per_bucket as usize;
+        let s = self.layout.slots;
         let buckets = self.buckets();
         if self.meta.len() != 2 * buckets {
             return Err(format!(
@@ -119,7 +135,7 @@ impl Image {
                 ));
             }
             for slot in 0..s {
-                let pair = self.slot(&self.slots, b * s + slot);
+                let pair = self.pair(b, slot);
                 let free = mask >> slot & 1 == 1;
                 if free != pair.is_none() {
                     return Err(format!(
@@ -174,7 +190,7 @@ impl Image {
         }
         let used = self.stash_tail as usize;
         for i in 0..entries {
-            let Some((key, _)) = self.slot(&self.stash, i) else {
+            let Some((key, _)) = self.entry(i) else {
                 continue;
             };
             if i >= used {
@@ -216,27 +232,36 @@ mod tests {
 
     const EMPTY: u64 = u64::MAX;
 
-    /// A host image of 4 buckets of 8 slots (level mask 1, split 2), packed or wide.
+    /// The three layouts (u32/u32 packed, u64/u32 and u64/u64 wide) with 8-slot buckets.
+    fn layouts() -> [Layout; 3] {
+        [
+            Layout::of::<u32, u32>(8),
+            Layout::of::<u64, u32>(8),
+            Layout::of::<u64, u64>(8),
+        ]
+    }
+
+    /// A host image of 4 buckets of 8 slots (level mask 1, split 2).
     struct Fixture {
         img: Image,
     }
 
     impl Fixture {
-        fn new(wide: bool) -> Self {
+        fn new(layout: Layout) -> Self {
+            let wide = layout.wide;
             let w = if wide { 2 } else { 1 };
             Fixture {
                 img: Image {
-                    wide,
+                    layout,
                     reserved: if wide {
                         vec![u64::MAX, u64::MAX - 1]
                     } else {
                         vec![u32::MAX as u64]
                     },
-                    slots_per_bucket: 8,
                     hash: HashPair::BitHash,
                     level_mask: 1,
                     split: 2,
-                    slots: vec![EMPTY; 32 * w],
+                    slots: vec![EMPTY; 4 * layout.bucket_words()],
                     meta: (0..4).flat_map(|_| [0xff, 0]).collect(),
                     stash: vec![EMPTY; 64 * w],
                     stash_tail: 0,
@@ -256,46 +281,56 @@ mod tests {
             (bucket_of(h1, 1, 2) as usize, bucket_of(h2, 1, 2) as usize)
         }
 
+        /// Writes slot `slot` (counted over all buckets) through the layout: a pair, or
+        /// empty. The free bit is left alone.
+        fn set(&mut self, slot: usize, pair: Option<(u64, u64)>) {
+            let layout = self.img.layout;
+            let n = layout.bucket_words();
+            let b = slot / 8;
+            layout.set(&mut self.img.slots[b * n..(b + 1) * n], slot % 8, pair);
+        }
+
+        fn get(&self, slot: usize) -> Option<(u64, u64)> {
+            self.img.pair(slot / 8, slot % 8)
+        }
+
         fn put(&mut self, slot: usize, key: u64, value: u64) {
-            let w = self.w();
-            let words = encode(self.img.wide, key, value);
-            self.img.slots[slot * w..(slot + 1) * w].copy_from_slice(&words);
+            self.set(slot, Some((key, value)));
             self.img.meta[2 * (slot / 8)] &= !(1 << (slot % 8));
         }
 
-        fn take(&mut self, slot: usize) -> Vec<u64> {
-            let w = self.w();
-            let words = self.img.slots[slot * w..(slot + 1) * w].to_vec();
-            self.img.slots[slot * w..(slot + 1) * w].fill(EMPTY);
+        fn take(&mut self, slot: usize) -> Option<(u64, u64)> {
+            let pair = self.get(slot);
+            self.set(slot, None);
             self.img.meta[2 * (slot / 8)] |= 1 << (slot % 8);
-            words
+            pair
         }
 
         fn stash(&mut self, entry: usize, key: u64) {
             let w = self.w();
-            let words = encode(self.img.wide, key, 7);
+            let words = encode(self.img.layout.wide, key, 7);
             self.img.stash[entry * w..(entry + 1) * w].copy_from_slice(&words);
         }
 
         fn free_slot(&self, b: usize) -> usize {
             (0..8)
                 .map(|s| b * 8 + s)
-                .find(|&i| self.img.slot(&self.img.slots, i).is_none())
+                .find(|&i| self.get(i).is_none())
                 .unwrap()
         }
 
-        /// Inserts `keys` into their first buckets.
+        /// Inserts `keys` into their first buckets (value: the key's low bits plus 7).
         fn with(mut self, keys: &[u64]) -> Self {
             for &k in keys {
                 let slot = self.free_slot(self.buckets_of(k).0);
-                self.put(slot, k, 7);
+                self.put(slot, k, k.wrapping_add(7) & 0xffff_ffff);
                 self.img.len += 1;
             }
             self
         }
     }
 
-    /// Keys for both layouts: small ones, and for wide images keys whose high words
+    /// Keys for each layout: small ones, and for wide images keys whose high words
     /// differ (equal low words).
     fn keys(wide: bool) -> Vec<u64> {
         if wide {
@@ -307,26 +342,50 @@ mod tests {
 
     #[test]
     fn a_consistent_image_passes() {
-        for wide in [false, true] {
-            let f = Fixture::new(wide).with(&keys(wide));
-            assert_eq!(f.img.check(), Ok(()), "wide {wide}");
-            let mut pairs: Vec<u64> = f.img.pairs().iter().map(|p| p.0).collect();
+        for layout in layouts() {
+            let f = Fixture::new(layout).with(&keys(layout.wide));
+            assert_eq!(f.img.check(), Ok(()), "{layout:?}");
+            let mut pairs = f.img.pairs();
             pairs.sort_unstable();
-            let mut want = keys(wide);
+            let mut want: Vec<(u64, u64)> = keys(layout.wide)
+                .into_iter()
+                .map(|k| (k, k.wrapping_add(7) & 0xffff_ffff))
+                .collect();
             want.sort_unstable();
-            assert_eq!(pairs, want, "wide {wide}");
+            assert_eq!(pairs, want, "{layout:?}");
+        }
+    }
+
+    #[test]
+    fn wide_buckets_keep_keys_and_values_apart() {
+        // Slot 3 of bucket 2 of an image: its key is word 3 of the bucket's words and its
+        // value in the words after the bucket's 8 key words; nothing else is written.
+        for layout in layouts().into_iter().filter(|l| l.wide) {
+            let mut f = Fixture::new(layout);
+            f.put(2 * 8 + 3, 1 << 33 | 5, 0xdead_beef);
+            let n = layout.bucket_words();
+            let bucket = &f.img.slots[2 * n..3 * n];
+            assert_eq!(bucket[3], 1 << 33 | 5);
+            let value = if layout.value_bytes == 8 {
+                bucket[8 + 3]
+            } else {
+                bucket[8 + 1] >> 32
+            };
+            assert_eq!(value, 0xdead_beef, "{layout:?}");
+            let written = f.img.slots.iter().filter(|&&w| w != EMPTY).count();
+            assert_eq!(written, 2, "{layout:?}");
+            assert_eq!(f.img.pairs(), vec![(1 << 33 | 5, 0xdead_beef)]);
         }
     }
 
     #[test]
     fn each_broken_invariant_is_named() {
-        for wide in [false, true] {
-            let base = Fixture::new(wide).with(&[1, 2, 3]);
-            let w = base.w();
+        for layout in layouts() {
+            let base = Fixture::new(layout).with(&[1, 2, 3]);
             let b = base.buckets_of(1).0;
             let slot1 = (0..8)
                 .map(|s| b * 8 + s)
-                .find(|&i| base.img.slot(&base.img.slots, i).map(|p| p.0) == Some(1))
+                .find(|&i| base.get(i).map(|p| p.0) == Some(1))
                 .unwrap();
             let copy = |f: &Fixture| Fixture { img: f.img.clone() };
 
@@ -347,6 +406,12 @@ mod tests {
             let mut mask = copy(&base);
             mask.img.meta[2 * (slot1 / 8)] |= 1 << (slot1 % 8);
             assert!(mask.img.check().unwrap_err().contains("free bit"));
+
+            // A slot whose free bit is clear but whose key word is empty (a value word
+            // alone does not make a pair).
+            let mut lost = copy(&base);
+            lost.set(slot1, None);
+            assert!(lost.img.check().unwrap_err().contains("free bit"));
 
             let mut twice = copy(&base);
             twice.stash(0, 1);
@@ -399,9 +464,8 @@ mod tests {
             let (b1, b2) = base.buckets_of(1);
             let mut misplaced = copy(&base);
             let other = (0..4).find(|&x| x != b1 && x != b2).unwrap();
-            let words = misplaced.take(slot1);
-            misplaced.img.slots[(other * 8 + 7) * w..(other * 8 + 8) * w].copy_from_slice(&words);
-            misplaced.img.meta[2 * other] &= !(1 << 7);
+            let pair = misplaced.take(slot1).unwrap();
+            misplaced.put(other * 8 + 7, pair.0, pair.1);
             assert!(misplaced
                 .img
                 .check()
@@ -425,8 +489,10 @@ mod tests {
     fn wide_keys_are_told_apart_by_their_high_words() {
         // Two keys with one low word: a check that dropped the high word would see one
         // key twice, or place both by the same hashes.
-        let f = Fixture::new(true).with(&[5, 1 << 32 | 5]);
-        assert_eq!(f.img.check(), Ok(()));
-        assert_ne!(f.img.hashes(5), f.img.hashes(1 << 32 | 5));
+        for layout in layouts().into_iter().filter(|l| l.wide) {
+            let f = Fixture::new(layout).with(&[5, 1 << 32 | 5]);
+            assert_eq!(f.img.check(), Ok(()));
+            assert_ne!(f.img.hashes(5), f.img.hashes(1 << 32 | 5));
+        }
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! Pairs are kept in buckets of 16 (or 8, or 32) slots; a bucket is read by a tile of as
 //! many lanes, one slot each. Pairs of 32-bit keys and values are packed into one 64-bit
-//! word; `u64` keys (with `u32` or `u64` values) take 16-byte slots ([`HiveKey`],
-//! [`HiveValue`]).
+//! word; with `u64` keys (and `u32` or `u64` values) a bucket holds its keys in one
+//! array and their values after them ([`HiveKey`], [`HiveValue`]).
 //! Each key has two candidate buckets (two hash functions, [`HashPair`]); inserts go
 //! through the paper's four steps (replace, claim-then-commit, bounded cuckoo eviction,
 //! stash), lookups and deletes look in the two buckets and the stash. The table grows
@@ -33,7 +33,7 @@ pub use stats::HiveStats;
 pub use types::{HiveKey, HiveValue};
 
 use device::{Counters, Kernels, CTRL_STASH_TAIL, CTRL_WORDS, EMPTY};
-use types::words_per_slot;
+use types::{words_per_entry, Layout};
 
 use crate::error::{Error, Result};
 
@@ -162,11 +162,12 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
         let buckets = config.buckets() as u32;
         let (level_mask, split) = level_of(buckets);
         let s = config.slots_per_bucket as usize;
-        let w = words_per_slot::<K>();
+        let w = words_per_entry::<K>();
+        let bucket_words = Layout::of::<K, V>(s).bucket_words();
         let stream = gpu.stream();
         // SAFETY: hive_init (below) writes every slot and metadata word in use; expansion
         // writes the rest before using it.
-        let slots = unsafe { gpu.alloc_uninit::<u64>(buckets as usize * s * w, SLOTS) }?;
+        let slots = unsafe { gpu.alloc_uninit::<u64>(buckets as usize * bucket_words, SLOTS) }?;
         let meta = unsafe { gpu.alloc_uninit::<u32>(2 * buckets as usize, META) }?;
         let stash_words = config.stash_capacity(buckets as usize * s) * w;
         // SAFETY: filled with empty words right below.
@@ -293,9 +294,14 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
         }
     }
 
-    /// Stash entries (each one slot: one or two words).
+    /// Stash entries (each one pair: one or two words).
     fn stash_entries(&self) -> usize {
-        self.stash.len() / words_per_slot::<K>()
+        self.stash.len() / words_per_entry::<K>()
+    }
+
+    /// How the buckets lie in the slot array.
+    fn layout(&self) -> Layout {
+        Layout::of::<K, V>(self.config.slots_per_bucket as usize)
     }
 
     /// The ref a host call's kernels get: the call's own status word and a failure bit

@@ -4,7 +4,7 @@ use cudarc::driver::{CudaSlice, CudaView, PushKernelArg};
 
 use super::device::{Counters, CTRL_STASH_CLAIMS, CTRL_STASH_TAIL};
 use super::image::Image;
-use super::types::{decode, words_per_slot};
+use super::types::{decode, words_per_entry};
 use super::{HiveKey, HiveMap, HiveStats, HiveValue};
 use crate::error::{Error, Result};
 use crate::Input;
@@ -150,14 +150,14 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         let counters = Counters::of(&ctrl);
         let stash = stream.clone_dtoh(&self.stash)?;
-        let w = words_per_slot::<K>();
+        let w = words_per_entry::<K>();
         let stash_used = stash
             .chunks_exact(w)
             .filter(|entry| decode(K::WIDE, entry).is_some())
             .count();
         let stash_capacity = stash.len() / w;
-        let s = self.config.slots_per_bucket as usize;
-        let allocated = self.slots.len() / (s * w);
+        let bucket_words = self.layout().bucket_words();
+        let allocated = self.slots.len() / bucket_words;
         Ok(HiveStats {
             len: self.len,
             capacity: self.capacity(),
@@ -173,7 +173,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
             evictions: counters.moves,
             expansions: self.expansions,
             contractions: self.contractions,
-            memory_bytes: allocated * (s * 8 * w + 8)
+            memory_bytes: allocated * (bucket_words * 8 + 8)
                 + stash.len() * 8
                 + self.queue.as_ref().map_or(0, |q| q.len() * 4),
         })
@@ -211,13 +211,13 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
 
     pub(super) fn image(&self) -> Result<Image> {
         let stream = self.gpu.stream();
-        let s = self.config.slots_per_bucket as usize * words_per_slot::<K>();
+        let layout = self.layout();
+        let s = layout.bucket_words();
         let buckets = self.buckets();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
         Ok(Image {
-            wide: K::WIDE,
+            layout,
             reserved: K::RESERVED.iter().map(|k| k.to_u64()).collect(),
-            slots_per_bucket: self.config.slots_per_bucket,
             hash: self.config.hash,
             level_mask: self.level_mask,
             split: self.split,

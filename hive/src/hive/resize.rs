@@ -23,7 +23,7 @@ pub(super) const STASH_TAIL_LIMIT: u64 = 1024;
 /// contention): each round runs only those, so contention fades at once.
 const REINSERT_ROUNDS: usize = 8;
 use super::config::{expanded, MAX_BUCKETS};
-use super::types::words_per_slot;
+use super::types::words_per_entry;
 use super::{HiveKey, HiveMap, HiveValue, META, SLOTS, STASH};
 use crate::error::{Error, Result};
 
@@ -178,7 +178,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// are tried; when those do not fit either, the error is
     /// [`OutOfMemory`](gpuds_core::Error::OutOfMemory) and the arrays are as they were.
     fn reserve_buckets(&mut self, buckets: usize) -> Result<()> {
-        let s = self.config.slots_per_bucket as usize * words_per_slot::<K>();
+        let s = self.layout().bucket_words();
         let have = self.slots.len() / s;
         if buckets <= have {
             return Ok(());
@@ -215,7 +215,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
         cudarc::driver::CudaSlice<u64>,
         cudarc::driver::CudaSlice<u32>,
     )> {
-        let s = self.config.slots_per_bucket as usize * words_per_slot::<K>();
+        let s = self.layout().bucket_words();
         // SAFETY: the caller copies the used prefix; the split kernel writes every
         // partner bucket (slots and metadata) before any kernel reads it.
         let slots = unsafe { self.gpu.alloc_uninit::<u64>(buckets * s, SLOTS) }?;
@@ -293,7 +293,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     /// copy of every stashed pair, and the larger stash when its share of `slots` passes
     /// its size. Allocated first, so that a drain that runs out of memory changes nothing.
     fn stash_buffers(&self, slots: usize) -> Result<StashBuffers> {
-        let w = words_per_slot::<K>();
+        let w = words_per_entry::<K>();
         let wanted = self.config.stash_capacity(slots) * w;
         // SAFETY (both): the drain writes every word it reads (a copy of the stashed
         // pairs; the new stash is filled with empty words).
@@ -310,7 +310,7 @@ impl<K: HiveKey, V: HiveValue<K>> HiveMap<K, V> {
     fn drain_stash_with(&mut self, spare: StashBuffers) -> Result<()> {
         let stream = self.gpu.stream().clone();
         let ctrl = stream.clone_dtoh(&self.ctrl)?;
-        let w = words_per_slot::<K>();
+        let w = words_per_entry::<K>();
         // Entries in use (each `w` words).
         let used = (ctrl[CTRL_STASH_TAIL] as usize).min(self.stash_entries());
         if used == 0 && spare.larger.is_none() {

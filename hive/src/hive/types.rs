@@ -4,8 +4,8 @@
 //! | `K`, `V` | slot | reserved keys |
 //! | --- | --- | --- |
 //! | `u32`, `u32` | one packed 8-byte word, key in the high half | `u32::MAX` |
-//! | `u64`, `u32` | 16 bytes: key word, value word (zero-extended) | `u64::MAX`, `u64::MAX - 1` |
-//! | `u64`, `u64` | 16 bytes: key word, value word | `u64::MAX`, `u64::MAX - 1` |
+//! | `u64`, `u32` | 12 bytes: a key word among the bucket's keys, a 4-byte value among its values | `u64::MAX`, `u64::MAX - 1` |
+//! | `u64`, `u64` | 16 bytes: a key word among the bucket's keys, a value word among its values | `u64::MAX`, `u64::MAX - 1` |
 //!
 //! Other combinations do not compile: the traits are sealed and `u64` values are stored
 //! beside `u64` keys only.
@@ -19,9 +19,10 @@ mod sealed {
 }
 
 /// A key type of [`HiveMap`](super::HiveMap): `u32` (pairs packed into one 8-byte word)
-/// or `u64` (16-byte slots). Sealed: no other type can implement it.
+/// or `u64` (a bucket's key words, then its values). Sealed: no other type can
+/// implement it.
 pub trait HiveKey: DeviceKey + sealed::Sealed {
-    /// Whether a pair takes a 16-byte slot (two 64-bit words) rather than one word.
+    /// Whether a pair takes a key word and a value word apart rather than one word.
     const WIDE: bool;
     /// The keys no pair may have: the empty slot's key, and for `u64` keys also the key
     /// that marks a slot a writer owns between the two steps of a change.
@@ -81,8 +82,9 @@ impl HiveValue<u32> for u32 {}
 impl HiveValue<u64> for u32 {}
 impl HiveValue<u64> for u64 {}
 
-/// The 64-bit words one slot (or stash entry) takes on the device.
-pub(crate) const fn words_per_slot<K: HiveKey>() -> usize {
+/// The 64-bit words one stash entry takes on the device (a wide entry is `{key, value}`,
+/// a `u32` value in the low half of its word).
+pub(crate) const fn words_per_entry<K: HiveKey>() -> usize {
     if K::WIDE {
         2
     } else {
@@ -90,10 +92,96 @@ pub(crate) const fn words_per_slot<K: HiveKey>() -> usize {
     }
 }
 
-/// The pair a slot's words hold (`None` for an empty slot), as raw key and value bits;
-/// `words` is one slot (`words_per_slot` words). A wide slot is `{key, value}` in that
-/// order; a packed word has the key in its high half. Every word of an empty slot is
-/// all ones, for both layouts.
+/// How a table's buckets lie in its slot array (the host twin of `bucket_words` and
+/// `slot_at` in `gpuds/hive/detail/hive_bucket.cuh` and `hive_slot.cuh`): packed, a
+/// bucket is `slots` words, one pair each; wide, a bucket is its `slots` key words, then
+/// its `slots` value words of `value_bytes` bytes (8, or 4: two values to a word, the
+/// lower slot in the low half).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    /// Whether keys and values are apart (u64 keys).
+    pub wide: bool,
+    /// Bytes per value word (wide tables).
+    pub value_bytes: usize,
+    /// Slots per bucket.
+    pub slots: usize,
+}
+
+impl Layout {
+    /// The layout of a `HiveMap<K, V>` with `slots` slots per bucket.
+    pub fn of<K: HiveKey, V: HiveValue<K>>(slots: usize) -> Self {
+        Layout {
+            wide: K::WIDE,
+            value_bytes: std::mem::size_of::<V>(),
+            slots,
+        }
+    }
+
+    /// The 64-bit words of one bucket (every bucket of 8, 16 or 32 slots is a whole
+    /// number of words: 16 bytes per slot for `u64` values, 12 for `u32`, 8 packed).
+    pub fn bucket_words(&self) -> usize {
+        if self.wide {
+            self.slots + self.slots * self.value_bytes / 8
+        } else {
+            self.slots
+        }
+    }
+
+    /// Where slot `s` of a bucket's words is: the word of its key, and the word and bit
+    /// offset of its value.
+    fn places(&self, s: usize) -> (usize, usize, u32) {
+        if !self.wide {
+            (s, s, 0)
+        } else if self.value_bytes == 8 {
+            (s, self.slots + s, 0)
+        } else {
+            (s, self.slots + s / 2, 32 * (s % 2) as u32)
+        }
+    }
+
+    /// The pair in slot `s` of `bucket` (one bucket's words), `None` when it is empty
+    /// (its key word, or packed its word, all ones).
+    pub fn pair(&self, bucket: &[u64], s: usize) -> Option<(u64, u64)> {
+        if !self.wide {
+            return decode(false, &bucket[s..s + 1]);
+        }
+        let (k, v, shift) = self.places(s);
+        let mask = if self.value_bytes == 8 {
+            u64::MAX
+        } else {
+            0xffff_ffff
+        };
+        (bucket[k] != u64::MAX).then_some((bucket[k], bucket[v] >> shift & mask))
+    }
+
+    /// Writes `(key, value)` into slot `s` of `bucket`, or empties it (`None`: every word
+    /// or half word of the slot all ones).
+    #[cfg(test)]
+    pub fn set(&self, bucket: &mut [u64], s: usize, pair: Option<(u64, u64)>) {
+        let (key, value) = pair.unwrap_or((u64::MAX, u64::MAX));
+        if !self.wide {
+            bucket[s] = if pair.is_some() {
+                encode(false, key, value)[0]
+            } else {
+                u64::MAX
+            };
+            return;
+        }
+        let (k, v, shift) = self.places(s);
+        bucket[k] = key;
+        let mask = if self.value_bytes == 8 {
+            u64::MAX
+        } else {
+            0xffff_ffff
+        };
+        bucket[v] = bucket[v] & !(mask << shift) | (value & mask) << shift;
+    }
+}
+
+/// The pair a stash entry's words hold (`None` for an empty entry), as raw key and value
+/// bits; `words` is one entry (`words_per_entry` words). A wide entry is `{key, value}`
+/// in that order (the value word whole: a `u32` value is its low half); a packed word
+/// has the key in its high half. Every word of an empty entry is all ones.
 pub(crate) fn decode(wide: bool, words: &[u64]) -> Option<(u64, u64)> {
     if wide {
         (words[0] != u64::MAX).then_some((words[0], words[1]))
@@ -102,7 +190,7 @@ pub(crate) fn decode(wide: bool, words: &[u64]) -> Option<(u64, u64)> {
     }
 }
 
-/// The words of a slot holding `(key, value)` (the inverse of [`decode`]).
+/// The words of a stash entry holding `(key, value)` (the inverse of [`decode`]).
 #[cfg(test)]
 pub(crate) fn encode(wide: bool, key: u64, value: u64) -> Vec<u64> {
     if wide {
@@ -131,8 +219,44 @@ mod tests {
         }
         assert_eq!(decode(false, &[u64::MAX]), None);
         assert_eq!(decode(true, &[u64::MAX, u64::MAX]), None);
-        assert_eq!(words_per_slot::<u32>(), 1);
-        assert_eq!(words_per_slot::<u64>(), 2);
+        assert_eq!(words_per_entry::<u32>(), 1);
+        assert_eq!(words_per_entry::<u64>(), 2);
+    }
+
+    #[test]
+    fn buckets_have_their_words_where_the_device_puts_them() {
+        // Words per bucket: 8 bytes a slot packed, 16 for u64/u64, 12 for u64/u32.
+        for (slots, packed, wide64, wide32) in [(8, 8, 16, 12), (16, 16, 32, 24), (32, 32, 64, 48)]
+        {
+            assert_eq!(Layout::of::<u32, u32>(slots).bucket_words(), packed);
+            assert_eq!(Layout::of::<u64, u64>(slots).bucket_words(), wide64);
+            assert_eq!(Layout::of::<u64, u32>(slots).bucket_words(), wide32);
+        }
+        // A 16-slot wide bucket: its key words are the first 16 (one 128-byte line), the
+        // values follow; u32 values two to a word, the lower slot in the low half.
+        let l64 = Layout::of::<u64, u64>(16);
+        let mut b = vec![u64::MAX; l64.bucket_words()];
+        l64.set(&mut b, 3, Some((7, 70)));
+        assert_eq!((b[3], b[16 + 3]), (7, 70));
+        assert_eq!(l64.pair(&b, 3), Some((7, 70)));
+        assert_eq!(l64.pair(&b, 4), None);
+        let l32 = Layout::of::<u64, u32>(16);
+        let mut b = vec![u64::MAX; l32.bucket_words()];
+        l32.set(&mut b, 4, Some((1 << 40, 0x1234)));
+        l32.set(&mut b, 5, Some((9, 0xffff_ffff)));
+        assert_eq!(b[4], 1 << 40);
+        assert_eq!(b[16 + 2], 0xffff_ffff_0000_1234);
+        assert_eq!(l32.pair(&b, 4), Some((1 << 40, 0x1234)));
+        assert_eq!(l32.pair(&b, 5), Some((9, 0xffff_ffff)));
+        l32.set(&mut b, 4, None);
+        assert_eq!(l32.pair(&b, 4), None);
+        assert_eq!(l32.pair(&b, 5), Some((9, 0xffff_ffff)));
+        assert!(b.iter().enumerate().all(|(i, &w)| i == 5 || w == u64::MAX));
+        let packed = Layout::of::<u32, u32>(8);
+        let mut b = vec![u64::MAX; 8];
+        packed.set(&mut b, 2, Some((5, 6)));
+        assert_eq!(b[2], 5 << 32 | 6);
+        assert_eq!(packed.pair(&b, 2), Some((5, 6)));
     }
 
     #[test]

@@ -7,7 +7,8 @@
 // operation is cooperative over a tile of HIVE_SLOTS lanes: all lanes of the tile call it
 // with the same arguments, and the result is the same on every lane. What a slot holds
 // and how it changes is the slot policy's (detail/hive_slot.cuh): one packed word for u32
-// pairs, a 16-byte slot changed in two steps on its key word for u64 keys.
+// pairs; for u64 keys a key word among its bucket's keys and a value word among the
+// values after them, changed in two steps with the key word as the commit point.
 //
 // Addressing is linear hashing (§IV-C): a hash h names bucket h & mask, or
 // h & (2 * mask + 1) when that is below the split pointer. The metadata (mask, split,
@@ -140,7 +141,7 @@ struct hive_ref : hive_locate<K, V> {
         if (pending<S>(m, w) != 0) return false;
         const unsigned slot = __ffs(free_bits) - 1;
         if (!meta1.claim_from(m, slot)) return false;
-        if (tile::rank() == 0) S::publish(bucket(b1) + slot, wd);
+        if (tile::rank() == 0) S::publish(slot_at<S>(bucket(b1), slot), wd);
         t.steps[1] += 1;
         t.len += 1;
         step = STEP_CLAIM;
@@ -203,7 +204,7 @@ struct hive_ref : hive_locate<K, V> {
     for (unsigned attempt = 0; attempt < ALONE_TRIES; ++attempt) {
       alone_scan<S> s = scan_alone<S, true, false>(bucket(b1), k);
       if (s.hit != SLOTS) {
-        if (S::replace(bucket(b1) + s.hit, s.word, wd)) {
+        if (S::replace(slot_at<S>(bucket(b1), s.hit), s.word, wd)) {
           old = S::value_of(s.word);
           t.steps[0] += 1;
           return STEP_REPLACE;
@@ -227,7 +228,7 @@ struct hive_ref : hive_locate<K, V> {
           m = seen;
           continue;
         }
-        S::publish(bucket(b1) + slot, wd);
+        S::publish(slot_at<S>(bucket(b1), slot), wd);
         t.steps[1] += 1;
         t.len += 1;
         return STEP_CLAIM;
@@ -260,7 +261,7 @@ struct hive_ref : hive_locate<K, V> {
     if ((m & META_SPILL) != 0 && b2 != b1) {
       alone_scan<S> s = scan_alone<S, true, false>(bucket(b2), k);
       if (s.hit != SLOTS) {
-        if (!S::replace(bucket(b2) + s.hit, s.word, wd)) return STEP_LEFTOVER;
+        if (!S::replace(slot_at<S>(bucket(b2), s.hit), s.word, wd)) return STEP_LEFTOVER;
         old = S::value_of(s.word);
         return STEP_REPLACE;
       }
@@ -270,7 +271,7 @@ struct hive_ref : hive_locate<K, V> {
     if (free_bits != 0) {
       const unsigned slot = claim_alone(meta + b1, free_bits);
       if (slot < SLOTS) {
-        put_alone<S>(bucket(b1) + slot, wd);
+        put_alone<S>(slot_at<S>(bucket(b1), slot), wd);
         return STEP_CLAIM;
       }
       if (b2 == b1) return STEP_LEFTOVER;
@@ -287,7 +288,7 @@ struct hive_ref : hive_locate<K, V> {
     const unsigned long long seen = mem::ld_acquire(m2);
     alone_scan<S> s = scan_alone<S, true, false>(bucket(b2), k);
     if (s.hit != SLOTS) {
-      if (!S::replace(bucket(b2) + s.hit, s.word, wd)) return STEP_LEFTOVER;
+      if (!S::replace(slot_at<S>(bucket(b2), s.hit), s.word, wd)) return STEP_LEFTOVER;
       old = S::value_of(s.word);
       return STEP_REPLACE;
     }
@@ -296,16 +297,10 @@ struct hive_ref : hive_locate<K, V> {
     if (free2 != 0) {
       const unsigned slot = __ffs(free2) - 1;
       if (mem::cas_acquire(m2, seen, (seen & ~(1ull << slot)) + META_VERSION) != seen) return STEP_LEFTOVER;
-      put_alone<S>(bucket(b2) + slot, wd);
+      put_alone<S>(slot_at<S>(bucket(b2), slot), wd);
       return STEP_CLAIM;
     }
-    // The per-lane direct move holds a whole bucket in registers: packed buckets only
-    // (a wide bucket is twice the registers); wide tables leave it to the tile's evict.
-    if constexpr (S::WIDE) {
-      return STEP_LEFTOVER;
-    } else {
-      return evict_alone(wd, b1);
-    }
+    return evict_alone(wd, b1);
   }
 
   // Step 3 by one lane, the direct move only (evict's first round): b1 is locked by the
@@ -319,17 +314,26 @@ struct hive_ref : hive_locate<K, V> {
   // bucket has b1 as first bucket (SPILL set), and the new key lands in its first
   // bucket. Returns STEP_EVICT, or STEP_LEFTOVER with nothing changed (then the tile's
   // evict with random walks and the stash takes over).
-  __device__ __noinline__ unsigned evict_alone(unsigned long long wd, unsigned b1) const {
+  // Wide slots: the lane holds b1's key words (the first SLOTS words of the bucket, as
+  // many registers as a packed bucket's words); a BUSY_KEY slot is no victim (its key is
+  // in the middle of a replace), and the swap is S::replace (the victim's key word to
+  // BUSY_KEY, its value read under that ownership and carried to the target, k's pair
+  // written and released), so a value replaced after the read moves with its key; while
+  // the slot is BUSY_KEY, inserts of either key see a pending slot and read again.
+  __device__ __noinline__ unsigned evict_alone(word wd, unsigned b1) const {
     unsigned long long w[SLOTS];
     unsigned alt[SLOTS];
     unsigned long long am[SLOTS];
     load_bucket<true>(bucket(b1), w);
 #pragma unroll
     for (unsigned i = 0; i < SLOTS; ++i) {
-      alt[i] = w[i] == EMPTY ? b1 : alternate(key_of(w[i]), b1);
+      // (The empty word of a packed slot and the empty key of a wide one are both all
+      // ones.)
+      const bool victim = w[i] != EMPTY && !(S::WIDE && w[i] == S::BUSY_KEY);
+      alt[i] = victim ? alternate(stored_key(w[i]), b1) : b1;
       am[i] = alt[i] == b1 ? 0ull : mem::ld_relaxed(meta + alt[i]);
     }
-    const unsigned start = key_of(wd) % SLOTS;
+    const unsigned start = static_cast<unsigned>(S::key_of(wd)) % SLOTS;
     for (unsigned c = 0; c < SLOTS; ++c) {
       const unsigned i = (start + c) % SLOTS;
       const unsigned target = alt[i];
@@ -340,9 +344,11 @@ struct hive_ref : hive_locate<K, V> {
       const unsigned slot = claim_alone(tm, free_of(mt));
       bool swapped = false;
       if (slot < SLOTS) {
-        swapped = mem::cas_relaxed(bucket(b1) + i, w[i], wd) == w[i];
+        const typename S::ptr at = slot_at<S>(bucket(b1), i);
+        word victim = held_word(w[i]);
+        swapped = S::replace(at, victim, wd);
         if (swapped) {
-          put_alone<S>(bucket(target) + slot, w[i]);
+          put_alone<S>(slot_at<S>(bucket(target), slot), victim);
         } else {
           mem::fetch_add_relaxed(tm, (1ull << slot) + META_VERSION);
         }
@@ -351,6 +357,25 @@ struct hive_ref : hive_locate<K, V> {
       if (swapped) return STEP_EVICT;
     }
     return STEP_LEFTOVER;
+  }
+
+  // The key in a bucket word a lane loaded whole (load_bucket): a packed slot's word, or
+  // a wide slot's key word.
+  __device__ __forceinline__ static K stored_key(unsigned long long w) {
+    if constexpr (S::WIDE) {
+      return w;
+    } else {
+      return key_of(w);
+    }
+  }
+  // The slot word such a loaded word stands for (wide: its key; the value is read by
+  // S::replace under the slot's ownership).
+  __device__ __forceinline__ static word held_word(unsigned long long w) {
+    if constexpr (S::WIDE) {
+      return S::pack(w, 0);
+    } else {
+      return w;
+    }
   }
 
   // The slow path of an insert, with b1 locked by the caller (who unlocks it): waits for
@@ -409,7 +434,7 @@ struct hive_ref : hive_locate<K, V> {
         if (free2 != 0) {
           const unsigned slot = __ffs(free2) - 1;
           if (!meta2.claim_from(m2, slot)) continue;
-          if (tile::rank() == 0) S::publish(bucket(b2) + slot, wd);
+          if (tile::rank() == 0) S::publish(slot_at<S>(bucket(b2), slot), wd);
           return result::make(STEP_CLAIM);
         }
       }
@@ -426,7 +451,7 @@ struct hive_ref : hive_locate<K, V> {
     if (slot == SLOTS) return false;
     const unsigned f = first_of(S::key_of(hand));
     if (f != b) meta_of(f).mark(META_SPILL);
-    if (tile::rank() == 0) S::publish(bucket(b) + slot, hand);
+    if (tile::rank() == 0) S::publish(slot_at<S>(bucket(b), slot), hand);
     return true;
   }
 
@@ -515,8 +540,8 @@ struct hive_ref : hive_locate<K, V> {
             if (fv != target) meta_of(fv).mark(META_SPILL);
             if (fh != cur) meta_of(fh).mark(META_SPILL);
             if (tile::rank() == 0) {
-              swapped = S::replace(bucket(cur) + slot, victim, hand);
-              if (swapped) S::publish(bucket(target) + tslot, victim);
+              swapped = S::replace(slot_at<S>(bucket(cur), slot), victim, hand);
+              if (swapped) S::publish(slot_at<S>(bucket(target), tslot), victim);
             }
             swapped = tile::shfl(swapped, 0);
             if (!swapped) meta_of(target).free_slot(tslot);
@@ -543,7 +568,7 @@ struct hive_ref : hive_locate<K, V> {
         }
         if (fh != cur) meta_of(fh).mark(META_SPILL);
         unsigned swapped = 0;
-        if (tile::rank() == 0) swapped = S::replace(bucket(cur) + slot, victim, hand);
+        if (tile::rank() == 0) swapped = S::replace(slot_at<S>(bucket(cur), slot), victim, hand);
         if (!tile::shfl(swapped, 0)) {
           if (!mine) meta_of(target).unlock();
           contended = true;

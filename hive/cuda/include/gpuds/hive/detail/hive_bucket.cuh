@@ -1,9 +1,11 @@
 // gpuds/hive/detail/hive_bucket.cuh: one bucket of HiveMap and the warp-cooperative
 // protocols on it (Hive paper, §III-A, §III-E, §III-F).
 //
-// A bucket is HIVE_SLOTS slots (detail/hive_slot.cuh: one packed 64-bit word for u32
-// pairs, 16 bytes for u64 keys), read by a tile of HIVE_SLOTS lanes, one slot per lane:
-// 16 packed slots are one 128-byte line, 32 slots two; 16 wide slots two lines.
+// A bucket is HIVE_SLOTS slots (detail/hive_slot.cuh), read by a tile of HIVE_SLOTS
+// lanes, one slot per lane: packed (u32 pairs), HIVE_SLOTS 64-bit words, so 16 slots are
+// one 128-byte line and 32 slots two; wide (u64 keys), the HIVE_SLOTS key words (16: one
+// line) followed by the HIVE_SLOTS value words (16 u64 values: one more line; 16 u32
+// values: half a line), bucket_words in all.
 // Beside the slots each bucket has one 64-bit metadata word:
 //
 //   bits 0..31   free mask (bit s set = slot s free)
@@ -62,30 +64,45 @@ __host__ __device__ __forceinline__ unsigned free_of(unsigned long long meta) {
   return static_cast<unsigned>(meta) & ALL_FREE;
 }
 
+// The 64-bit words of one bucket: SLOTS packed words, or SLOTS key words and SLOTS value
+// words of sizeof(V) bytes (a multiple of 8 bytes in all, since SLOTS is even, so every
+// bucket's key words stay 8-byte aligned).
+template <typename S>
+__host__ __device__ constexpr unsigned bucket_words() {
+  return S::WIDE ? SLOTS + SLOTS * static_cast<unsigned>(sizeof(typename S::value_type)) / 8u : SLOTS;
+}
+
+// Slot `slot` of the bucket that starts at `bucket`.
+template <typename S>
+__device__ __forceinline__ typename S::ptr slot_at(unsigned long long* bucket, unsigned slot) {
+  return S::at(bucket, slot, SLOTS);
+}
+
 // A match in a bucket or the stash: the slot's address and the word seen there.
 template <typename S>
 struct slot_match {
-  typename S::word* at;
+  typename S::ptr at;
   typename S::word word;
   unsigned slot;
 };
 
 // The elected match of a ballot over the tile's words `w` (false when `hits` is 0).
 template <typename S>
-__device__ __forceinline__ bool elect(typename S::word* base, typename S::word w, unsigned hits, slot_match<S>& m) {
+__device__ __forceinline__ bool elect(unsigned long long* base, typename S::word w, unsigned hits, slot_match<S>& m) {
   if (hits == 0) return false;
   const unsigned slot = __ffs(hits) - 1;
   m.slot = slot;
-  m.at = base + slot;
+  m.at = slot_at<S>(base, slot);
   m.word = S::template shfl<tile>(w, slot);
   return true;
 }
 
 // Each lane's word of a bucket; COHERENT loads go to L2 (other SMs may be writing),
-// otherwise plain loads suffice (no writer in flight).
+// otherwise plain loads suffice (no writer in flight). A wide slot's coherent load is
+// its key word alone (hive_slot.cuh).
 template <typename S, bool COHERENT>
-__device__ __forceinline__ typename S::word lane_word(const typename S::word* bucket) {
-  return S::template load<COHERENT>(bucket + tile::rank());
+__device__ __forceinline__ typename S::word lane_word(unsigned long long* bucket) {
+  return S::template load<COHERENT>(slot_at<S>(bucket, tile::rank()));
 }
 
 // WCME (§III-F): every lane loads its own slot (one coalesced access), the lanes whose
@@ -93,7 +110,7 @@ __device__ __forceinline__ typename S::word lane_word(const typename S::word* bu
 // the bucket; `m` gets the elected slot. `busy` (when not null) is set where some slot
 // of the bucket was BUSY_KEY (wide slots: a key in the middle of a change, maybe k).
 template <typename S, bool COHERENT>
-__device__ __forceinline__ bool wcme(typename S::word* bucket, typename S::key_type k, slot_match<S>& m,
+__device__ __forceinline__ bool wcme(unsigned long long* bucket, typename S::key_type k, slot_match<S>& m,
                                      bool* busy = nullptr) {
   const typename S::word w = lane_word<S, COHERENT>(bucket);
   if (S::WIDE && busy != nullptr && tile::any(S::is_busy(w))) *busy = true;
@@ -136,33 +153,37 @@ struct alone_scan {
   unsigned busy;
 };
 
-// Reads a bucket alone and looks for k, 128 bytes at a time (16 packed or 8 wide slots).
-// STOP: return after the first 128 bytes that hold k (lookups: a hit in the first line
-// of a bucket costs that line alone); otherwise the whole bucket is read (inserts need
-// its empty slots). The loads of a line are issued together.
+// Reads a bucket alone and looks for k, 128 bytes at a time (16 packed slots, or the key
+// words of 16 wide slots). STOP: return after the first 128 bytes that hold k (a hit in
+// the first line of a bucket costs that line alone); otherwise the whole bucket is read
+// (inserts need its empty slots). The loads of a line are issued together, 16 bytes
+// each. Wide slots: the key words alone are read, and `word` of a hit holds k and no
+// value (the inserts that scan this way replace through S::replace, which reads the
+// value it replaces under the slot's ownership; lookups use scan_lookup_wide).
 template <typename S, bool COHERENT, bool STOP>
-__device__ __forceinline__ alone_scan<S> scan_alone(const typename S::word* bucket, typename S::key_type k) {
+__device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bucket, typename S::key_type k) {
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
   if constexpr (S::WIDE) {
-    constexpr unsigned LINE = SLOTS < 8 ? SLOTS : 8;
+    constexpr unsigned LINE = SLOTS < 16 ? SLOTS : 16;
     constexpr unsigned LINES = SLOTS / LINE;
 #pragma unroll
     for (unsigned line = 0; line < LINES; ++line) {
-      typename S::word v[LINE];
+      ulonglong2 v[LINE / 2];
 #pragma unroll
-      for (unsigned i = 0; i < LINE; ++i) v[i] = S::template load<COHERENT>(bucket + line * LINE + i);
+      for (unsigned i = 0; i < LINE / 2; ++i) v[i] = load_slot_pair<COHERENT>(bucket + line * LINE + 2 * i);
 #pragma unroll
-      for (unsigned i = 0; i < LINE; ++i) {
-        const unsigned slot = line * LINE + i;
-        if (S::is_empty(v[i])) s.empty |= 1u << slot;
-        if (S::is_busy(v[i])) s.busy |= 1u << slot;
-        if (v[i].key == k) {
-          s.hit = slot;
-          s.word = v[i];
-        }
+      for (unsigned i = 0; i < LINE / 2; ++i) {
+        const unsigned slot = line * LINE + 2 * i;
+        if (v[i].x == S::EMPTY_KEY) s.empty |= 1u << slot;
+        if (v[i].y == S::EMPTY_KEY) s.empty |= 1u << (slot + 1);
+        if (v[i].x == S::BUSY_KEY) s.busy |= 1u << slot;
+        if (v[i].y == S::BUSY_KEY) s.busy |= 1u << (slot + 1);
+        if (v[i].x == k) s.hit = slot;
+        if (v[i].y == k) s.hit = slot + 1;
       }
       if (STOP && s.hit != SLOTS) break;
     }
+    if (s.hit != SLOTS) s.word.key = k;
   } else {
     constexpr unsigned LINE = SLOTS < 16 ? SLOTS : 16;
     constexpr unsigned LINES = SLOTS / LINE;
@@ -192,39 +213,42 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const typename S::word* buck
   return s;
 }
 
-// A lookup's scan_alone<S, false, true> for wide slots (no writer in flight). The lane
-// loads key words only (8 bytes each, through L1), 8 slots (128 bytes) at a time, and on
-// a hit the value word of that slot (its sector was just fetched into L1): the keys of a
-// line take 16 registers, not 32, so a lookup kernel bounded to 32 registers keeps a
-// line's loads in flight without spilling. Where the first 8 slots do not hold k, the
-// loads of the rest of the bucket are issued together with the load of `*meta` (when
-// not null; into `m`, `have_m` set), so a miss in a bucket of 16 wide slots costs two
-// dependent round trips (first line; second line and word) instead of three, for one
-// more 32-byte sector on a hit in the second line. A hit in the first line loads no word.
-// Only `hit` and `word` of the result are set.
+// A lookup's scan of a wide bucket by one lane alone, with no writer in flight. The lane
+// reads the bucket's key words, 8 at a time (64 bytes, two sectors: eight 8-byte loads
+// through L1, issued together; 16 registers, so a lookup kernel bounded to 32 registers
+// keeps them in flight without spilling, where four 16-byte loads spilled), stops at the group that holds k, and then
+// loads the value word of k's slot alone (one sector of the values that follow the key
+// words). Keys fill the lowest free slots, so most hits are in the first group. Where
+// the first group does not hold k, `*meta` (when not null; into `m`, `have_m` set) is
+// loaded with the second, so a miss in a bucket of 16 slots costs two dependent round
+// trips (first group; second group and word), not three. Only `hit` and `word` of the
+// result are set.
 template <typename S>
-__device__ __forceinline__ alone_scan<S> scan_lookup_wide(const typename S::word* bucket, typename S::key_type k,
+__device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long long* bucket, typename S::key_type k,
                                                           const unsigned long long* meta, unsigned long long& m,
                                                           bool& have_m) {
   static_assert(S::WIDE, "wide slots only");
-  constexpr unsigned LINE = SLOTS < 8 ? SLOTS : 8;
+  using V = typename S::value_type;
+  constexpr unsigned GROUP = SLOTS < 8 ? SLOTS : 8;
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
 #pragma unroll
-  for (unsigned line = 0; line < SLOTS / LINE; ++line) {
-    if (line == 1 && meta != nullptr) {
+  for (unsigned group = 0; group < SLOTS / GROUP; ++group) {
+    if (group == 1 && meta != nullptr) {
       m = *meta;
       have_m = true;
     }
-    typename S::key_type key[LINE];
+    typename S::key_type key[GROUP];
 #pragma unroll
-    for (unsigned i = 0; i < LINE; ++i) key[i] = bucket[line * LINE + i].key;
+    for (unsigned i = 0; i < GROUP; ++i) key[i] = bucket[group * GROUP + i];
 #pragma unroll
-    for (unsigned i = LINE; i-- > 0;) {
-      if (key[i] == k) s.hit = line * LINE + i;
+    for (unsigned i = GROUP; i-- > 0;) {
+      if (key[i] == k) s.hit = group * GROUP + i;
     }
     if (s.hit != SLOTS) break;
   }
-  if (s.hit != SLOTS) s.word = typename S::word{k, bucket[s.hit].value};
+  if (s.hit != SLOTS) {
+    s.word = typename S::word{k, static_cast<unsigned long long>(reinterpret_cast<const V*>(bucket + SLOTS)[s.hit])};
+  }
   return s;
 }
 
@@ -285,7 +309,7 @@ __device__ __forceinline__ void unlock_after_atomics(unsigned long long* word) {
 // compare-and-swap instead of a store: the lane waits for it, so its later atomics (the
 // unlock, see unlock_after_atomics) are issued after the pair was written at L2.
 template <typename S>
-__device__ __forceinline__ void put_alone(typename S::word* slot, typename S::word word) {
+__device__ __forceinline__ void put_alone(typename S::ptr slot, typename S::word word) {
   S::put(slot, word);
 }
 
@@ -383,10 +407,10 @@ __device__ __forceinline__ unsigned claim(bucket_meta meta) {
 
 // WABC claim, then rank 0 publishes the word at once. Returns whether it was placed.
 template <typename S>
-__device__ __forceinline__ bool claim_commit(typename S::word* bucket, bucket_meta meta, typename S::word word) {
+__device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta, typename S::word word) {
   const unsigned slot = claim(meta);
   if (slot == SLOTS) return false;
-  if (tile::rank() == 0) S::publish(bucket + slot, word);
+  if (tile::rank() == 0) S::publish(slot_at<S>(bucket, slot), word);
   return true;
 }
 

@@ -78,7 +78,7 @@ struct hive_locate {
   using match = slot_match<S>;
   static constexpr K EMPTY_KEY = S::EMPTY_KEY;
 
-  word* slots;                // buckets * SLOTS slots
+  unsigned long long* slots;  // buckets * bucket_words<S>() words (hive_bucket.cuh)
   unsigned long long* meta;   // one metadata word per bucket
   word* stash;                // stash_capacity slots
   unsigned long long* ctrl;   // CTRL_WORDS counters
@@ -95,8 +95,10 @@ struct hive_locate {
     const unsigned b = h & level_mask;
     return b < split ? h & ((level_mask << 1) | 1u) : b;
   }
-  __device__ __forceinline__ word* bucket(unsigned b) const {
-    return slots + static_cast<unsigned long long>(b) * SLOTS;
+  // Where bucket b starts (its slots: slot_at; packed, its words; wide, its key words
+  // and then its value words).
+  __device__ __forceinline__ unsigned long long* bucket(unsigned b) const {
+    return slots + static_cast<unsigned long long>(b) * bucket_words<S>();
   }
   __device__ __forceinline__ bucket_meta meta_of(unsigned b) const { return bucket_meta{meta + b}; }
   __device__ __forceinline__ stash_ref<S> stash_of() const {
@@ -118,6 +120,13 @@ struct hive_locate {
     if (reserved(k)) return 0;
     const unsigned long long* p = meta + first_of(k);
     return ACQUIRE ? mem::ld_acquire(p) : *p;
+  }
+
+  // The word that holds a slot's key (packed: the slot's word).
+  __device__ __forceinline__ static unsigned long long* key_address(unsigned long long* p) { return p; }
+  template <typename P>
+  __device__ __forceinline__ static unsigned long long* key_address(const P& p) {
+    return p.key;
   }
 
   // The keys no pair may have: the empty slot's key, and for wide slots the busy one.
@@ -248,10 +257,10 @@ struct hive_locate {
       unsigned ok = 0;
       unsigned long long v = 0;
       if (tile::rank() == 0 && (seen.at == nullptr || (seen.before & META_LOCK) == 0) &&
-          mem::ld_acquire(&mt.at->key) == k) {
-        v = mem::ld_relaxed(&mt.at->value);
+          mem::ld_acquire(mt.at.key) == k) {
+        v = mem::ld_relaxed(mt.at.value);
         mem::fence_acq_rel();
-        ok = mem::ld_relaxed(&mt.at->key) == k && (seen.at == nullptr || mem::ld_relaxed(seen.at) == seen.before);
+        ok = mem::ld_relaxed(mt.at.key) == k && (seen.at == nullptr || mem::ld_relaxed(seen.at) == seen.before);
       }
       mt.word.value = tile::shfl(v, 0);
       return tile::shfl(ok, 0) != 0;
@@ -282,10 +291,11 @@ struct hive_locate {
   // Lookup by one lane alone, with no writer in flight (the bulk lookup kernel: every
   // lane of a warp has its own bucket read in flight). Reads k's first bucket b1, and
   // only after a miss there b1's metadata word: a key found in b1 costs one 128-byte
-  // line (16 packed or 8 wide slots). Reads b2 alone where b1 has SPILL; sets `stash`
-  // where b1 has STASHED and k was not found, so that the tile scans the stash for it
-  // (stash_of().find).
-  // Wide slots load b1's word with b1's second line (scan_lookup_wide).
+  // line (16 packed slots), or for wide slots the 64 bytes of the 8 key words that hold
+  // it and one sector of values. Reads b2 alone where b1 has SPILL; sets `stash` where
+  // b1 has STASHED and k was not found, so that the tile scans the stash for it
+  // (stash_of().find). Wide slots load b1's word with b1's second group of key words
+  // (scan_lookup_wide).
   __device__ __forceinline__ bool find_alone(K k, V& value, bool& stash) const {
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1);
@@ -324,10 +334,14 @@ struct hive_locate {
       unsigned done = 0;
       if (tile::rank() == 0 && S::erase(mt.at, mt.word)) {
         done = 1;
-        const bool in_table = mt.at >= slots && mt.at < slots + static_cast<unsigned long long>(buckets) * SLOTS;
+        // A match in the table (not the stash, a separate array): its bucket and slot
+        // follow from the place of the word that holds its key (a wide bucket's key words
+        // come first).
+        unsigned long long* const at = key_address(mt.at);
+        const bool in_table = at >= slots && at < slots + static_cast<unsigned long long>(buckets) * bucket_words<S>();
         if (in_table) {
-          const unsigned long long index = static_cast<unsigned long long>(mt.at - slots);
-          mem::fetch_add_relaxed(meta + index / SLOTS, (1ull << (index % SLOTS)) + META_VERSION);
+          const unsigned long long index = static_cast<unsigned long long>(at - slots);
+          mem::fetch_add_relaxed(meta + index / bucket_words<S>(), (1ull << (index % bucket_words<S>())) + META_VERSION);
         }
       }
       if (!tile::shfl(done, 0)) return false;

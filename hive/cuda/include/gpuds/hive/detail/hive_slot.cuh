@@ -4,15 +4,21 @@
 // packed_slot (u32 keys, u32 values; Hive paper, §III-A): the pair is one 64-bit word,
 // key in the high half; the all-ones word is empty, so key 0xffffffff is reserved. Every
 // change of a slot is one 64-bit compare-and-swap or store of the whole word, so a
-// reader always sees a whole pair.
+// reader always sees a whole pair. A slot is addressed by its word (`ptr`).
 //
-// wide_slot<V> (u64 keys, u32 or u64 values): a 16-byte slot {key word, value word},
-// 16-byte aligned (a u32 value sits zero-extended in its word, so both value types have
-// the same layout; 12-byte pairs would leave the key word unaligned for its atomics).
-// GPUs of compute capability 7.0 to 8.9 have no 16-byte compare-and-swap, so the key
-// word is the commit point of a two-step protocol. Two keys are reserved: EMPTY_KEY
-// (all ones: the slot is empty) and BUSY_KEY (all ones but the lowest bit: a writer owns
-// the slot). The value word is written only by a lane that owns the slot alone:
+// wide_slot<V> (u64 keys, u32 or u64 values): a slot is a key word (8 bytes) and a value
+// word (sizeof(V) bytes) in two places: a bucket holds its SLOTS key words first (one
+// 128-byte line for 16 slots) and its SLOTS value words after them (hive_bucket.cuh,
+// bucket_words), so a probe reads the line of keys and loads a value only on a hit; a
+// stash entry is one 16-byte wide_word {key, value} (a u32 value in its low half). A
+// slot is addressed by both words' addresses (`ptr`). Key words stay 8-byte aligned for
+// their atomics (a bucket is a multiple of 8 bytes: 16 bytes per slot for u64 values,
+// 12 for u32 values). In registers a slot is a wide_word, the value zero-extended.
+// GPUs of compute capability 7.0 to 8.9 have no 16-byte compare-and-swap (and the two
+// words are not even adjacent), so the key word is the commit point of a two-step
+// protocol. Two keys are reserved: EMPTY_KEY (all ones: the slot is empty) and BUSY_KEY
+// (all ones but the lowest bit: a writer owns the slot). The value word is written only
+// by a lane that owns the slot alone:
 //   - the claimer of a free slot (its free bit cleared by that lane, the key still
 //     EMPTY_KEY: "pending"), which stores the value and then the key with release
 //     semantics (publish, put);
@@ -25,6 +31,10 @@
 // (the slot is pending until its free bit is set again, so no one writes the value).
 // So a key word holding k always comes with a value word of k that was written before
 // k was stored (release/acquire), and no reader ever needs both words in one access.
+// Hence a coherent load (load<true>: writers may run) reads the key word alone: every
+// value such a read could return would be re-read anyway, by the replace or delete that
+// owns the slot, or by the validation of a concurrent lookup's hit (hive_locate's
+// confirm). Plain loads (load<false>: no writer in flight) read both words.
 // Inserts of new keys stay lock-free (their claim is one compare-and-swap of the
 // metadata word, then the claimer's own stores); a replace or an eviction's swap holds
 // the slot for one load and two stores of one lane (nothing is waited for inside), a
@@ -52,6 +62,12 @@ struct packed_slot {
   static constexpr key_type EMPTY_KEY = 0xffffffffu;
   // No second reserved key: a packed slot is never owned by a writer between two steps.
   static constexpr key_type BUSY_KEY = EMPTY_KEY;
+  // A slot is its word; a bucket is SLOTS words.
+  using ptr = word*;
+  __host__ __device__ __forceinline__ static ptr at(unsigned long long* bucket, unsigned slot, unsigned) {
+    return bucket + slot;
+  }
+  __host__ __device__ __forceinline__ static ptr entry(word* e) { return e; }
 
   __host__ __device__ __forceinline__ static word pack(key_type k, value_type v) {
     return (static_cast<unsigned long long>(k) << 32) | v;
@@ -89,7 +105,9 @@ struct packed_slot {
   }
 };
 
-// A 16-byte slot of a wide_slot table (also a stash entry, and a drained stash pair).
+// A stash entry of a wide_slot table (and a drained stash pair), and a wide slot in
+// registers: key word, then value word (in memory a u32 value is the low half of the
+// entry's value word, whose high half is not used; in registers it is zero-extended).
 struct alignas(16) wide_word {
   unsigned long long key;
   unsigned long long value;
@@ -104,6 +122,23 @@ struct wide_slot {
   static constexpr key_type EMPTY_KEY = ~0ull;
   static constexpr key_type BUSY_KEY = ~0ull - 1ull;
   static constexpr word EMPTY_WORD = {~0ull, ~0ull};
+  // The value word's all-ones pattern (an empty slot's value).
+  static constexpr V EMPTY_VALUE = static_cast<V>(~0ull);
+
+  // Where one slot's two words are.
+  struct ptr {
+    unsigned long long* key;
+    V* value;
+  };
+  // Slot `slot` of a bucket of `slots` slots that starts at `bucket`: its key word among
+  // the bucket's key words, its value word among the value words that follow them.
+  __host__ __device__ __forceinline__ static ptr at(unsigned long long* bucket, unsigned slot, unsigned slots) {
+    return ptr{bucket + slot, reinterpret_cast<V*>(bucket + slots) + slot};
+  }
+  // A stash entry (a u32 value is the low half of the entry's value word).
+  __host__ __device__ __forceinline__ static ptr entry(word* e) {
+    return ptr{&e->key, reinterpret_cast<V*>(&e->value)};
+  }
 
   __host__ __device__ __forceinline__ static word pack(key_type k, value_type v) {
     return word{k, static_cast<unsigned long long>(v)};
@@ -114,43 +149,45 @@ struct wide_slot {
   __host__ __device__ __forceinline__ static bool is_busy(word w) { return w.key == BUSY_KEY; }
   __host__ __device__ __forceinline__ static bool same(word a, word b) { return a.key == b.key && a.value == b.value; }
 
-  // One 16-byte load; with COHERENT each 8-byte half is a relaxed load at gpu scope (the
-  // two halves are not one atomic access: see the top of this file).
+  // COHERENT (writers may run): the key word alone, relaxed at gpu scope (see the top of
+  // this file: no one uses a value read beside writers without reading it again); the
+  // value is left all ones. Otherwise plain loads of both words.
   template <bool COHERENT>
-  __device__ __forceinline__ static word load(const word* p) {
-    if (COHERENT) {
-      word w;
-      asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(w.key), "=l"(w.value) : "l"(p) : "memory");
-      return w;
-    }
-    return *p;
+  __device__ __forceinline__ static word load(ptr p) {
+    if (COHERENT) return word{mem::ld_relaxed(p.key), ~0ull};
+    return word{*p.key, static_cast<unsigned long long>(*p.value)};
   }
   template <typename Tile>
   __device__ __forceinline__ static word shfl(word w, unsigned lane) {
     return word{Tile::shfl(w.key, lane), Tile::shfl(w.value, lane)};
   }
-  __device__ __forceinline__ static void publish(word* p, word w) {
-    mem::st_relaxed(&p->value, w.value);
-    mem::st_release(&p->key, w.key);
+  // Plain stores of both words (the resize kernels, with no other writer).
+  __device__ __forceinline__ static void store(ptr p, word w) {
+    *p.key = w.key;
+    *p.value = static_cast<V>(w.value);
   }
-  __device__ __forceinline__ static void publish_release(word* p, word w) { publish(p, w); }
-  __device__ __forceinline__ static void put(word* p, word w) {
-    mem::st_relaxed(&p->value, w.value);
-    mem::cas_acq_rel(&p->key, EMPTY_KEY, w.key);
+  __device__ __forceinline__ static void publish(ptr p, word w) {
+    mem::st_relaxed(p.value, static_cast<V>(w.value));
+    mem::st_release(p.key, w.key);
   }
-  __device__ __forceinline__ static bool replace(word* p, word& seen, word w) {
-    if (mem::cas_acquire(&p->key, seen.key, BUSY_KEY) != seen.key) return false;
-    seen.value = mem::ld_relaxed(&p->value);
-    mem::st_relaxed(&p->value, w.value);
-    mem::st_release(&p->key, w.key);
+  __device__ __forceinline__ static void publish_release(ptr p, word w) { publish(p, w); }
+  __device__ __forceinline__ static void put(ptr p, word w) {
+    mem::st_relaxed(p.value, static_cast<V>(w.value));
+    mem::cas_acq_rel(p.key, EMPTY_KEY, w.key);
+  }
+  __device__ __forceinline__ static bool replace(ptr p, word& seen, word w) {
+    if (mem::cas_acquire(p.key, seen.key, BUSY_KEY) != seen.key) return false;
+    seen.value = mem::ld_relaxed(p.value);
+    mem::st_relaxed(p.value, static_cast<V>(w.value));
+    mem::st_release(p.key, w.key);
     return true;
   }
   // The value is read after the key word was emptied, and the fence orders that read
   // before the caller's release of the slot's free bit (after which a claimer may write
   // the value word).
-  __device__ __forceinline__ static bool erase(word* p, word& seen) {
-    if (mem::cas_acquire(&p->key, seen.key, EMPTY_KEY) != seen.key) return false;
-    seen.value = mem::ld_relaxed(&p->value);
+  __device__ __forceinline__ static bool erase(ptr p, word& seen) {
+    if (mem::cas_acquire(p.key, seen.key, EMPTY_KEY) != seen.key) return false;
+    seen.value = mem::ld_relaxed(p.value);
     mem::fence_acq_rel();
     return true;
   }

@@ -1,6 +1,8 @@
 // gpuds/hive/detail/stash.cuh: HiveMap's overflow stash (Hive paper, §IV-A, step 4).
 //
-// A ring of `capacity` slot words (hive_slot.cuh) in global memory and two counters:
+// A ring of `capacity` entries in global memory (hive_slot.cuh: a packed word, or a
+// 16-byte wide_word {key, value} of a wide table, whose buckets keep keys and values
+// apart but whose stash keeps each pair together) and two counters:
 // `claims`, the entries promised, and `tail`, the entries taken. An eviction that may
 // have to park a displaced key first claims an entry (reserve: a compare-and-swap that
 // never takes the count past the capacity; none left means the stash is full, and the
@@ -60,7 +62,7 @@ struct stash_ref {
       for (unsigned j = 0; j < SCAN; ++j) {
         const unsigned i = base + j * SLOTS + tile::rank();
         w[j] = S::EMPTY_WORD;
-        if (i < n) w[j] = S::template load<COHERENT>(words + i);
+        if (i < n) w[j] = S::template load<COHERENT>(S::entry(words + i));
       }
 #pragma unroll
       for (unsigned j = 0; j < SCAN; ++j) {
@@ -69,7 +71,7 @@ struct stash_ref {
         if (hits != 0) {
           const unsigned lane = __ffs(hits) - 1;
           m.slot = base + j * SLOTS + lane;
-          m.at = words + m.slot;
+          m.at = S::entry(words + m.slot);
           m.word = S::template shfl<tile>(w[j], lane);
           return true;
         }
@@ -107,7 +109,7 @@ struct stash_ref {
   __device__ __forceinline__ void publish(word w) const {
     if (tile::rank() == 0) {
       const unsigned long long index = mem::fetch_add_relaxed(tail, 1ull);
-      S::publish_release(words + index, w);
+      S::publish_release(S::entry(words + index), w);
     }
   }
 };

@@ -41,20 +41,23 @@ namespace wide_fill {
 
 constexpr unsigned TRIES = 8;  // reads of b1 before an insert is left to the second kernel
 
-// A wide bucket's key words, loaded by one lane (plain loads through L1, or relaxed at
-// gpu scope), and what they say about k: the first slot holding it (SLOTS if none) and
-// the mask of empty slots.
+// A wide bucket's key words (the first SLOTS words of the bucket: one 128-byte line for
+// 16 slots), loaded by one lane 16 bytes at a time (plain loads through L1, or relaxed
+// at gpu scope), and what they say about k: the first slot holding it (SLOTS if none)
+// and the mask of empty slots.
 template <typename S, bool COHERENT>
-__device__ __forceinline__ unsigned scan_keys(const typename S::word* bucket, typename S::key_type k, unsigned& hit) {
-  typename S::key_type w[SLOTS];
+__device__ __forceinline__ unsigned scan_keys(const unsigned long long* bucket, typename S::key_type k, unsigned& hit) {
+  ulonglong2 w[SLOTS / 2];
 #pragma unroll
-  for (unsigned i = 0; i < SLOTS; ++i) w[i] = COHERENT ? mem::ld_relaxed(&bucket[i].key) : bucket[i].key;
+  for (unsigned i = 0; i < SLOTS / 2; ++i) w[i] = load_slot_pair<COHERENT>(bucket + 2 * i);
   unsigned empty = 0;
   hit = SLOTS;
 #pragma unroll
-  for (unsigned i = SLOTS; i-- > 0;) {
-    if (w[i] == S::EMPTY_KEY) empty |= 1u << i;
-    if (w[i] == k) hit = i;
+  for (unsigned i = SLOTS / 2; i-- > 0;) {
+    if (w[i].x == S::EMPTY_KEY) empty |= 1u << (2 * i);
+    if (w[i].y == S::EMPTY_KEY) empty |= 1u << (2 * i + 1);
+    if (w[i].y == k) hit = 2 * i + 1;
+    if (w[i].x == k) hit = 2 * i;
   }
   return empty;
 }
@@ -66,9 +69,9 @@ __device__ __forceinline__ bool fill_slot(const Ref& t, unsigned b, unsigned emp
                                           typename Ref::value_type v) {
   using S = typename Ref::S;
   const unsigned slot = __ffs(empty) - 1;
-  typename S::word* const p = t.bucket(b) + slot;
-  if (mem::cas_relaxed(&p->key, S::EMPTY_KEY, k) != S::EMPTY_KEY) return false;
-  mem::st_relaxed(&p->value, static_cast<unsigned long long>(v));
+  const typename S::ptr p = slot_at<S>(t.bucket(b), slot);
+  if (mem::cas_relaxed(p.key, S::EMPTY_KEY, k) != S::EMPTY_KEY) return false;
+  mem::st_relaxed(p.value, v);
   meta_and(t.meta + b, ~(1ull << slot));
   return true;
 }
@@ -86,7 +89,7 @@ __device__ __forceinline__ unsigned insert_one(const Ref& t, typename Ref::key_t
     unsigned hit;
     const unsigned empty = tries == 0 ? scan_keys<S, false>(t.bucket(b1), k, hit) : scan_keys<S, true>(t.bucket(b1), k, hit);
     if (hit != SLOTS) {
-      mem::st_relaxed(&t.bucket(b1)[hit].value, static_cast<unsigned long long>(v));
+      mem::st_relaxed(slot_at<S>(t.bucket(b1), hit).value, v);
       return STEP_REPLACE;
     }
     if ((m & (META_STASHED | META_LOCK)) != 0) return STEP_LEFTOVER;
@@ -102,7 +105,7 @@ __device__ __forceinline__ unsigned insert_one(const Ref& t, typename Ref::key_t
     unsigned hit2;
     const unsigned empty2 = scan_keys<S, true>(t.bucket(b2), k, hit2);
     if (hit2 != SLOTS) {
-      mem::st_relaxed(&t.bucket(b2)[hit2].value, static_cast<unsigned long long>(v));
+      mem::st_relaxed(slot_at<S>(t.bucket(b2), hit2).value, v);
       return STEP_REPLACE;
     }
     if (empty != 0) {
