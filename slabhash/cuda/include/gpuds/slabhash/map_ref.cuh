@@ -56,6 +56,7 @@ struct map_ref : detail::table {
   using layout = entry_layout<K, V>;
   static constexpr unsigned KEY_LANES = layout::KEY_LANES;
   static constexpr unsigned SLOTS = layout::SLOTS;
+  static_assert(layout::value_lanes_agree(), "value_lane_of_key is value_lane at every slot");
 
   // An iterator over bucket `b`'s slabs (see slab_iterator: key(lane), value(lane)).
   __device__ slab_iterator<K, V> bucket(unsigned b) const { return iterate<K, V>(b); }
@@ -98,15 +99,16 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     if constexpr (layout::WIDE) {
-      // The busy word is shuffled beside the ballot and the value right after the first
-      // hit is known, both before the busy bit is tested: no shuffle waits for another
-      // (testing the bit first would put the busy shuffle and the value shuffles one after
-      // the other on every hit).
+      // A slab without the key costs one compare, one ballot and the next address, as at
+      // u32 (the lane's word of the key is chosen once per request). On a hit the busy
+      // word and the value are shuffled together, before the busy bit is tested: no
+      // shuffle waits for another (testing the bit first would put the busy shuffle and
+      // the value shuffles one after the other on every hit).
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned busy_bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);
-             const unsigned hits = layout::match_key(word, k);
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_word(word, want);
              if (hits == 0) return !advance(slab, word);
+             const unsigned busy_bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);
              const int dest = __ffs(hits) - 1;
              const V v = layout::value_at(word, dest);
              if ((busy_bits >> layout::slot_of(dest)) & 1u) return false;  // being changed: re-read
@@ -118,7 +120,7 @@ struct map_ref : detail::table {
            });
     } else {
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits != 0) {
                // __ffs is one-based: the lane after the key, which holds its value.
@@ -149,9 +151,9 @@ struct map_ref : detail::table {
       // reads the value and tombstones the key (keeping the bit); a slot that is busy, or
       // taken first by another warp, is read again.
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
              bool finished;
-             const int dest = first_settled(k, slab, word, finished);
+             const int dest = first_settled(want, slab, word, finished);
              if (dest < 0) return finished;
              bool won = false;
              if (lane == static_cast<unsigned>(src)) {
@@ -173,7 +175,7 @@ struct map_ref : detail::table {
       // concurrent DELETE of the same key, which removed the only instance: k is absent.
       unsigned long long seen = pack_pair(EMPTY_KEY, EMPTY_VALUE);
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -190,7 +192,7 @@ struct map_ref : detail::table {
       // Duplicates: a lost race must look further (a later instance), so each CAS is
       // checked before the walk moves on.
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -224,8 +226,8 @@ struct map_ref : detail::table {
       // Each instance's key lane takes its slot and tombstones the key; busy instances and
       // ones taken first by another warp are read again.
       walk(active, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned hits = layout::match_key(word, k);
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_word(word, want);
              if (hits == 0) return !advance(slab, word);
              const unsigned free_hits = hits & ~layout::busy(word);
              bool won = false;
@@ -241,7 +243,7 @@ struct map_ref : detail::table {
     } else {
     walk(
         active, key, outcome,
-        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+        [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits == 0) return !advance(slab, word);
@@ -276,8 +278,8 @@ struct map_ref : detail::table {
     unsigned found = 0;
     if constexpr (layout::WIDE) {
       walk(active, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned hits = layout::match_key(word, k);
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_word(word, want);
              if (hits != 0) {
                if ((hits & layout::busy(word)) != 0u) return false;  // being changed: re-read
                const unsigned before = __shfl_sync(warp::FULL_MASK, found, src);
@@ -296,7 +298,7 @@ struct map_ref : detail::table {
     } else {
     walk(
         active, key, outcome,
-        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+        [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits != 0) {
             const unsigned before = __shfl_sync(warp::FULL_MASK, found, src);
@@ -323,11 +325,12 @@ struct map_ref : detail::table {
   }
 
  private:
-  // Wide layouts: the first slot holding k in the slab the lanes hold (its key lane), or
+  // Wide layouts: the first slot holding the key (`want`: this lane's word of it, see
+  // lane_key_word) in the slab the lanes hold (its key lane), or
   // -1 with `finished` set to what the visit returns: no instance here (move on, finished
   // at the tail), or the first instance busy (false: read the slab again).
-  __device__ int first_settled(K k, unsigned*& slab, unsigned word, bool& finished) const {
-    const unsigned hits = layout::match_key(word, k);
+  __device__ int first_settled(unsigned want, unsigned*& slab, unsigned word, bool& finished) const {
+    const unsigned hits = layout::match_word(word, want);
     if (hits == 0) {
       finished = !advance(slab, word);
       return -1;
@@ -374,10 +377,10 @@ struct map_ref : detail::table {
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
       walk_from(pending, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
+           [&](int src, K k, unsigned want, unsigned*& slab, unsigned word, unsigned depth) -> bool {
              unsigned hits, empties;
              if constexpr (layout::WIDE) {
-               hits = unique ? layout::match_key(word, k) : 0u;
+               hits = unique ? layout::match_word(word, want) : 0u;
                empties = layout::empties(word);
              } else {
                hits = unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
@@ -406,13 +409,14 @@ struct map_ref : detail::table {
                if (!replace_here) {
                  // A claim: CAS the key from EMPTY (the slot's busy bit is set since its
                  // slab was fresh) and go on; the CAS is checked, the value stored and the
-                 // bit cleared after the walk.
+                 // bit cleared after the walk. The request's lane CASes its own key (k
+                 // there), so that the walk keeps only this lane's word of k.
                  // Selects, not a branch (as in the packed path).
                  outcome = mine ? (unique ? OP_ABSENT : OP_ADDED) : outcome;
                  claimed = mine ? empty_key<K> : claimed;
                  seen = mine ? reinterpret_cast<unsigned long long>(slab) | layout::slot_of(dest)
                              : seen;
-                 cas_relaxed_if(mine, layout::key_ptr(slab, dest), k, claimed);
+                 cas_relaxed_if(mine, layout::key_ptr(slab, dest), key, claimed);
                  return true;
                }
                if (layout::is_busy(word, dest)) {
