@@ -373,9 +373,12 @@ struct map_ref : detail::table {
     unsigned long long seen = 0;
     // Wide layouts: what a claim's CAS of the key found (EMPTY: the claim won), checked
     // after the walk like a packed CAS; `seen` then holds the claimed slot (slab | slot).
+    // A request makes at most one claim in a pass (a claim ends its visit), so `claimed`
+    // is set to the CAS's expected EMPTY once per pass, before the walk, not per claim.
     K claimed = empty_key<K>;
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
+      if constexpr (layout::WIDE) claimed = empty_key<K>;
       walk_from(pending, home, key, outcome,
            [&](int src, K k, unsigned want, unsigned*& slab, unsigned word, unsigned depth) -> bool {
              unsigned hits, empties;
@@ -413,7 +416,6 @@ struct map_ref : detail::table {
                  // there), so that the walk keeps only this lane's word of k.
                  // Selects, not a branch (as in the packed path).
                  outcome = mine ? (unique ? OP_ABSENT : OP_ADDED) : outcome;
-                 claimed = mine ? empty_key<K> : claimed;
                  seen = mine ? reinterpret_cast<unsigned long long>(slab) | layout::slot_of(dest)
                              : seen;
                  cas_relaxed_if(mine, layout::key_ptr(slab, dest), key, claimed);
