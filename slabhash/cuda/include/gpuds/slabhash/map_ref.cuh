@@ -511,9 +511,10 @@ struct map_ref : detail::table {
 
   // After a wide walk, by all lanes: each lane whose request issued a claim (`claiming`)
   // checks its CAS (`claimed`: what it found). A won claim stores its value in the slot
-  // (`where`: slab | slot) and clears the slot's busy bit, all the warp's won claims behind
-  // one fence (a release pattern per lane: its value store, the fence, the relaxed clear),
-  // so that a reader that sees the bit clear sees the value. Returns whether this lane's
+  // (`where`: slab | slot) and clears the slot's busy bit with a release, all the warp's
+  // won claims with one instruction and so behind one barrier (a release pattern per lane:
+  // its value store, then its release clear), so that a reader that sees the bit clear
+  // sees the value. Returns whether this lane's
   // claim lost (its request runs again). `where` packs the slot into the slab address's
   // low 7 bits: every slab is a 128-byte aligned line (the base slabs' array and the
   // pool's 128-byte units start at allocation boundaries).
@@ -523,8 +524,7 @@ struct map_ref : detail::table {
     unsigned* const slab = reinterpret_cast<unsigned*>(where & ~static_cast<unsigned long long>(SLAB_WORDS * 4 - 1));
     const unsigned slot = static_cast<unsigned>(where) & (SLAB_WORDS * 4 - 1);
     st_relaxed_if(won, layout::value_ptr(slab, layout::key_lane(slot)), value);
-    fence_acq_rel_if(won);
-    clear_busy_relaxed_if(won, slab, slot);
+    clear_busy_release_if(won, slab, slot);
     return claiming && !won;
   }
 };
