@@ -21,7 +21,7 @@
 // auxiliary lane's word then holds one BUSY bit per slot (bit j: slot j), set in a
 // fresh slab. A wide entry changes in two steps under its busy bit (see map_ref): a
 // claim CASes the key from EMPTY while the bit is still set from the fresh slab, stores
-// the value and clears the bit behind a fence (after its warp's walk, one fence for all
+// the value and clears the bit with a release (after its warp's walk, one barrier for all
 // the warp's claims); a replacement or deletion sets the bit
 // (taking the slot, if it was clear), changes the value or tombstones the key, and a
 // replacement clears it again. Readers ignore nothing and wait for nothing but a busy

@@ -12,9 +12,9 @@
 // 64-bit word: one CAS claims, replaces or deletes it. A wider pair changes in two steps
 // under its slot's busy bit (layout.cuh): a claim CASes the key from EMPTY (the bit still
 // set from the fresh slab) without waiting for the CAS, like a packed claim; after the
-// walk the lanes whose CAS won store their values, the warp makes one fence and each
-// clears its bit with a relaxed atomic (value store, fence, clear: a release pattern per
-// lane, one fence per warp and pass instead of a release per claim); lost claims run
+// walk the lanes whose CAS won store their values and clear their bits with a release
+// (value store, release clear: a release pattern per lane; one predicated instruction of
+// the warp, so one barrier per warp and pass instead of one per claim); lost claims run
 // again. A replacement or deletion takes the bit (an atomic OR that found it clear),
 // then stores the value (and clears the bit) or the tombstone (and keeps it: a tombstone
 // is never changed again before FLUSH). Why readers stay correct: a reader that finds its
