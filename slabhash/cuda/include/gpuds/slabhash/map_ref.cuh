@@ -514,10 +514,10 @@ struct map_ref : detail::table {
   // (`where`: slab | slot) and clears the slot's busy bit with a release, all the warp's
   // won claims with one instruction and so behind one barrier (a release pattern per lane:
   // its value store, then its release clear), so that a reader that sees the bit clear
-  // sees the value. Returns whether this lane's
-  // claim lost (its request runs again). `where` packs the slot into the slab address's
-  // low 7 bits: every slab is a 128-byte aligned line (the base slabs' array and the
-  // pool's 128-byte units start at allocation boundaries).
+  // sees the value. Returns whether this lane's claim lost (its request runs again).
+  // `where` packs the slot into the slab address's low 7 bits: every slab is a 128-byte
+  // aligned line (the base slabs' array and the pool's 128-byte units start at allocation
+  // boundaries).
   __device__ bool publish_claims(bool claiming, K claimed, unsigned long long where,
                                  V value) const {
     const bool won = claiming && claimed == empty_key<K>;

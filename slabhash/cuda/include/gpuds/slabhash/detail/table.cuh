@@ -136,9 +136,9 @@ struct table {
   // lane's word of it (lane_key_word: the key for 32-bit keys, its low or high word for
   // 64-bit ones, computed once per request so that a visit matches a slab with one
   // compare and one ballot), the slab it is at (the `depth`-th of its list, the base slab
-  // being the first) and this lane's word of it; it returns true when src's request is finished, and may move `slab` (to
-  // the next slab, or to one it appended); returning false with `slab` unchanged re-reads
-  // it. A request that would visit more than `step_cap` slabs or re-read more than
+  // being the first) and this lane's word of it; it returns true when src's request is
+  // finished, and may move `slab` (to the next slab, or to one it appended); returning
+  // false with `slab` unchanged re-reads it. A request that would visit more than `step_cap` slabs or re-read more than
   // `retry_cap()` times reports RETRY_LIMIT and gets OP_FAILED in its lane's `outcome`.
   //
   // Two choices make the loop cheap here. Each lane hashes its own key before the loop,
