@@ -142,3 +142,86 @@ fn a_user_kernel_compiles_against_the_refs() {
         }
     }
 }
+
+/// The per-request kernels keep full occupancy (32 registers, from their launch bounds)
+/// without spilling where it costs: no search kernel spills, and no insert kernel spills
+/// more than the few prologue bytes measured with NVRTC 13 (0-28 bytes at the wide types,
+/// whose store loops once spilled 40-104 bytes and reloaded a register per request). The
+/// assembler's own report (`--ptxas-options=-v`) for sm_90; its numbers are checked with
+/// NVRTC 13 or later and only printed with an older one.
+#[test]
+fn per_request_kernels_spill_at_most_prologue_bytes() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let enforce = gpuds_core::nvrtc_version().expect("NVRTC version").0 >= 13;
+    for program in gpuds_slabhash::programs() {
+        let log = program
+            .clone()
+            .option("--ptxas-options=-v")
+            .compile(Arch::new(9, 0), gpuds_core::Output::Cubin)
+            .unwrap_or_else(|e| panic!("{}: {e}", program.name()))
+            .log;
+        for (kernel, registers, spill) in ptxas_usage(&log) {
+            let Some(bound) = [("find_", 0), ("insert_", 32)]
+                .iter()
+                .find(|(prefix, _)| kernel.starts_with(prefix))
+                .map(|&(_, bound)| bound)
+            else {
+                continue;
+            };
+            println!("{kernel}: {registers} registers, {spill} spill bytes");
+            if enforce {
+                assert!(registers <= 32, "{kernel}: {registers} registers");
+                assert!(spill <= bound, "{kernel}: {spill} spill bytes");
+            }
+        }
+    }
+}
+
+/// (kernel, registers, spill store bytes) from a ptxas `-v` report.
+fn ptxas_usage(log: &str) -> Vec<(String, u32, u32)> {
+    let number_before = |line: &str, what: &str| -> Option<u32> {
+        let end = line.find(what)?;
+        line[..end].split_whitespace().last()?.parse().ok()
+    };
+    let mut usage = Vec::new();
+    let mut kernel: Option<String> = None;
+    let mut spill = 0;
+    for line in log.lines() {
+        if let Some(at) = line.find("Function properties for ") {
+            kernel = Some(
+                line[at + "Function properties for ".len()..]
+                    .trim()
+                    .to_string(),
+            );
+        } else if let Some(bytes) = number_before(line, "bytes spill stores") {
+            spill = bytes;
+        } else if let (Some(name), Some(registers)) =
+            (kernel.as_ref(), number_before(line, "registers"))
+        {
+            usage.push((name.clone(), registers, spill));
+            kernel = None;
+            spill = 0;
+        }
+    }
+    usage
+}
+
+#[test]
+fn ptxas_usage_reads_a_report() {
+    let log = "ptxas info    : Compiling entry function 'find_map_u32_u32' for 'sm_90'\n\
+               ptxas info    : Function properties for find_map_u32_u32\n\
+               ptxas         .     16 bytes stack frame, 40 bytes spill stores, 48 bytes spill loads\n\
+               ptxas info    : Used 32 registers, used 0 barriers, 16 bytes cumulative stack size\n\
+               ptxas info    : Function properties for census_map_u32_u32\n\
+               ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+               ptxas info    : Used 20 registers, used 0 barriers\n";
+    assert_eq!(
+        ptxas_usage(log),
+        vec![
+            ("find_map_u32_u32".to_string(), 32, 40),
+            ("census_map_u32_u32".to_string(), 20, 0),
+        ]
+    );
+}

@@ -21,7 +21,7 @@
 // auxiliary lane's word then holds one BUSY bit per slot (bit j: slot j), set in a
 // fresh slab. A wide entry changes in two steps under its busy bit (see map_ref): a
 // claim CASes the key from EMPTY while the bit is still set from the fresh slab, stores
-// the value and clears the bit behind a fence (after its warp's walk, one fence for all
+// the value and clears the bit with a release (after its warp's walk, one barrier for all
 // the warp's claims); a replacement or deletion sets the bit
 // (taking the slot, if it was clear), changes the value or tombstones the key, and a
 // replacement clears it again. Readers ignore nothing and wait for nothing but a busy
@@ -75,6 +75,19 @@ __device__ __forceinline__ T from_words(unsigned lo, unsigned hi) {
   }
 }
 
+// The word of key `k` that this lane compares with its word of a slab: the key itself for
+// a 32-bit key; for a 64-bit key (two lanes, low word on the even one) its low word on even
+// lanes and its high word on odd ones. A walk computes it once per request, so that a slab
+// is matched with one compare and one ballot per lane (entry_layout::match_word).
+template <class K>
+__device__ __forceinline__ unsigned lane_key_word(K k) {
+  if constexpr (sizeof(K) == 4) {
+    return static_cast<unsigned>(k);
+  } else {
+    return (warp::lane_id() & 1u) != 0u ? word_of(k, 1) : word_of(k, 0);
+  }
+}
+
 // Mask of the lanes base, base + step, ... below `end`.
 constexpr unsigned every(unsigned base, unsigned step, unsigned end) {
   return base >= end ? 0u : (1u << base) | every(base + step, step, end);
@@ -105,6 +118,20 @@ struct entry_layout {
   __device__ __forceinline__ static constexpr unsigned value_lane(unsigned slot) {
     return VALUE_BASE + slot * VALUE_STRIDE;
   }
+  // value_lane(slot_of(lane)) for a first key lane `lane` (a multiple of STRIDE), without
+  // the division: slot j's key lane is j * KW and its value lane VALUE_BASE + j * VW.
+  __device__ __forceinline__ static constexpr unsigned value_lane_of_key(unsigned lane) {
+    if (PACKED) return lane + KW;
+    return VALUE_BASE + (KW == VW ? lane : KW > VW ? lane >> 1 : lane << 1);
+  }
+
+  // Whether value_lane_of_key agrees with value_lane at every slot (checked by map_ref).
+  __device__ __forceinline__ static constexpr bool value_lanes_agree() {
+    for (unsigned j = 0; j < SLOTS; ++j) {
+      if (value_lane_of_key(key_lane(j)) != value_lane(j)) return false;
+    }
+    return true;
+  }
 
   // The slots (mask at first key lanes) whose key has the words this lane compares:
   // `lo`/`hi` are the words of the key looked for. Lanes outside keys compare too; the
@@ -122,6 +149,18 @@ struct entry_layout {
   template <class Key>
   __device__ __forceinline__ static unsigned match_key(unsigned word, Key k) {
     return match(word, word_of(k, 0), word_of(k, KW - 1));
+  }
+
+  // match_key with this lane's word of the key given (lane_key_word): one compare and one
+  // ballot; a 64-bit key matches where both of its lanes do (`eq & eq >> 1` at its even
+  // first lane).
+  __device__ __forceinline__ static unsigned match_word(unsigned word, unsigned want) {
+    const unsigned eq = __ballot_sync(warp::FULL_MASK, word == want);
+    if constexpr (KW == 1) {
+      return eq & KEY_LANES;
+    } else {
+      return eq & (eq >> 1) & KEY_LANES;
+    }
   }
 
   // Slots whose key is EMPTY (all ones).
@@ -150,7 +189,7 @@ struct entry_layout {
     return from_words<K>(lo, hi);
   }
   __device__ __forceinline__ static V value_at(unsigned word, unsigned lane) {
-    const unsigned at = value_lane(slot_of(lane));
+    const unsigned at = WIDE ? value_lane_of_key(lane) : value_lane(slot_of(lane));
     const unsigned lo = __shfl_sync(warp::FULL_MASK, word, at);
     const unsigned hi = VW == 2 ? __shfl_sync(warp::FULL_MASK, word, at + 1) : 0u;
     return from_words<V>(lo, hi);

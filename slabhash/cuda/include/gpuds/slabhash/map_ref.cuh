@@ -12,9 +12,9 @@
 // 64-bit word: one CAS claims, replaces or deletes it. A wider pair changes in two steps
 // under its slot's busy bit (layout.cuh): a claim CASes the key from EMPTY (the bit still
 // set from the fresh slab) without waiting for the CAS, like a packed claim; after the
-// walk the lanes whose CAS won store their values, the warp makes one fence and each
-// clears its bit with a relaxed atomic (value store, fence, clear: a release pattern per
-// lane, one fence per warp and pass instead of a release per claim); lost claims run
+// walk the lanes whose CAS won store their values and clear their bits with a release
+// (value store, release clear: a release pattern per lane; one predicated instruction of
+// the warp, so one barrier per warp and pass instead of one per claim); lost claims run
 // again. A replacement or deletion takes the bit (an atomic OR that found it clear),
 // then stores the value (and clears the bit) or the tombstone (and keeps it: a tombstone
 // is never changed again before FLUSH). Why readers stay correct: a reader that finds its
@@ -56,6 +56,7 @@ struct map_ref : detail::table {
   using layout = entry_layout<K, V>;
   static constexpr unsigned KEY_LANES = layout::KEY_LANES;
   static constexpr unsigned SLOTS = layout::SLOTS;
+  static_assert(layout::value_lanes_agree(), "value_lane_of_key is value_lane at every slot");
 
   // An iterator over bucket `b`'s slabs (see slab_iterator: key(lane), value(lane)).
   __device__ slab_iterator<K, V> bucket(unsigned b) const { return iterate<K, V>(b); }
@@ -98,15 +99,16 @@ struct map_ref : detail::table {
     active = admit(active, key, outcome);
     const unsigned lane = warp::lane_id();
     if constexpr (layout::WIDE) {
-      // The busy word is shuffled beside the ballot and the value right after the first
-      // hit is known, both before the busy bit is tested: no shuffle waits for another
-      // (testing the bit first would put the busy shuffle and the value shuffles one after
-      // the other on every hit).
+      // A slab without the key costs one compare, one ballot and the next address, as at
+      // u32 (the lane's word of the key is chosen once per request). On a hit the busy
+      // word and the value are shuffled together, before the busy bit is tested: no
+      // shuffle waits for another (testing the bit first would put the busy shuffle and
+      // the value shuffles one after the other on every hit).
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned busy_bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);
-             const unsigned hits = layout::match_key(word, k);
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_word(word, want);
              if (hits == 0) return !advance(slab, word);
+             const unsigned busy_bits = __shfl_sync(warp::FULL_MASK, word, AUX_LANE);
              const int dest = __ffs(hits) - 1;
              const V v = layout::value_at(word, dest);
              if ((busy_bits >> layout::slot_of(dest)) & 1u) return false;  // being changed: re-read
@@ -118,7 +120,7 @@ struct map_ref : detail::table {
            });
     } else {
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits != 0) {
                // __ffs is one-based: the lane after the key, which holds its value.
@@ -149,9 +151,9 @@ struct map_ref : detail::table {
       // reads the value and tombstones the key (keeping the bit); a slot that is busy, or
       // taken first by another warp, is read again.
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
              bool finished;
-             const int dest = first_settled(k, slab, word, finished);
+             const int dest = first_settled(want, slab, word, finished);
              if (dest < 0) return finished;
              bool won = false;
              if (lane == static_cast<unsigned>(src)) {
@@ -173,7 +175,7 @@ struct map_ref : detail::table {
       // concurrent DELETE of the same key, which removed the only instance: k is absent.
       unsigned long long seen = pack_pair(EMPTY_KEY, EMPTY_VALUE);
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -190,7 +192,7 @@ struct map_ref : detail::table {
       // Duplicates: a lost race must look further (a later instance), so each CAS is
       // checked before the walk moves on.
       walk_from(active, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+           [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
              const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
              if (hits == 0) return !advance(slab, word);
              const int dest = __ffs(hits) - 1;
@@ -224,8 +226,8 @@ struct map_ref : detail::table {
       // Each instance's key lane takes its slot and tombstones the key; busy instances and
       // ones taken first by another warp are read again.
       walk(active, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned hits = layout::match_key(word, k);
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_word(word, want);
              if (hits == 0) return !advance(slab, word);
              const unsigned free_hits = hits & ~layout::busy(word);
              bool won = false;
@@ -241,7 +243,7 @@ struct map_ref : detail::table {
     } else {
     walk(
         active, key, outcome,
-        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+        [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned neighbour = __shfl_down_sync(warp::FULL_MASK, word, 1);
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits == 0) return !advance(slab, word);
@@ -276,8 +278,8 @@ struct map_ref : detail::table {
     unsigned found = 0;
     if constexpr (layout::WIDE) {
       walk(active, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-             const unsigned hits = layout::match_key(word, k);
+           [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+             const unsigned hits = layout::match_word(word, want);
              if (hits != 0) {
                if ((hits & layout::busy(word)) != 0u) return false;  // being changed: re-read
                const unsigned before = __shfl_sync(warp::FULL_MASK, found, src);
@@ -296,7 +298,7 @@ struct map_ref : detail::table {
     } else {
     walk(
         active, key, outcome,
-        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
+        [&](int src, K k, unsigned, unsigned*& slab, unsigned word, unsigned) -> bool {
           const unsigned hits = __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES;
           if (hits != 0) {
             const unsigned before = __shfl_sync(warp::FULL_MASK, found, src);
@@ -323,11 +325,12 @@ struct map_ref : detail::table {
   }
 
  private:
-  // Wide layouts: the first slot holding k in the slab the lanes hold (its key lane), or
+  // Wide layouts: the first slot holding the key (`want`: this lane's word of it, see
+  // lane_key_word) in the slab the lanes hold (its key lane), or
   // -1 with `finished` set to what the visit returns: no instance here (move on, finished
   // at the tail), or the first instance busy (false: read the slab again).
-  __device__ int first_settled(K k, unsigned*& slab, unsigned word, bool& finished) const {
-    const unsigned hits = layout::match_key(word, k);
+  __device__ int first_settled(unsigned want, unsigned*& slab, unsigned word, bool& finished) const {
+    const unsigned hits = layout::match_word(word, want);
     if (hits == 0) {
       finished = !advance(slab, word);
       return -1;
@@ -370,14 +373,17 @@ struct map_ref : detail::table {
     unsigned long long seen = 0;
     // Wide layouts: what a claim's CAS of the key found (EMPTY: the claim won), checked
     // after the walk like a packed CAS; `seen` then holds the claimed slot (slab | slot).
+    // A request makes at most one claim in a pass (a claim ends its visit), so `claimed`
+    // is set to the CAS's expected EMPTY once per pass, before the walk, not per claim.
     K claimed = empty_key<K>;
     bool pending = active;
     for (unsigned pass = 1;; ++pass) {
+      if constexpr (layout::WIDE) claimed = empty_key<K>;
       walk_from(pending, home, key, outcome,
-           [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
+           [&](int src, K k, unsigned want, unsigned*& slab, unsigned word, unsigned depth) -> bool {
              unsigned hits, empties;
              if constexpr (layout::WIDE) {
-               hits = unique ? layout::match_key(word, k) : 0u;
+               hits = unique ? layout::match_word(word, want) : 0u;
                empties = layout::empties(word);
              } else {
                hits = unique ? __ballot_sync(warp::FULL_MASK, word == k) & KEY_LANES : 0u;
@@ -406,13 +412,13 @@ struct map_ref : detail::table {
                if (!replace_here) {
                  // A claim: CAS the key from EMPTY (the slot's busy bit is set since its
                  // slab was fresh) and go on; the CAS is checked, the value stored and the
-                 // bit cleared after the walk.
+                 // bit cleared after the walk. The request's lane CASes its own key (k
+                 // there), so that the walk keeps only this lane's word of k.
                  // Selects, not a branch (as in the packed path).
                  outcome = mine ? (unique ? OP_ABSENT : OP_ADDED) : outcome;
-                 claimed = mine ? empty_key<K> : claimed;
                  seen = mine ? reinterpret_cast<unsigned long long>(slab) | layout::slot_of(dest)
                              : seen;
-                 cas_relaxed_if(mine, layout::key_ptr(slab, dest), k, claimed);
+                 cas_relaxed_if(mine, layout::key_ptr(slab, dest), key, claimed);
                  return true;
                }
                if (layout::is_busy(word, dest)) {
@@ -505,20 +511,20 @@ struct map_ref : detail::table {
 
   // After a wide walk, by all lanes: each lane whose request issued a claim (`claiming`)
   // checks its CAS (`claimed`: what it found). A won claim stores its value in the slot
-  // (`where`: slab | slot) and clears the slot's busy bit, all the warp's won claims behind
-  // one fence (a release pattern per lane: its value store, the fence, the relaxed clear),
-  // so that a reader that sees the bit clear sees the value. Returns whether this lane's
-  // claim lost (its request runs again). `where` packs the slot into the slab address's
-  // low 7 bits: every slab is a 128-byte aligned line (the base slabs' array and the
-  // pool's 128-byte units start at allocation boundaries).
+  // (`where`: slab | slot) and clears the slot's busy bit with a release, all the warp's
+  // won claims with one instruction and so behind one barrier (a release pattern per lane:
+  // its value store, then its release clear), so that a reader that sees the bit clear
+  // sees the value. Returns whether this lane's claim lost (its request runs again).
+  // `where` packs the slot into the slab address's low 7 bits: every slab is a 128-byte
+  // aligned line (the base slabs' array and the pool's 128-byte units start at allocation
+  // boundaries).
   __device__ bool publish_claims(bool claiming, K claimed, unsigned long long where,
                                  V value) const {
     const bool won = claiming && claimed == empty_key<K>;
     unsigned* const slab = reinterpret_cast<unsigned*>(where & ~static_cast<unsigned long long>(SLAB_WORDS * 4 - 1));
     const unsigned slot = static_cast<unsigned>(where) & (SLAB_WORDS * 4 - 1);
     st_relaxed_if(won, layout::value_ptr(slab, layout::key_lane(slot)), value);
-    fence_acq_rel_if(won);
-    clear_busy_relaxed_if(won, slab, slot);
+    clear_busy_release_if(won, slab, slot);
     return claiming && !won;
   }
 };

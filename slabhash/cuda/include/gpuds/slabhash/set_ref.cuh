@@ -43,8 +43,8 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk_from(
         active, home, key, outcome,
-        [&](int src, K k, unsigned*& slab, unsigned word, unsigned depth) -> bool {
-          const unsigned hits = layout::match_key(word, k);
+        [&](int src, K k, unsigned want, unsigned*& slab, unsigned word, unsigned depth) -> bool {
+          const unsigned hits = layout::match_word(word, want);
           const unsigned empties = layout::empties(word);
           const unsigned targets = hits | empties;
           if (targets == 0) {
@@ -77,8 +77,8 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk_from(
         active, home, key, outcome,
-        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-          const unsigned hits = layout::match_key(word, k);
+        [&](int src, K k, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+          const unsigned hits = layout::match_word(word, want);
           if (hits == 0) return !advance(slab, word);
           const int dest = __ffs(hits) - 1;
           if (!elected_cas(slab, lane, dest, k, tombstone_key<K>)) return false;
@@ -101,8 +101,8 @@ struct set_ref : detail::table {
     const unsigned lane = warp::lane_id();
     walk_from(
         active, home, key, outcome,
-        [&](int src, K k, unsigned*& slab, unsigned word, unsigned) -> bool {
-          if (layout::match_key(word, k) != 0u) {
+        [&](int src, K, unsigned want, unsigned*& slab, unsigned word, unsigned) -> bool {
+          if (layout::match_word(word, want) != 0u) {
             if (lane == static_cast<unsigned>(src)) outcome = OP_PRESENT;
             return true;
           }

@@ -136,10 +136,12 @@ __device__ __forceinline__ void release_slot(unsigned* slab, unsigned slot) {
 
 // Publishing a wide claim, each step made only where `mine` holds, as predicated
 // instructions (a branch after the walk made the compiler guard the walk's shuffles with
-// divergence checks): the value's relaxed store; a fence (a release when it follows the
-// store and precedes the clear in the same thread); the relaxed clear of slot `slot`'s busy
-// bit. The value store, the fence and the clear of one thread form a release pattern, so
-// that a warp publishes all its claims of a pass behind one fence.
+// divergence checks): the value's relaxed store, then the release clear of slot `slot`'s
+// busy bit. The store and the release in one thread are a release pattern, so that a
+// reader that sees the bit clear sees the value; a warp's lanes clear their bits with one
+// instruction, so a warp publishes all its claims of a pass behind one memory barrier.
+// (A release is a barrier and the clear; a fence.acq_rel before a relaxed clear compiled
+// to the same barrier plus an L1 invalidation that only an acquire needs.)
 __device__ __forceinline__ void st_relaxed_if(bool mine, unsigned* at, unsigned v) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
                "@p st.relaxed.gpu.global.b32 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
@@ -153,14 +155,9 @@ __device__ __forceinline__ void st_relaxed_if(bool mine, unsigned long long* at,
                "l"(at), "l"(v)
                : "memory");
 }
-__device__ __forceinline__ void fence_acq_rel_if(bool mine) {
+__device__ __forceinline__ void clear_busy_release_if(bool mine, unsigned* slab, unsigned slot) {
   asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
-               "@p fence.acq_rel.gpu;\n\t}" ::"r"(static_cast<unsigned>(mine))
-               : "memory");
-}
-__device__ __forceinline__ void clear_busy_relaxed_if(bool mine, unsigned* slab, unsigned slot) {
-  asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, %0, 0;\n\t"
-               "@p red.relaxed.gpu.global.and.b32 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
+               "@p red.release.gpu.global.and.b32 [%1], %2;\n\t}" ::"r"(static_cast<unsigned>(mine)),
                "l"(slab + AUX_LANE), "r"(~(1u << slot))
                : "memory");
 }

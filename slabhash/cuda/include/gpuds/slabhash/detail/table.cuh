@@ -132,11 +132,13 @@ struct table {
   }
 
   // Runs the work-sharing loop (gpuds/core/work_queue.cuh) over the lanes with `active`.
-  // `visit(src, key, slab, word, depth)` is called by all lanes with src's key, the slab
-  // it is at (the `depth`-th of its list, the base slab being the first) and this lane's
-  // word of it; it returns true when src's request is finished, and may move `slab` (to
-  // the next slab, or to one it appended); returning false with `slab` unchanged re-reads
-  // it. A request that would visit more than `step_cap` slabs or re-read more than
+  // `visit(src, key, want, slab, word, depth)` is called by all lanes with src's key, this
+  // lane's word of it (lane_key_word: the key for 32-bit keys, its low or high word for
+  // 64-bit ones, computed once per request so that a visit matches a slab with one
+  // compare and one ballot), the slab it is at (the `depth`-th of its list, the base slab
+  // being the first) and this lane's word of it; it returns true when src's request is
+  // finished, and may move `slab` (to the next slab, or to one it appended); returning
+  // false with `slab` unchanged re-reads it. A request that would visit more than `step_cap` slabs or re-read more than
   // `retry_cap()` times reports RETRY_LIMIT and gets OP_FAILED in its lane's `outcome`.
   //
   // Two choices make the loop cheap here. Each lane hashes its own key before the loop,
@@ -188,9 +190,10 @@ struct table {
         next_word = read_slab(home_slab(next_home));
       }
       const K k = warp::broadcast(key, src);
+      const unsigned want = lane_key_word(k);
       for (work_queue::budget b(step_cap, retry_cap());;) {
         const unsigned* const at = slab;
-        if (visit(src, k, slab, word, b.depth)) break;
+        if (visit(src, k, want, slab, word, b.depth)) break;
         if (!b.spend(slab != at ? work_queue::MOVED : work_queue::AGAIN)) {
           report(status::RETRY_LIMIT);
           if (lane == static_cast<unsigned>(src)) outcome = OP_FAILED;
