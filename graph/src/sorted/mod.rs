@@ -149,7 +149,7 @@ pub struct SortedConfig {
     /// edge is stored in both lists and inserted and deleted in both together.
     pub directed: bool,
     /// An edge naming a vertex id past the dictionary grows it; false: such a batch
-    /// fails with [`Error::VertexBeyondCapacity`](crate::Error::VertexBeyondCapacity)
+    /// fails with [`Error::VertexBeyondCapacity`]
     /// and nothing is applied.
     pub growable: bool,
 }
@@ -305,7 +305,7 @@ impl SortedGraph {
     }
 
     /// [`from_edges`](Self::from_edges) with the edges already on the device (every id
-    /// below `num_vertices`, else [`Error::VertexBeyondCapacity`](crate::Error::VertexBeyondCapacity)
+    /// below `num_vertices`, else [`Error::VertexBeyondCapacity`]
     /// names the first). Synchronizes.
     ///
     /// # Examples
