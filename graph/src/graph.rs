@@ -24,6 +24,8 @@ use crate::MAX_VERTEX_ID;
 const BLOCK: u32 = 128;
 /// Threads per block of the one-warp-per-vertex kernels.
 const WARP_BLOCK: u32 = 256;
+// Kernels that ballot over whole warps (mark_deleted, the edge loops) need whole warps.
+const _: () = assert!(BLOCK.is_multiple_of(32) && WARP_BLOCK.is_multiple_of(32));
 
 /// The control buffer: the status word in word 0, then `STRIPES` counter stripes of 16
 /// words (live entries in word 0, claimed slots in word 1, self-loop entries in word 2),
@@ -1301,6 +1303,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// are reused first by [`insert_vertices`](Self::insert_vertices). Ids already
     /// deleted or past the dictionary are ignored; returns how many vertices were
     /// deleted. Synchronizes.
+    ///
+    /// An error after the ids were marked leaves them deleted (the host's set follows
+    /// the device's marks) but their arcs may not all be gone: [`validate`](Self::validate)
+    /// then names the edges into deleted vertices, and the graph is best rebuilt.
     pub fn remove_vertices(&mut self, ids: &[u32]) -> Result<u64> {
         if ids.is_empty() {
             return Ok(0);
@@ -1339,26 +1345,49 @@ impl<W: EdgeValue> DynamicGraph<W> {
         // SAFETY: reads ids[..len]; sets a bit of the entries of ids in the dictionary;
         // appends at most len winners to list; sets bits of ids below num_ids only.
         unsafe { args.launch(self.item_shape(&kernel, len)?) }?;
-        let n = stream.clone_dtoh(&count)?[0] as usize;
+        let n = match stream.clone_dtoh(&count) {
+            Ok(c) => c[0] as usize,
+            Err(e) => {
+                // The marks may have landed: the host's set follows the bitmap as far as
+                // the device still answers.
+                let _ = self.learn_deleted(None, &bits);
+                return Err(e.into());
+            }
+        };
         if n == 0 {
             call.check()?;
             return Ok(0);
         }
-        let n64 = n as u64;
         let emptied = self.unlink_and_empty(&call, &list, n);
-        // The host's set, whatever the steps returned (the dictionary's bits are set):
-        // per id for a batch smaller than the bitmap, else per word.
-        if n < bits.len() {
-            for u in stream.clone_dtoh(&list.slice(..n))? {
-                self.deleted.insert(u);
-            }
-        } else {
-            self.deleted.merge_bits(&stream.clone_dtoh(&bits)?);
-        }
+        // The host's set, whatever the steps returned (the dictionary's bits are set).
+        let learned = self.learn_deleted(Some((&list, n)), &bits);
         emptied?;
+        learned?;
         call.check()?;
         self.alloc.check_status()?;
-        Ok(n64)
+        Ok(n as u64)
+    }
+
+    /// Adds the ids the mark step deleted to the host's set: from the list of the `n`
+    /// winners when there are fewer of them than words in the bitmap, else (or without
+    /// a list) from the bitmap, per word.
+    fn learn_deleted(
+        &mut self,
+        list: Option<(&CudaSlice<u32>, usize)>,
+        bits: &CudaSlice<u32>,
+    ) -> Result<()> {
+        let stream = self.gpu.stream().clone();
+        match list {
+            Some((list, n)) if n < bits.len() => {
+                for u in stream.clone_dtoh(&list.slice(..n))? {
+                    self.deleted.insert(u);
+                }
+            }
+            _ => {
+                self.deleted.merge_bits(&stream.clone_dtoh(bits)?);
+            }
+        }
+        Ok(())
     }
 
     /// Vertex deletion, steps 2 and 3, for the `n` vertices of `list` (marked deleted).

@@ -24,7 +24,7 @@
 //!
 //! | call | synchronizes the stream? |
 //! | --- | --- |
-//! | construction, `insert_edges`, `remove_edges` | yes (a batch reads its key and run counts: three synchronizations) |
+//! | construction, `insert_edges`, `remove_edges` | yes (a batch reads back its id check, its key and run counts and waits for its plan and its merge: five synchronizations or more) |
 //! | queries, `to_csr`, `triangle_count`, `stats`, `validate` | yes: they return host values |
 //! | `num_vertices`, `num_edges`, `num_entries` | no (host counters) |
 //!
@@ -33,7 +33,8 @@
 //! [`Error::ReservedVertex`] naming the first offending request, before anything is
 //! applied; ids past the dictionary grow it (or, with [`SortedConfig::growable`] false,
 //! fail with [`Error::VertexBeyondCapacity`]); arrays of unequal lengths fail with
-//! [`Error::LengthMismatch`]. Self loops are always dropped (counted as skipped). The
+//! [`Error::LengthMismatch`]. Self loops are always dropped (the host forms count them as
+//! skipped; `insert_edges_device` does not count them). The
 //! kernels have no failure path (every loop is a bounded binary search, and memory is
 //! allocated by the host before they run), so the graph needs no device status word.
 //!

@@ -94,7 +94,8 @@ impl SortedGraph {
     }
 
     /// Deletes edges `src[i] -> dst[i]` (both directions in an undirected graph). Edges
-    /// that are not there, and ids past the dictionary, change nothing (skipped). Lists
+    /// that are not there change nothing; ids past the dictionary change nothing and are
+    /// counted as skipped. Lists
     /// shrink in place. Returns the edges removed (each undirected edge once).
     /// Synchronizes.
     ///

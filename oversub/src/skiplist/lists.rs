@@ -95,6 +95,25 @@ pub(crate) fn own_home(gpu: &Gpu, placement: Placement, bytes: u64) -> Result<Ho
     })
 }
 
+/// `Ok` for a pool that found no room to grow: its node limit, the tiered device
+/// budget (a configuration error there), or memory, device or pinned host; any other
+/// error as it is.
+fn no_room_is_ok(r: Result<()>) -> Result<()> {
+    use cudarc::driver::{sys::CUresult, DriverError};
+    match r {
+        Err(
+            Error::Config(_)
+            | Error::HostAlloc { .. }
+            | Error::Core(
+                gpuds_core::Error::CapacityOverflow(_)
+                | gpuds_core::Error::OutOfMemory { .. }
+                | gpuds_core::Error::Driver(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)),
+            ),
+        ) => Ok(()),
+        other => other,
+    }
+}
+
 /// Pairs per query of a range batch, and the pairs, in key order per query.
 pub(crate) struct Collected {
     pub offsets: Vec<usize>,
@@ -353,6 +372,22 @@ impl Lists {
         self.put_pools()
     }
 
+    /// [`grow`](Self::grow) for a best-effort step (a raise or a merge that found no
+    /// node, room for the index repair): a pool that cannot grow (its limit, the device
+    /// budget, memory) is not an error, since those steps drop what finds no node and
+    /// count it; any other failure is.
+    pub(super) fn grow_best_effort(&mut self, i: usize, min_nodes: u64) -> Result<()> {
+        let grown = self.grow(i, min_nodes);
+        no_room_is_ok(grown)
+    }
+
+    /// [`reserve`](Self::reserve) for a best-effort step, as
+    /// [`grow_best_effort`](Self::grow_best_effort).
+    pub(super) fn reserve_best_effort(&mut self, i: usize, extra: u64) -> Result<()> {
+        let reserved = self.reserve(i, extra);
+        no_room_is_ok(reserved)
+    }
+
     /// Makes sure pool `i` can hand out `extra` more nodes without growing in a kernel.
     pub(super) fn reserve(&mut self, i: usize, extra: u64) -> Result<()> {
         let d = self.host_pools[i];
@@ -514,7 +549,7 @@ impl Lists {
                 // pool for next time, best effort.
                 for i in out {
                     let cap = u64::from(self.host_pools[i].capacity);
-                    let _ = self.grow(i, cap * 2);
+                    self.grow_best_effort(i, cap * 2)?;
                 }
                 return Ok(());
             }
@@ -578,7 +613,7 @@ impl Lists {
             // time, best effort.
             for i in lists.refresh_pools()? {
                 let cap = u64::from(lists.host_pools[i].capacity);
-                let _ = lists.grow(i, cap * 2);
+                lists.grow_best_effort(i, cap * 2)?;
             }
             Ok(())
         });
@@ -991,7 +1026,36 @@ impl std::fmt::Debug for Lists {
 
 #[cfg(test)]
 mod tests {
-    use super::pick_failed;
+    use super::*;
+
+    #[test]
+    fn only_a_pool_without_room_is_ok_for_a_best_effort_step() {
+        use cudarc::driver::{sys::CUresult, DriverError};
+        let room = |e: Error| no_room_is_ok(Err(e)).is_ok();
+        assert!(room(Error::Config("past the budget".into())));
+        assert!(room(Error::HostAlloc {
+            bytes: 1,
+            reason: "no pinned memory".into()
+        }));
+        assert!(room(
+            gpuds_core::Error::CapacityOverflow("limit".into()).into()
+        ));
+        assert!(room(
+            gpuds_core::Error::OutOfMemory {
+                what: "pool".into(),
+                bytes: 1
+            }
+            .into()
+        ));
+        assert!(room(
+            gpuds_core::Error::Driver(DriverError(CUresult::CUDA_ERROR_OUT_OF_MEMORY)).into()
+        ));
+        assert!(!room(
+            gpuds_core::Error::Driver(DriverError(CUresult::CUDA_ERROR_LAUNCH_FAILED)).into()
+        ));
+        assert!(!room(Error::Invalid("broken".into())));
+        assert!(no_room_is_ok(Ok(())).is_ok());
+    }
 
     #[test]
     fn failed_operations_run_again_in_key_order_with_their_positions() {

@@ -217,7 +217,7 @@ impl Lists {
         }
         for (p, nodes) in room_for(&jobs, |l, level| self.pool_of_level(l, level)) {
             // Best effort: a raise that finds no node is dropped and counted again.
-            let _ = self.reserve(p, nodes);
+            self.reserve_best_effort(p, nodes)?;
         }
         let flat: Vec<u32> = jobs.iter().flatten().copied().collect();
         let d = stream.clone_htod(&flat)?;
@@ -231,7 +231,7 @@ impl Lists {
         unsafe { args.launch(self.warps_shape(&raise, m, 1)?) }?;
         for p in self.refresh_pools()? {
             let cap = u64::from(self.host_pools[p].capacity);
-            let _ = self.grow(p, cap * 2);
+            self.grow_best_effort(p, cap * 2)?;
         }
         Ok(m)
     }
