@@ -264,6 +264,48 @@ pub fn batch_len(n: usize) -> Result<u32> {
     Ok(gpuds_core::size::u32_len(n, "operations in one batch")?)
 }
 
+/// Output pairs of `n` capped ranges of capacity `cap` (`n * cap`): at most `u32::MAX`
+/// per call (the kernels' offsets are 32-bit), else a
+/// [`CapacityOverflow`](gpuds_core::Error::CapacityOverflow).
+///
+/// ```
+/// use gpuds_btree::runner::capped_len;
+/// assert_eq!(capped_len(1 << 20, 32)?, 1 << 25);
+/// assert!(capped_len(1 << 27, 32).is_err());
+/// # Ok::<(), gpuds_btree::Error>(())
+/// ```
+pub fn capped_len(n: u32, cap: u32) -> Result<u64> {
+    let needed = n as u64 * cap as u64;
+    if needed > u32::MAX as u64 {
+        return Err(gpuds_core::Error::CapacityOverflow(format!(
+            "{n} ranges of capacity {cap} need {needed} output pairs; at most {} per call",
+            u32::MAX
+        ))
+        .into());
+    }
+    Ok(needed)
+}
+
+/// [`capped_len`], checked against outputs that hold `room` pairs: fewer is an
+/// [`InvalidArgument`](gpuds_core::Error::InvalidArgument).
+///
+/// ```
+/// use gpuds_btree::runner::capped_room;
+/// assert_eq!(capped_room(4, 8, 32)?, 32);
+/// assert!(capped_room(4, 8, 31).is_err());
+/// # Ok::<(), gpuds_btree::Error>(())
+/// ```
+pub fn capped_room(n: u32, cap: u32, room: usize) -> Result<u64> {
+    let needed = capped_len(n, cap)?;
+    if (room as u64) < needed {
+        return Err(gpuds_core::Error::InvalidArgument(format!(
+            "{n} ranges of capacity {cap} need {needed} output pairs; got {room}"
+        ))
+        .into());
+    }
+    Ok(needed)
+}
+
 /// Both lengths, equal (`a` keys and `b` of `what`), as a batch length.
 ///
 /// ```
@@ -277,4 +319,20 @@ pub fn same_len(a: usize, b: usize, what: &str) -> Result<u32> {
         return Err(gpuds_core::Error::InvalidArgument(format!("{a} keys but {b} {what}")).into());
     }
     batch_len(a)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capped_outputs_stay_within_the_kernels_offsets() {
+        assert_eq!(capped_len(1 << 20, 32).unwrap(), 1 << 25);
+        assert_eq!(capped_len(u32::MAX, 1).unwrap(), u32::MAX as u64);
+        assert!(capped_len(1 << 27, 32).is_err());
+        assert_eq!(capped_len(7, 0).unwrap(), 0);
+        assert_eq!(capped_room(7, 0, 0).unwrap(), 0);
+        let e = capped_room(3, 4, 11).unwrap_err().to_string();
+        assert!(e.contains("need 12 output pairs; got 11"), "{e}");
+    }
 }

@@ -4,7 +4,7 @@ use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::{DeviceKey, DeviceValue, Gpu};
 
 use crate::error::Result;
-pub(crate) use crate::runner::batch_len;
+pub(crate) use crate::runner::{batch_len, capped_len, capped_room};
 
 /// The batch length, checked against the result buffers (`out` results, `bits` words of
 /// one bit per request).
@@ -18,19 +18,6 @@ pub(crate) fn query_len(keys: usize, out: usize, bits: usize) -> Result<u32> {
         .into());
     }
     Ok(n)
-}
-
-/// Output pairs of `n` capped ranges of capacity `cap`: at most `u32::MAX` per call.
-pub(super) fn capped_len(n: u32, cap: u32) -> Result<u64> {
-    let needed = n as u64 * cap as u64;
-    if needed > u32::MAX as u64 {
-        return Err(gpuds_core::Error::CapacityOverflow(format!(
-            "{n} ranges of capacity {cap} need {needed} output pairs; at most {} per call",
-            u32::MAX
-        ))
-        .into());
-    }
-    Ok(needed)
 }
 
 pub(crate) fn bit(bits: &[u32], i: usize) -> bool {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::ops::Ranges;
-use batch::capped_len;
+use batch::{capped_len, capped_room};
 use gpuds_core::cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuds_core::primitives::exclusive_scan;
 
@@ -122,14 +122,7 @@ impl<K: TreeKey, V: TreeValue> GpuBTreeMap<K, V> {
         counts: &mut CudaSlice<u32>,
     ) -> Result<()> {
         let n = query_len(lo.len().min(hi.len()), counts.len(), usize::MAX)?;
-        let room = out_keys.len().min(out_values.len()) as u64;
-        let needed = capped_len(n, cap)?;
-        if room < needed {
-            return Err(gpuds_core::Error::InvalidArgument(format!(
-                "{n} ranges of capacity {cap} need {needed} output pairs; got {room}"
-            ))
-            .into());
-        }
+        capped_room(n, cap, out_keys.len().min(out_values.len()))?;
         if n == 0 {
             return Ok(());
         }

@@ -117,7 +117,7 @@ impl<K: TreeKey, V: TreeValue> MvReplyBuffers<K, V> {
     /// Zeroed buffers for `n` operations and ranges of at most `range_cap` pairs
     /// (`n * range_cap` pairs, at most `u32::MAX`).
     pub fn new(gpu: &Gpu, n: usize, range_cap: u32) -> Result<Self> {
-        let slots = range_slots(batch_len(n)?, range_cap)?;
+        let slots = capped_len(batch_len(n)?, range_cap)?;
         let stream = gpu.stream();
         let words = n.div_ceil(32).max(1);
         Ok(Self {
@@ -187,19 +187,6 @@ impl<K: TreeKey, V: TreeValue> MvReplyBuffers<K, V> {
     pub fn range_values(&self) -> &CudaSlice<V> {
         &self.range_values
     }
-}
-
-/// Output pairs of `n` ranges of `cap` pairs: at most `u32::MAX` (the kernel's offsets).
-pub(super) fn range_slots(n: u32, cap: u32) -> Result<u64> {
-    let slots = n as u64 * cap as u64;
-    if slots > u32::MAX as u64 {
-        return Err(gpuds_core::Error::CapacityOverflow(format!(
-            "{n} ranges of capacity {cap} need {slots} output pairs; at most {}",
-            u32::MAX
-        ))
-        .into());
-    }
-    Ok(slots)
 }
 
 /// The request count of a `_device` call: `n` inputs, each output holding at least `n`.
@@ -449,14 +436,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     ) -> Result<()> {
         self.read_ts(snap)?;
         let n = device_len(lo.len(), &[hi.len(), counts.len()], "ranges")?;
-        let needed = range_slots(n, cap)?;
-        let room = out_keys.len().min(out_values.len()) as u64;
-        if room < needed {
-            return Err(gpuds_core::Error::InvalidArgument(format!(
-                "{n} ranges of capacity {cap} need {needed} output pairs; got {room}"
-            ))
-            .into());
-        }
+        let needed = capped_room(n, cap, out_keys.len().min(out_values.len()))?;
         if n == 0 {
             return Ok(());
         }
@@ -593,14 +573,6 @@ mod tests {
             exclusive_scan(std::iter::repeat_n(8, 3)),
             vec![0, 8, 16, 24]
         );
-    }
-
-    #[test]
-    fn range_slots_stay_within_the_kernels_offsets() {
-        assert_eq!(range_slots(1 << 20, 32).unwrap(), 1 << 25);
-        assert_eq!(range_slots(u32::MAX, 1).unwrap(), u32::MAX as u64);
-        assert!(range_slots(1 << 27, 32).is_err());
-        assert_eq!(range_slots(7, 0).unwrap(), 0);
     }
 
     #[test]

@@ -1,6 +1,5 @@
 //! Mixed batches: updates and snapshot queries in one kernel (§4.5.2).
 
-use super::device::range_slots;
 use super::*;
 use crate::ops::{MvOp, MvReply};
 use gpuds_core::failures::indices;
@@ -35,7 +34,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         if n == 0 {
             return Ok(Vec::new());
         }
-        range_slots(n, range_cap)?;
+        capped_len(n, range_cap)?;
         let zero_k = K::from_u64(0);
         let zero_v = V::from_u64(0);
         let mut codes = Vec::with_capacity(n as usize);

@@ -24,7 +24,7 @@ mod mixed;
 mod query;
 mod update;
 
-pub(crate) use gpuds_btree::runner::{batch_len, same_len};
+pub(crate) use gpuds_btree::runner::{batch_len, capped_len, capped_room, same_len};
 
 pub use device::{MvReplyBuffers, RangeOffsets};
 pub use inspect::VersionStats;

@@ -1,7 +1,6 @@
 //! Queries of the newest state and at a snapshot: the synchronizing forms, each the
 //! matching `_device` form (see `device.rs`) between host copies.
 
-use super::device::range_slots;
 use super::*;
 
 impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
@@ -175,7 +174,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
     ) -> Result<(Vec<Vec<(K, V)>>, Vec<u32>)> {
         self.read_ts(Some(snap))?;
         let n = batch_len(ranges.len())?;
-        let slots = range_slots(n, cap)?;
+        let slots = capped_len(n, cap)?;
         if n == 0 {
             return Ok((Vec::new(), Vec::new()));
         }
