@@ -81,6 +81,10 @@ pub struct RunOptions {
     #[arg(long, global = true, value_name = "L,...", value_delimiter = ',',
           value_parser = load_parser)]
     pub load: Option<Vec<f64>>,
+    /// Run only the cases whose label contains this text (case-insensitive); repeat the
+    /// option for several, e.g. `--cases "erase half" --cases "build and find, 2^24"`.
+    #[arg(long, global = true, value_name = "TEXT")]
+    pub cases: Option<Vec<String>>,
     /// Key type (u64: linear, hive, btree, slabhash and quick).
     #[arg(long, global = true, value_enum, default_value_t = Word::U32)]
     pub key: Word,

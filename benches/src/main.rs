@@ -57,6 +57,7 @@ fn execute(cli: &Cli, experiment: &str) -> Result<(), String> {
         experiments: vec![experiment.to_string()],
         reps: o.reps,
         quiet: o.quiet,
+        cases: o.cases.clone(),
         params: o.params(),
     };
     let report = Gpu::new(o.device)

@@ -20,6 +20,8 @@ pub struct RunConfig {
     pub reps: usize,
     /// No progress bar and no per-row log.
     pub quiet: bool,
+    /// Only the cases whose label contains one of these (case-insensitive); all when `None`.
+    pub cases: Option<Vec<String>>,
     /// `--keys`, `--load`, `--key`, `--value` (the scale is set per experiment).
     pub params: Params,
 }
@@ -33,7 +35,7 @@ pub struct RunConfig {
 pub fn run(gpu: &Gpu, args: &RunConfig) -> Result<Report> {
     let header = Header::new(gpu, &args.experiments, args.reps)?;
     let mut bench = Bench::new(gpu, args.reps)?;
-    let cases = plan(&args.experiments, &args.params);
+    let cases = selected(plan(&args.experiments, &args.params), args.cases.as_deref());
     let bar = if args.quiet || !std::io::stdout().is_terminal() {
         ProgressBar::hidden()
     } else {
@@ -96,9 +98,22 @@ fn plan(names: &[String], params: &Params) -> Vec<Case> {
     cases
 }
 
+/// The cases whose label contains one of `words` (case-insensitive), in order.
+fn selected(cases: Vec<Case>, words: Option<&[String]>) -> Vec<Case> {
+    let Some(words) = words else { return cases };
+    let words: Vec<String> = words.iter().map(|w| w.trim().to_lowercase()).collect();
+    cases
+        .into_iter()
+        .filter(|c| {
+            let label = c.label.to_lowercase();
+            words.iter().any(|w| label.contains(w.as_str()))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::plan;
+    use super::{plan, selected};
     use crate::experiments::{Params, Scale, Word};
 
     fn labels(key: Word, value: Word) -> Vec<String> {
@@ -125,5 +140,19 @@ mod tests {
         let narrow = labels(Word::U32, Word::U32);
         assert!(narrow.len() > wide.len());
         assert!(narrow.iter().all(|l| !l.contains("u64")));
+    }
+
+    #[test]
+    fn cases_keep_only_the_labels_named() {
+        let params = Params::new(Scale::Full);
+        let all = plan(&["mvbtree".to_string()], &params).len();
+        let words = ["ERASE HALF".to_string(), "no such case".to_string()];
+        let kept = selected(plan(&["mvbtree".to_string()], &params), Some(&words));
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].label, "erase half");
+        assert_eq!(
+            selected(plan(&["mvbtree".to_string()], &params), None).len(),
+            all
+        );
     }
 }

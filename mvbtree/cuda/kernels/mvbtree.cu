@@ -31,6 +31,25 @@ using warp = gpuds::warp::tile<32>;
 using qtile = gpuds::warp::tile<QUERY_TILE>;
 constexpr bool IN_STEP = MVBTREE_LOCKSTEP != 0 && QUERY_TILE < 32;
 
+// Occupancy of the update kernels: blocks of 256 threads (the host's) per SM each is
+// compiled for. The insertion walks are latency-bound, so more warps in flight pay more
+// than the few registers spilled to fit them: on the H200 (2^24 random u32 keys into an
+// empty tree) 3 blocks (68 registers, no bounds) inserted 0.61 G keys/s in place and 0.42
+// out of place, 5 blocks (48 registers, 24 bytes spilled) 0.83 and 0.61; 4, 6 and 8
+// blocks were slower in place. Wider pairs need more registers: 4 blocks spill nothing.
+// The removal without versions (16-lane tiles) fits 8 blocks (32 registers) with u32
+// pairs. MV_INSERT_MIN_BLOCKS / MV_ERASE_MIN_BLOCKS override them.
+#ifdef MV_INSERT_MIN_BLOCKS
+constexpr unsigned INSERT_MIN_BLOCKS = MV_INSERT_MIN_BLOCKS;
+#else
+constexpr unsigned INSERT_MIN_BLOCKS = sizeof(K) + sizeof(V) > 8 ? 4 : 5;
+#endif
+#ifdef MV_ERASE_MIN_BLOCKS
+constexpr unsigned ERASE_MIN_BLOCKS = MV_ERASE_MIN_BLOCKS;
+#else
+constexpr unsigned ERASE_MIN_BLOCKS = sizeof(K) + sizeof(V) > 8 ? 5 : 8;
+#endif
+
 namespace {
 
 __device__ __forceinline__ void add_size(const tree& t, long long delta) {
@@ -109,7 +128,7 @@ extern "C" __global__ void GPUDS_KERNEL(mv_snapshot)(tree t, unsigned* out) {
 }
 
 // Batched insertion: replaced and failed bits per request.
-extern "C" __global__ void GPUDS_KERNEL(mv_insert)(tree tree_arg, const K* keys, const V* values, unsigned n,
+extern "C" __global__ void __launch_bounds__(256, INSERT_MIN_BLOCKS) GPUDS_KERNEL(mv_insert)(tree tree_arg, const K* keys, const V* values, unsigned n,
                                                    unsigned* replaced_bits, unsigned* failed_bits) {
   const tree t = batch_time(tree_arg);
   warp_allocator allocator(t.tree.alloc);
@@ -130,46 +149,22 @@ extern "C" __global__ void GPUDS_KERNEL(mv_insert)(tree tree_arg, const K* keys,
   add_size(t, added);
 }
 
-// Batched removal: removed values, removed and failed bits per request.
-extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree tree_arg, const K* keys, unsigned n, V* old_values,
-                                                  unsigned* removed_bits, unsigned* failed_bits) {
-  const tree t = batch_time(tree_arg);
+// Batched removal, one request at a time per tile of TILE lanes: erase_one(key, value)
+// runs on the whole tile and returns the outcome (value: the removed value). Removed
+// values, removed and failed bits per request; the size updated once per warp.
+template <unsigned TILE, class Erase>
+__device__ __forceinline__ void erase_each(const tree& t, const K* keys, unsigned n, V* old_values,
+                                           unsigned* removed_bits, unsigned* failed_bits, Erase&& erase_one) {
+  using tile = gpuds::warp::tile<TILE>;
   long long removed = 0;
-  if (t.mode == IN_PLACE && t.copy_below == 0) {
-    // No version can be made: tiles of 16 lanes, two removals at a time per warp.
-    using half = gpuds::warp::tile<16>;
-    for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
-      const K my_key = active ? keys[i] : K(0);
-      gpuds::btree::remove_outcome outcome = gpuds::btree::REMOVE_FAILED;
-      V mine = V(0);
-      tile_work_share<16>(active, [&](unsigned src) {
-        V v = V(0);
-        const auto r = detail::erase_unversioned<16, cached>(t, half::shfl(my_key, src), v);
-        if (half::rank() == src) {
-          outcome = r;
-          mine = v;
-        }
-      });
-      const bool done = outcome == gpuds::btree::REMOVE_DONE;
-      if (active) old_values[i] = done ? mine : V(0);
-      removed += __popc(__ballot_sync(FULL_MASK, done));
-      put_bits(removed_bits, chunk, done);
-      put_bits(failed_bits, chunk, active && outcome == gpuds::btree::REMOVE_FAILED);
-    });
-    add_size(t, -removed);
-    return;
-  }
-  warp_allocator allocator(t.tree.alloc);
-  gpuds::alloc::null_block none;
   for_each_chunk(n, [&](unsigned chunk, unsigned i, bool active) {
     const K my_key = active ? keys[i] : K(0);
     gpuds::btree::remove_outcome outcome = gpuds::btree::REMOVE_FAILED;
     V mine = V(0);
-    tile_work_share<32>(active, [&](unsigned src) {
+    tile_work_share<TILE>(active, [&](unsigned src) {
       V v = V(0);
-      // A batch of removals splits nothing: internal nodes are read through the cache.
-      const auto r = detail::erase<gpuds::alloc::null_block, cached>(t, allocator, &none, warp::shfl(my_key, src), v);
-      if (lane_id() == src) {
+      const auto r = erase_one(tile::shfl(my_key, src), v);
+      if (tile::rank() == src) {
         outcome = r;
         mine = v;
       }
@@ -183,19 +178,58 @@ extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree tree_arg, const K* keys, 
   add_size(t, -removed);
 }
 
-// Values of keys at snapshot ts (LATEST: now); found bits per request (0 on absent keys).
-extern "C" __global__ void GPUDS_KERNEL(mv_find)(tree t, unsigned ts, const K* keys, unsigned n, V* values,
-                                                 unsigned* found) {
+// Batched removal that can make no version (IN_PLACE, no live snapshot: the host launches
+// this kernel only then): tiles of 16 lanes, two removals at a time per warp, as
+// GpuBTreeMap's removal. Its own kernel, so that the registers of the versioned removal
+// (allocator, copies) do not lower its occupancy.
+extern "C" __global__ void __launch_bounds__(256, ERASE_MIN_BLOCKS)
+    GPUDS_KERNEL(mv_erase_plain)(tree tree_arg, const K* keys, unsigned n, V* old_values, unsigned* removed_bits,
+                                 unsigned* failed_bits) {
+  const tree t = batch_time(tree_arg);
+  erase_each<16>(t, keys, n, old_values, removed_bits, failed_bits,
+                 [&](K k, V& v) { return detail::erase_unversioned<16, cached>(t, k, v); });
+}
+
+// Batched removal, whole warps (a removal may copy its leaf as an older version). A batch
+// of removals splits nothing: internal nodes are read through the cache.
+extern "C" __global__ void GPUDS_KERNEL(mv_erase)(tree tree_arg, const K* keys, unsigned n, V* old_values,
+                                                  unsigned* removed_bits, unsigned* failed_bits) {
+  const tree t = batch_time(tree_arg);
+  warp_allocator allocator(t.tree.alloc);
+  gpuds::alloc::null_block none;
+  erase_each<32>(t, keys, n, old_values, removed_bits, failed_bits, [&](K k, V& v) {
+    return detail::erase<gpuds::alloc::null_block, cached>(t, allocator, &none, k, v);
+  });
+}
+
+// Values of keys at snapshot ts (LATEST: now; NEWEST: ts is LATEST); found words per
+// request (0 on absent keys).
+template <bool NEWEST>
+__device__ __forceinline__ void find_many(const tree& t, unsigned ts, const K* keys, unsigned n, V* values,
+                                          unsigned* found) {
   for_each_query(n, [&](unsigned i, unsigned src) {
     with_layout(t, [&](const auto& tl) {
       V v = V(0);
-      const bool hit = detail::find<QUERY_TILE, cached>(tl, keys[i], ts, v);
+      const bool hit = detail::find<QUERY_TILE, cached, NEWEST>(tl, keys[i], ts, v);
       if (qtile::rank() == src) {
         values[i] = hit ? v : V(0);
         found[i] = hit;
       }
     });
   });
+}
+
+// Values of keys at snapshot ts (LATEST: now).
+extern "C" __global__ void GPUDS_KERNEL(mv_find)(tree t, unsigned ts, const K* keys, unsigned n, V* values,
+                                                 unsigned* found) {
+  find_many<false>(t, ts, keys, n, values, found);
+}
+
+// Values of keys in the newest state: mv_find at LATEST without the version walk, which
+// it cannot take (fewer registers, so more warps in flight).
+extern "C" __global__ void GPUDS_KERNEL(mv_find_newest)(tree t, const K* keys, unsigned n, V* values,
+                                                        unsigned* found) {
+  find_many<true>(t, LATEST, keys, n, values, found);
 }
 
 // Successors at ts: (key, value) and found per request.

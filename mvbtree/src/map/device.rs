@@ -243,15 +243,21 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         }
         let stream = self.gpu.stream();
         let r = self.tree_ref(Updates::InPlace);
-        let shape = self.grid(&self.kernels.find, n as usize)?;
-        let mut args = stream.launch_builder(self.kernels.find.func());
-        args.arg(&r)
-            .arg(&ts)
-            .arg(keys)
-            .arg(&n)
-            .arg(values)
-            .arg(found);
-        // SAFETY: keys, values and found hold at least n elements (checked).
+        // The newest state: the kernel without the version walk (fewer registers).
+        let kernel = if snap.is_some() {
+            &self.kernels.find
+        } else {
+            &self.kernels.find_newest
+        };
+        let shape = self.grid(kernel, n as usize)?;
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r);
+        if snap.is_some() {
+            args.arg(&ts);
+        }
+        args.arg(keys).arg(&n).arg(values).arg(found);
+        // SAFETY: keys, values and found hold at least n elements (checked); the
+        // arguments are the kernel's (mv_find_newest takes no timestamp).
         unsafe { args.launch(shape) }?;
         Ok(())
     }

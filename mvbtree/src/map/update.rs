@@ -191,8 +191,14 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         let copies = mode == Updates::OutOfPlace || self.snapshots.bounds().is_some();
         self.ensure_room(if copies { n as u64 + 64 } else { 0 })?;
         let r = self.tree_ref(mode);
-        let shape = self.grid(&self.kernels.erase, n as usize)?;
-        let mut args = stream.launch_builder(self.kernels.erase.func());
+        // No version can be made (in place, no live snapshot): the 16-lane removal kernel.
+        let kernel = if copies {
+            &self.kernels.erase
+        } else {
+            &self.kernels.erase_plain
+        };
+        let shape = self.grid(kernel, n as usize)?;
+        let mut args = stream.launch_builder(kernel.func());
         args.arg(&r)
             .arg(keys)
             .arg(&n)

@@ -15,10 +15,11 @@ namespace detail {
 template <unsigned TILE, class Tree>
 using vview_of = vview<TILE, typename Tree::key_type, typename Tree::value_type>;
 
-// Loads the version of node `head` that snapshot ts sees into n (LATEST: the head itself).
+// Loads the version of node `head` that snapshot ts sees into n (LATEST: the head itself;
+// NEWEST: ts is LATEST, known at compile time, so the version walk is not compiled in).
 // `steps` counts node visits against max_steps. False (after reporting) when no version
 // could be read.
-template <unsigned TILE, class Mode, class Tree>
+template <unsigned TILE, class Mode, bool NEWEST = false, class Tree>
 __device__ __forceinline__ bool load_at(const Tree& t, node_addr head, unsigned ts, vview_of<TILE, Tree>& n,
                                         unsigned& steps) {
   using S = typename vview_of<TILE, Tree>::S;
@@ -31,7 +32,7 @@ __device__ __forceinline__ bool load_at(const Tree& t, node_addr head, unsigned 
       t.template report<TILE>(gpuds::status::RETRY_LIMIT);
       return false;
     }
-    if (ts == LATEST) return true;
+    if (NEWEST || ts == LATEST) return true;
     if (n.ts() != UNSET_TS) break;
     // Stamp it, then read it again: the node may have changed between the load and the
     // stamp (a newer version published and stamped by someone else would otherwise be
@@ -71,12 +72,12 @@ __device__ __forceinline__ bool load_at(const Tree& t, node_addr head, unsigned 
 
 // From the root to the version (at ts) of the leaf whose range holds k, moving right past
 // high keys.
-template <unsigned TILE, class Mode, class Tree>
+template <unsigned TILE, class Mode, bool NEWEST = false, class Tree>
 __device__ bool find_leaf_at(const Tree& t, typename Tree::key_type k, unsigned ts, vview_of<TILE, Tree>& n,
                              unsigned& steps) {
   node_addr addr = t.tree.root;
   for (;;) {
-    if (!load_at<TILE, Mode>(t, addr, ts, n, steps)) return false;
+    if (!load_at<TILE, Mode, NEWEST>(t, addr, ts, n, steps)) return false;
     if (n.beyond(k)) {
       addr = n.link;
       continue;
@@ -90,11 +91,12 @@ __device__ bool find_leaf_at(const Tree& t, typename Tree::key_type k, unsigned 
   }
 }
 
-template <unsigned TILE, class Mode, class Tree>
+// The value of k at ts (NEWEST: of the newest state, ts LATEST).
+template <unsigned TILE, class Mode, bool NEWEST = false, class Tree>
 __device__ bool find(const Tree& t, typename Tree::key_type k, unsigned ts, typename Tree::value_type& value) {
   vview_of<TILE, Tree> n;
   unsigned steps = 0;
-  if (!find_leaf_at<TILE, Mode>(t, k, ts, n, steps)) return false;
+  if (!find_leaf_at<TILE, Mode, NEWEST>(t, k, ts, n, steps)) return false;
   const int i = n.find(k);
   if (i < 0) return false;
   value = n.val_at(static_cast<unsigned>(i));
