@@ -33,16 +33,23 @@ constexpr bool IN_STEP = MVBTREE_LOCKSTEP != 0 && QUERY_TILE < 32;
 
 // Occupancy of the update kernels: blocks of 256 threads (the host's) per SM each is
 // compiled for. The insertion walks are latency-bound, so more warps in flight pay more
-// than the few registers spilled to fit them: on the H200 (2^24 random u32 keys into an
-// empty tree) 3 blocks (68 registers, no bounds) inserted 0.61 G keys/s in place and 0.42
-// out of place, 5 blocks (48 registers, 24 bytes spilled) 0.83 and 0.61; 4, 6 and 8
-// blocks were slower in place. Wider pairs need more registers: 4 blocks spill nothing.
-// The removal without versions (16-lane tiles) fits 8 blocks (32 registers) with u32
-// pairs. MV_INSERT_MIN_BLOCKS / MV_ERASE_MIN_BLOCKS override them.
+// than the few registers spilled to fit them. On the H200, 2^24 random u32 keys into an
+// empty tree: the versioned insertion at 3 blocks (68 registers, no bounds) inserted 0.61
+// G keys/s in place and 0.42 out of place, at 5 blocks (48 registers, 24 bytes spilled)
+// 0.83 and 0.61 (4, 6 and 8 blocks: slower in place); the insertion without versions
+// (mv_insert_plain) at 5 blocks 0.86-0.87, at 6 (40 registers, 32 bytes spilled)
+// 0.90-0.91. Wider pairs need more registers: 4 blocks spill nothing or little. The
+// removal without versions (16-lane tiles) fits 8 blocks (32 registers) with u32 pairs.
+// MV_INSERT_MIN_BLOCKS, MV_INSERT_PLAIN_MIN_BLOCKS, MV_ERASE_MIN_BLOCKS override them.
 #ifdef MV_INSERT_MIN_BLOCKS
 constexpr unsigned INSERT_MIN_BLOCKS = MV_INSERT_MIN_BLOCKS;
 #else
 constexpr unsigned INSERT_MIN_BLOCKS = sizeof(K) + sizeof(V) > 8 ? 4 : 5;
+#endif
+#ifdef MV_INSERT_PLAIN_MIN_BLOCKS
+constexpr unsigned INSERT_PLAIN_MIN_BLOCKS = MV_INSERT_PLAIN_MIN_BLOCKS;
+#else
+constexpr unsigned INSERT_PLAIN_MIN_BLOCKS = sizeof(K) + sizeof(V) > 8 ? 4 : 6;
 #endif
 #ifdef MV_ERASE_MIN_BLOCKS
 constexpr unsigned ERASE_MIN_BLOCKS = MV_ERASE_MIN_BLOCKS;
@@ -127,9 +134,11 @@ extern "C" __global__ void GPUDS_KERNEL(mv_snapshot)(tree t, unsigned* out) {
   if (lane_id() == 0) *out = s;
 }
 
-// Batched insertion: replaced and failed bits per request.
-extern "C" __global__ void __launch_bounds__(256, INSERT_MIN_BLOCKS) GPUDS_KERNEL(mv_insert)(tree tree_arg, const K* keys, const V* values, unsigned n,
-                                                   unsigned* replaced_bits, unsigned* failed_bits) {
+// Batched insertion: replaced and failed bits per request. PLAIN: no version can be made
+// (IN_PLACE, no live snapshot), so the copy code is left out.
+template <bool PLAIN>
+__device__ __forceinline__ void insert_each(const tree& tree_arg, const K* keys, const V* values, unsigned n,
+                                            unsigned* replaced_bits, unsigned* failed_bits) {
   const tree t = batch_time(tree_arg);
   warp_allocator allocator(t.tree.alloc);
   gpuds::alloc::null_block none;
@@ -139,7 +148,8 @@ extern "C" __global__ void __launch_bounds__(256, INSERT_MIN_BLOCKS) GPUDS_KERNE
     const V my_value = active ? values[i] : V(0);
     gpuds::btree::insert_outcome outcome = gpuds::btree::INSERT_FAILED;
     tile_work_share<32>(active, [&](unsigned src) {
-      const auto r = detail::insert(t, allocator, &none, warp::shfl(my_key, src), warp::shfl(my_value, src));
+      const auto r = detail::insert<gpuds::alloc::null_block, PLAIN>(t, allocator, &none, warp::shfl(my_key, src),
+                                                                      warp::shfl(my_value, src));
       if (lane_id() == src) outcome = r;
     });
     added += __popc(__ballot_sync(FULL_MASK, outcome == gpuds::btree::INSERT_ADDED));
@@ -147,6 +157,21 @@ extern "C" __global__ void __launch_bounds__(256, INSERT_MIN_BLOCKS) GPUDS_KERNE
     put_bits(failed_bits, chunk, active && outcome == gpuds::btree::INSERT_FAILED);
   });
   add_size(t, added);
+}
+
+// Batched insertion in either mode, versions made as the copy rule says.
+extern "C" __global__ void __launch_bounds__(256, INSERT_MIN_BLOCKS)
+    GPUDS_KERNEL(mv_insert)(tree t, const K* keys, const V* values, unsigned n, unsigned* replaced_bits,
+                            unsigned* failed_bits) {
+  insert_each<false>(t, keys, values, n, replaced_bits, failed_bits);
+}
+
+// Batched insertion that can make no version (IN_PLACE, no live snapshot: the host
+// launches this kernel only then).
+extern "C" __global__ void __launch_bounds__(256, INSERT_PLAIN_MIN_BLOCKS)
+    GPUDS_KERNEL(mv_insert_plain)(tree t, const K* keys, const V* values, unsigned n, unsigned* replaced_bits,
+                                  unsigned* failed_bits) {
+  insert_each<true>(t, keys, values, n, replaced_bits, failed_bits);
 }
 
 // Batched removal, one request at a time per tile of TILE lanes: erase_one(key, value)

@@ -79,8 +79,14 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         self.ensure_room(self.update_bound(n as usize, mode))?;
         let mut replaced = stream.alloc_zeros::<u32>(words)?;
         let r = self.tree_ref(mode);
-        let shape = self.grid(&self.kernels.insert, n as usize)?;
-        let mut args = stream.launch_builder(self.kernels.insert.func());
+        // No version can be made (in place, no live snapshot): the kernel without copies.
+        let kernel = if self.makes_versions(mode) {
+            &self.kernels.insert
+        } else {
+            &self.kernels.insert_plain
+        };
+        let shape = self.grid(kernel, n as usize)?;
+        let mut args = stream.launch_builder(kernel.func());
         args.arg(&r)
             .arg(keys)
             .arg(values)
@@ -92,9 +98,15 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         Ok(failed)
     }
 
+    /// Whether updates in `mode` may copy nodes as older versions: out of place, or in
+    /// place while a snapshot is live (the device's copy rule then has a threshold).
+    fn makes_versions(&self, mode: Updates) -> bool {
+        mode == Updates::OutOfPlace || self.snapshots.bounds().is_some()
+    }
+
     /// Units a batch of `n` updates may take.
     fn update_bound(&self, n: usize, mode: Updates) -> u64 {
-        let copies = mode == Updates::OutOfPlace || self.snapshots.bounds().is_some();
+        let copies = self.makes_versions(mode);
         node_bound(n, crate::node::pairs_per_node(self.layout), copies)
     }
 
@@ -188,7 +200,7 @@ impl<K: TreeKey, V: TreeValue> VersionedBTreeMap<K, V> {
         if n == 0 {
             return Ok(failed);
         }
-        let copies = mode == Updates::OutOfPlace || self.snapshots.bounds().is_some();
+        let copies = self.makes_versions(mode);
         self.ensure_room(if copies { n as u64 + 64 } else { 0 })?;
         let r = self.tree_ref(mode);
         // No version can be made (in place, no live snapshot): the 16-lane removal kernel.

@@ -215,15 +215,17 @@ __device__ __forceinline__ bool take(gpuds::alloc::warp_allocator& allocator, bo
 
 // Changes the latched leaf `a` (read as n): replaces value i (i >= 0) or inserts (k, v)
 // (i < 0, insert) or removes pair i (remove). Publishes, releasing the latch; false (latch
-// still held, nothing changed) when the pool has no unit for a copy.
-template <class R, class K, class V>
+// still held, nothing changed) when the pool has no unit for a copy. PLAIN: the caller
+// knows that no version can be made (IN_PLACE, no live snapshot: copy_below == 0), so the
+// copy code is not compiled in.
+template <class R, bool PLAIN = false, class K, class V>
 __device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, R* reclaim,
                             node_addr a, const wview<K, V>& n, int i, bool remove, K key, V value) {
   using L = btree::layout<K, V>;
   using tile = gpuds::warp::tile<32>;
   const unsigned ts = stamped(t, a, n);
   const unsigned now = time_now(t);
-  const bool copy = ts < copy_threshold(t, false, now);
+  const bool copy = !PLAIN && ts < copy_threshold(t, false, now);
   const bool retiring = copy && retire_copy<R>(t, n);
   units u;
   if (!take(allocator, copy, false, false, u)) {
@@ -231,7 +233,7 @@ __device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::war
     return false;
   }
   if (copy) write_copy(t, a, u.a, n, ts, retiring);
-  const unsigned new_ts = t.mode == OUT_OF_PLACE ? UNSET_TS : now;
+  const unsigned new_ts = !PLAIN && t.mode == OUT_OF_PLACE ? UNSET_TS : now;
   unsigned word;
   node_addr older;
   next_version(n, copy, retiring, u.a, new_ts, word, older);
@@ -263,8 +265,8 @@ __device__ bool change_leaf(const versioned_tree_ref<K, V>& t, gpuds::alloc::war
 // Splits the latched full node `cur` (read as n) under its latched parent (read as p,
 // its true parent, not full) into itself and a fresh right node; publishes the parent and
 // then cur, releasing both latches. False (both still latched, nothing changed) when the
-// pool has too few units.
-template <class R, class K, class V>
+// pool has too few units. PLAIN: as change_leaf.
+template <class R, bool PLAIN = false, class K, class V>
 __device__ bool split(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, R* reclaim,
                       node_addr cur, const wview<K, V>& n, node_addr parent, const wview<K, V>& p, K split_key,
                       node_addr& right) {
@@ -273,7 +275,7 @@ __device__ bool split(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allo
   const unsigned pts = stamped(t, parent, p);
   const unsigned now = time_now(t);
   const unsigned limit = copy_threshold(t, true, now);
-  const bool copy_n = nts < limit, copy_p = pts < limit;
+  const bool copy_n = !PLAIN && nts < limit, copy_p = !PLAIN && pts < limit;
   const bool retire_n = copy_n && retire_copy<R>(t, n), retire_p = copy_p && retire_copy<R>(t, p);
   units u;
   if (!take(allocator, true, copy_n, copy_p, u)) {
@@ -304,15 +306,15 @@ __device__ bool split(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allo
 
 // Splits the latched full root (read as n) into two fresh nodes one level down and makes
 // the root their parent; publishes the root. False (root unchanged, still latched) when
-// the pool has too few units.
-template <class R, class K, class V>
+// the pool has too few units. PLAIN: as change_leaf.
+template <class R, bool PLAIN = false, class K, class V>
 __device__ bool split_root(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator, R* reclaim,
                            const wview<K, V>& n) {
   using S = vshape<K, V>;
   const node_addr root = t.tree.root;
   const unsigned ts = stamped(t, root, n);
   const unsigned now = time_now(t);
-  const bool copy = ts < copy_threshold(t, true, now);
+  const bool copy = !PLAIN && ts < copy_threshold(t, true, now);
   const bool retiring = copy && retire_copy<R>(t, n);
   units u;
   if (!take(allocator, true, true, copy, u)) {
@@ -337,8 +339,8 @@ __device__ bool split_root(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp
 }
 
 // Listing 4.2 on the B-link insertion of gpuds-btree (Algorithm 3.2). A full converged
-// warp; the outcome is uniform.
-template <class R, class K, class V>
+// warp; the outcome is uniform. PLAIN: as change_leaf.
+template <class R, bool PLAIN = false, class K, class V>
 __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds::alloc::warp_allocator& allocator,
                                         R* reclaim, K k, V v) {
   using S = vshape<K, V>;
@@ -386,7 +388,7 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
     }
     if (n.full()) {
       if (cur == root) {
-        if (!split_root(t, allocator, reclaim, n)) {
+        if (!split_root<R, PLAIN>(t, allocator, reclaim, n)) {
           btree::unlatch<32>(w);
           return btree::INSERT_FAILED;
         }
@@ -420,7 +422,7 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
         continue;
       }
       node_addr right = null_node;
-      if (!split(t, allocator, reclaim, cur, n, parent, p, split_key, right)) {
+      if (!split<R, PLAIN>(t, allocator, reclaim, cur, n, parent, p, split_key, right)) {
         btree::unlatch<32>(pw);
         btree::unlatch<32>(w);
         return btree::INSERT_FAILED;
@@ -434,7 +436,7 @@ __device__ btree::insert_outcome insert(const versioned_tree_ref<K, V>& t, gpuds
       continue;
     }
     const int i = n.find(k);
-    if (!change_leaf(t, allocator, reclaim, cur, n, i, false, k, v)) {
+    if (!change_leaf<R, PLAIN>(t, allocator, reclaim, cur, n, i, false, k, v)) {
       btree::unlatch<32>(w);
       return btree::INSERT_FAILED;
     }
