@@ -3,8 +3,9 @@
 //! `compare` for two saved runs, `plot` for drawing a saved run, and `completions` for
 //! shell completion scripts.
 //!
-//! The run options (`--reps`, `--device`, `--json`, `--csv`, `--plot`, `--quiet`) and the
-//! experiment options (`--keys`, `--load`, `--key`, `--value`) are global: they may come before or after the subcommand. A bad command line gets clap's
+//! The run options (`--reps`, `--device`, `--json`, `--csv`, `--plot`, `--quiet`,
+//! `--cases`) and the experiment options (`--keys`, `--load`, `--key`, `--value`) are
+//! global: they may come before or after the subcommand. A bad command line gets clap's
 //! message, which names the option, and exit code 2.
 
 use std::path::PathBuf;
@@ -81,8 +82,10 @@ pub struct RunOptions {
     #[arg(long, global = true, value_name = "L,...", value_delimiter = ',',
           value_parser = load_parser)]
     pub load: Option<Vec<f64>>,
-    /// Run only the cases whose label contains this text (case-insensitive); repeat the
-    /// option for several, e.g. `--cases "erase half" --cases "build and find, 2^24"`.
+    /// Run only the cases whose label contains this text (case-insensitive, a substring:
+    /// `2^2` matches 2^20, 2^22 and 2^24); repeat the option for several, e.g. `--cases
+    /// "erase half" --cases "build and find, 2^24"`. Under `quick` it selects from every
+    /// experiment. A text that no case label contains is refused (the error lists them).
     #[arg(long, global = true, value_name = "TEXT")]
     pub cases: Option<Vec<String>>,
     /// Key type (u64: linear, hive, btree, slabhash and quick).

@@ -33,7 +33,15 @@ fn main() -> ExitCode {
         }),
         command => match command.experiment() {
             Some(name) => {
-                if let Err(why) = gpuds_benches::experiments::check(name, &cli.options.params()) {
+                let params = cli.options.params();
+                let checked = gpuds_benches::experiments::check(name, &params).and_then(|()| {
+                    gpuds_benches::run::check_cases(
+                        &[name.to_string()],
+                        &params,
+                        cli.options.cases.as_deref(),
+                    )
+                });
+                if let Err(why) = checked {
                     eprintln!("gpuds-bench: error: {why}");
                     return ExitCode::from(2);
                 }

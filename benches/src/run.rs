@@ -98,6 +98,35 @@ fn plan(names: &[String], params: &Params) -> Vec<Case> {
     cases
 }
 
+/// Checks `--cases` before any GPU work: every text must be non-empty and found in the
+/// label of at least one case of `experiments` (a typo would otherwise drop its cases
+/// silently). The error lists the labels there are.
+pub fn check_cases(
+    experiments: &[String],
+    params: &Params,
+    words: Option<&[String]>,
+) -> Result<(), String> {
+    let Some(words) = words else { return Ok(()) };
+    let labels: Vec<String> = plan(experiments, params)
+        .into_iter()
+        .map(|c| c.label)
+        .collect();
+    for word in words {
+        let w = word.trim().to_lowercase();
+        if w.is_empty() {
+            return Err("--cases needs a non-empty text".into());
+        }
+        if !labels.iter().any(|l| l.to_lowercase().contains(&w)) {
+            return Err(format!(
+                "no case of {} has a label containing {word:?}; the cases: {}",
+                experiments.join(", "),
+                labels.join("; ")
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// The cases whose label contains one of `words` (case-insensitive), in order.
 fn selected(cases: Vec<Case>, words: Option<&[String]>) -> Vec<Case> {
     let Some(words) = words else { return cases };
@@ -113,7 +142,7 @@ fn selected(cases: Vec<Case>, words: Option<&[String]>) -> Vec<Case> {
 
 #[cfg(test)]
 mod tests {
-    use super::{plan, selected};
+    use super::{check_cases, plan, selected};
     use crate::experiments::{Params, Scale, Word};
 
     fn labels(key: Word, value: Word) -> Vec<String> {
@@ -154,5 +183,22 @@ mod tests {
             selected(plan(&["mvbtree".to_string()], &params), None).len(),
             all
         );
+    }
+
+    #[test]
+    fn cases_that_match_nothing_or_are_empty_are_refused() {
+        let params = Params::new(Scale::Full);
+        let exp = ["mvbtree".to_string()];
+        assert!(check_cases(&exp, &params, None).is_ok());
+        assert!(check_cases(&exp, &params, Some(&["Erase HALF".to_string()])).is_ok());
+        let typo = check_cases(&exp, &params, Some(&["erase hlaf".to_string()])).unwrap_err();
+        assert!(
+            typo.contains("erase hlaf") && typo.contains("erase half"),
+            "{typo}"
+        );
+        // One text that matches does not excuse one that does not.
+        let words = ["erase half".to_string(), "nothing".to_string()];
+        assert!(check_cases(&exp, &params, Some(&words)).is_err());
+        assert!(check_cases(&exp, &params, Some(&[" ".to_string()])).is_err());
     }
 }
