@@ -19,7 +19,6 @@ pub(crate) fn program<K: TreeKey, V: TreeValue>(tile: u32) -> Program {
         .define("KEY_T", K::CUDA_TYPE)
         .define("VALUE_T", V::CUDA_TYPE)
         .define("QUERY_TILE", tile)
-        .define("MVBTREE_BLOCK", crate::map::BLOCK)
         .define("KERNEL_SUFFIX", suffix);
     if layout == NodeLayout::NARROW {
         program

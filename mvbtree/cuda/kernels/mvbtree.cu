@@ -3,9 +3,10 @@
 // live snapshot, runs mv_insert_plain, without the copy code, or mv_erase_plain, on
 // 16-lane tiles), snapshots, queries at a snapshot (tiles of QUERY_TILE lanes,
 // non-coherent loads: no kernel changes the tree while a host-side query runs; the newest
-// state's finds without the version walk, mv_find_newest), the mixed batch (whole warps, coherent loads, a tile-wide snapshot per query) and
-// the version collector. Compiled once per key type KEY_T and value type VALUE_T;
-// KERNEL_SUFFIX names the instantiation (`mv_insert_u32_u32`).
+// state's finds without the version walk, mv_find_newest), the mixed batch (whole warps,
+// coherent loads, a tile-wide snapshot per query) and the version collector. Compiled
+// once per key type KEY_T and value type VALUE_T; KERNEL_SUFFIX names the instantiation
+// (`mv_insert_u32_u32`).
 // Range queries with 8- and 16-lane tiles run every tile of a warp in step
 // (detail::range_in_step: whole-warp ballots and shuffles, one node per tile and round);
 // 32-lane tiles, or MVBTREE_LOCKSTEP=0, take the per-tile walk (detail::range).
@@ -33,13 +34,7 @@ using warp = gpuds::warp::tile<32>;
 using qtile = gpuds::warp::tile<QUERY_TILE>;
 constexpr bool IN_STEP = MVBTREE_LOCKSTEP != 0 && QUERY_TILE < 32;
 
-// Threads per block of every launch (the host's BLOCK, defined by the host).
-#ifndef MVBTREE_BLOCK
-#define MVBTREE_BLOCK 256
-#endif
-constexpr unsigned MV_BLOCK = MVBTREE_BLOCK;
-
-// Occupancy of the update kernels: blocks of MV_BLOCK threads per SM each is
+// Occupancy of the update kernels: blocks of 256 threads (the host's) per SM each is
 // compiled for. The insertion walks are latency-bound, so more warps in flight pay more
 // than the few registers spilled to fit them. On the H200, 2^24 random u32 keys into an
 // empty tree: the versioned insertion at 3 blocks (68 registers, no bounds) inserted 0.61
@@ -168,7 +163,7 @@ __device__ __forceinline__ void insert_each(const tree& tree_arg, const K* keys,
 }
 
 // Batched insertion in either mode, versions made as the copy rule says.
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, INSERT_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(256, INSERT_MIN_BLOCKS)
     GPUDS_KERNEL(mv_insert)(tree t, const K* keys, const V* values, unsigned n, unsigned* replaced_bits,
                             unsigned* failed_bits) {
   insert_each<false>(t, keys, values, n, replaced_bits, failed_bits);
@@ -176,7 +171,7 @@ extern "C" __global__ void __launch_bounds__(MV_BLOCK, INSERT_MIN_BLOCKS)
 
 // Batched insertion that can make no version (IN_PLACE, no live snapshot: the host
 // launches this kernel only then).
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, INSERT_PLAIN_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(256, INSERT_PLAIN_MIN_BLOCKS)
     GPUDS_KERNEL(mv_insert_plain)(tree t, const K* keys, const V* values, unsigned n, unsigned* replaced_bits,
                                   unsigned* failed_bits) {
   insert_each<true>(t, keys, values, n, replaced_bits, failed_bits);
@@ -215,7 +210,7 @@ __device__ __forceinline__ void erase_each(const tree& t, const K* keys, unsigne
 // this kernel only then): tiles of 16 lanes, two removals at a time per warp, as
 // GpuBTreeMap's removal. Its own kernel, so that the registers of the versioned removal
 // (allocator, copies) do not lower its occupancy.
-extern "C" __global__ void __launch_bounds__(MV_BLOCK, ERASE_MIN_BLOCKS)
+extern "C" __global__ void __launch_bounds__(256, ERASE_MIN_BLOCKS)
     GPUDS_KERNEL(mv_erase_plain)(tree tree_arg, const K* keys, unsigned n, V* old_values, unsigned* removed_bits,
                                  unsigned* failed_bits) {
   const tree t = batch_time(tree_arg);
@@ -351,6 +346,7 @@ enum op_code : unsigned { OP_INSERT = 0, OP_REMOVE = 1, OP_GET = 2, OP_SUCCESSOR
 // A persistent grid of at most the reclaimer's slots blocks: each block takes MV_BLOCK
 // requests per round, between enter() and leave() of its epoch-based reclaimer, which the
 // older versions the round makes are handed to (when no host snapshot is live).
+constexpr unsigned MV_BLOCK = 256;
 constexpr unsigned SHARED_BAG = 128;  // units per epoch bag in shared memory (§4.5: 128)
 extern "C" __global__ void __launch_bounds__(MV_BLOCK, 4)
     GPUDS_KERNEL(mv_apply)(tree t, gpuds::alloc::ebr_ref reclaimer, const unsigned* ops, const K* keys,
