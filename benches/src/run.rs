@@ -112,11 +112,10 @@ pub fn check_cases(
         .map(|c| c.label)
         .collect();
     for word in words {
-        let w = word.trim().to_lowercase();
-        if w.is_empty() {
+        if word.trim().is_empty() {
             return Err("--cases needs a non-empty text".into());
         }
-        if !labels.iter().any(|l| l.to_lowercase().contains(&w)) {
+        if !labels.iter().any(|l| label_matches(l, word)) {
             return Err(format!(
                 "no case of {} has a label containing {word:?}; the cases: {}",
                 experiments.join(", "),
@@ -127,16 +126,17 @@ pub fn check_cases(
     Ok(())
 }
 
-/// The cases whose label contains one of `words` (case-insensitive), in order.
+/// Whether a case label contains a `--cases` text (trimmed, case-insensitive).
+fn label_matches(label: &str, word: &str) -> bool {
+    label.to_lowercase().contains(&word.trim().to_lowercase())
+}
+
+/// The cases whose label contains one of `words`, in order.
 fn selected(cases: Vec<Case>, words: Option<&[String]>) -> Vec<Case> {
     let Some(words) = words else { return cases };
-    let words: Vec<String> = words.iter().map(|w| w.trim().to_lowercase()).collect();
     cases
         .into_iter()
-        .filter(|c| {
-            let label = c.label.to_lowercase();
-            words.iter().any(|w| label.contains(w.as_str()))
-        })
+        .filter(|c| words.iter().any(|w| label_matches(&c.label, w)))
         .collect()
 }
 
