@@ -11,11 +11,17 @@
 //   EMPTY_KEY to k, then a store of the value and an atomic and of the slot's free bit
 //   (no one in this kernel waits for either);
 // - else (b1 full) the same in b2, b1's SPILL set first;
-// - a lost swap reads again (relaxed, at L2); what is left after TRIES reads, or finds b1
-//   locked or STASHED, b1 and b2 full, or a reserved key, goes to the queue
-//   (bulk::QUEUE_HEAD), whose inserts the second kernel (hive_insert_queued) runs through
+// - a lost swap uses the key word it returned (fill_slot): k itself finishes as a
+//   replace, another key sends the lane to the next empty slot of the mask it read; only
+//   when the mask is used up does it read again (relaxed, at L2); what is left after
+//   TRIES reads, or finds b1 locked or STASHED, b1 and b2 full (tagged bulk::BOTH_FULL),
+//   or a reserved key, is gathered per warp and goes to the queue (bulk::QUEUE_HEAD), 32
+//   entries per atomic, whose inserts the second kernel (hive_insert_queued) runs through
 //   insert_ops (insert_alone and the tile code: locks, evictions, the stash) once the
 //   first has ended.
+// Each lane's pair of the next iteration is loaded before the current insert runs.
+// Not yet measured on a GPU (written without one): the pipelined loads, the gathered
+// queue and the lost swap's next slot.
 // The common case, a new key with room in b1, is one bucket read, one compare-and-swap
 // and two stores, with no fence, as the packed fill (one compare-and-swap of the whole
 // pair there).
@@ -24,7 +30,8 @@
 // every write of a key word is such a fill (EMPTY_KEY to its final key), nothing empties
 // a slot and nothing moves a key, so the packed fill's argument holds for key words (two
 // fills of one key into a bucket cannot both succeed: the later one chose the lowest
-// slot it read empty, so it read the other's slot full, with k; a fill into b2 follows a
+// slot it read empty and no lost swap returned full, so it saw the other's slot full,
+// with k; fill_slot has the details; a fill into b2 follows a
 // read of b1 full without k, and b1 stays full). No one in this kernel reads a value
 // word, so a key published before its value is seen by no reader: a replace of k (a
 // second pair of k in the batch) stores its value without looking at the old one, and
@@ -62,18 +69,57 @@ __device__ __forceinline__ unsigned scan_keys(const unsigned long long* bucket, 
   return empty;
 }
 
-// Fills the lowest empty slot of `empty` in bucket b with (k, v): true when the key
-// word's swap took it (the value and the free bit follow).
+// What fill_slot returns when every slot of its mask was lost to another key.
+constexpr unsigned FILL_LOST = 0xfdu;
+// What insert_one returns for an insert left to the second kernel because b1 and b2 were
+// both full without k (queued with bulk::BOTH_FULL); STEP_LEFTOVER for the other causes.
+constexpr unsigned STEP_BOTH_FULL = 0xfeu;
+
+// Fills the lowest empty slot of `empty` in bucket b with (k, v): STEP_CLAIM when the key
+// word's swap from EMPTY_KEY took a slot (the value and the free bit follow), STEP_REPLACE
+// when a lost swap returned k itself (k's value is stored into that slot), FILL_LOST when
+// every slot of the mask was lost to other keys (the caller reads the bucket again).
+//
+// A lost swap is not followed by a new read of the bucket: the swap returned the slot's
+// key word, which in this kernel is final (a key word changes once, from EMPTY_KEY to its
+// key; nothing empties, moves or replaces a key word here). So:
+// - a returned k means k is in that slot for the rest of the kernel: storing v there is
+//   the replace the read would have found (the lane that filled it stores its own value
+//   too; one of the two lands last, as for any two pairs of one key in a batch);
+// - a returned key k' != k (never EMPTY_KEY, the swap failed; never BUSY_KEY, no one
+//   writes it in this kernel) means the slot holds k', not k, for good. The next slot
+//   tried is the next of the mask, in increasing order, so when a fill of k succeeds at
+//   slot j, every slot below j was seen holding a key other than k: read full in the scan
+//   (which found no k) or returned by a lost swap here. Each such slot keeps that key,
+//   so no fill of k into it (before or after) can succeed: two fills of k into one bucket
+//   never both succeed, which is the packed fill's uniqueness argument with "read full"
+//   extended to "returned by a lost swap". A stale read (the first one goes through L1)
+//   only shows filled slots empty, whose swaps then return their keys here.
+// - b1 versus b2 is unchanged: a fill of k into b2 follows a read of b1 full without k,
+//   and a successful fill of k into b1 at slot j means j was empty at that swap, so any
+//   read that saw b1 full (slot j included) came later and saw k there. So no lane
+//   fills k into b2 once k can enter b1, and none fills b1 after b1 read full.
 template <typename Ref>
-__device__ __forceinline__ bool fill_slot(const Ref& t, unsigned b, unsigned empty, typename Ref::key_type k,
-                                          typename Ref::value_type v) {
+__device__ __forceinline__ unsigned fill_slot(const Ref& t, unsigned b, unsigned empty, typename Ref::key_type k,
+                                              typename Ref::value_type v) {
   using S = typename Ref::S;
-  const unsigned slot = __ffs(empty) - 1;
-  const typename S::ptr p = slot_at<S>(t.bucket(b), slot);
-  if (mem::cas_relaxed(p.key, S::EMPTY_KEY, k) != S::EMPTY_KEY) return false;
-  mem::st_relaxed(p.value, v);
-  meta_and(t.meta + b, ~(1ull << slot));
-  return true;
+  unsigned long long* const bucket = t.bucket(b);
+  while (empty != 0) {
+    const unsigned slot = __ffs(empty) - 1;
+    const typename S::ptr p = slot_at<S>(bucket, slot);
+    const typename Ref::key_type r = mem::cas_relaxed(p.key, S::EMPTY_KEY, k);
+    if (r == S::EMPTY_KEY) {
+      mem::st_relaxed(p.value, v);
+      meta_and(t.meta + b, ~(1ull << slot));
+      return STEP_CLAIM;
+    }
+    if (r == k) {
+      mem::st_relaxed(p.value, v);
+      return STEP_REPLACE;
+    }
+    empty &= empty - 1;  // slot holds another key for good: the next empty slot read
+  }
+  return FILL_LOST;
 }
 
 // One insert by one lane (see the top of this file). Returns STEP_CLAIM, STEP_REPLACE,
@@ -98,7 +144,8 @@ __device__ __forceinline__ unsigned insert_one(const Ref& t, typename Ref::key_t
       // b1 holds SLOTS keys, none k, and keeps them in this kernel: k goes to b2.
       if ((m & META_SPILL) == 0) meta_or(t.meta + b1, META_SPILL);
     } else if ((m & META_SPILL) == 0 || b2 == b1) {
-      if (fill_slot(t, b1, empty, k, v)) return STEP_CLAIM;
+      const unsigned s1 = fill_slot(t, b1, empty, k, v);
+      if (s1 != FILL_LOST) return s1;
       continue;
     }
     // b2: k may be there (b1 has SPILL), or k goes there (b1 full).
@@ -109,38 +156,88 @@ __device__ __forceinline__ unsigned insert_one(const Ref& t, typename Ref::key_t
       return STEP_REPLACE;
     }
     if (empty != 0) {
-      if (fill_slot(t, b1, empty, k, v)) return STEP_CLAIM;
+      const unsigned s1 = fill_slot(t, b1, empty, k, v);
+      if (s1 != FILL_LOST) return s1;
       continue;
     }
-    if (empty2 == 0) return STEP_LEFTOVER;  // both full: an eviction, in the second kernel
-    if (fill_slot(t, b2, empty2, k, v)) return STEP_CLAIM;
+    if (empty2 == 0) return STEP_BOTH_FULL;  // both full: an eviction, in the second kernel
+    const unsigned s2 = fill_slot(t, b2, empty2, k, v);
+    if (s2 != FILL_LOST) return s2;
   }
   return STEP_LEFTOVER;
 }
 
-// The first kernel's loop: warp-stride over the batch, one insert per lane, appending
-// the index of each insert left over to `queue` (one atomic per warp and iteration).
+// The first kernel's loop: warp-stride over the batch, one insert per lane, gathering
+// the inserts left over per warp in shared memory and appending them to `queue` 32 at a
+// time (one atomic on its count per 32 entries, as fill::insert_lanes does; entries: the
+// operation's index, with bulk::BOTH_FULL where b1 and b2 were full).
+//
+// Each lane loads its pair of the warp's next iteration before it runs the current one
+// (software pipelining): the loads are issued before insert_one's first bucket read and
+// waited for only at the next iteration, so the DRAM round trip of the batch is off the
+// chain of dependent accesses. Nothing in the kernel writes the batch arrays, so loading
+// early changes no value read. The order of the queue's entries changes (a warp's
+// entries go out when 32 are gathered, or at the end); the second kernel takes them in
+// any order, and it strips BOTH_FULL (the tile code does not use it).
 template <typename Ref>
 __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, const typename Ref::value_type* values,
                              unsigned long long n, unsigned* queue, tally& lane) {
+  using S = typename Ref::S;
+  using K = typename Ref::key_type;
+  using V = typename Ref::value_type;
+  // At most 31 entries wait between appends, plus up to 32 from one iteration.
+  __shared__ unsigned left[bulk::WARPS][64];
+  unsigned lefts = 0;  // the same on every lane
+  const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
-  const unsigned long long warps = static_cast<unsigned long long>(gridDim.x) * blockDim.x / 32;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x / 32 * 32;
   unsigned fills = 0, replaces = 0;
-  for (unsigned long long base = (static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * 32;
-       base < n; base += warps * 32) {
+  unsigned long long base = (static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * 32;
+  K k = S::EMPTY_KEY;
+  V v = 0;
+  if (base + lid < n) {
+    k = keys[base + lid];
+    v = values[base + lid];
+  }
+  for (; base < n; base += stride) {
     const unsigned long long i = base + lid;
+    // The next iteration's pair, in flight while this one runs.
+    const unsigned long long next = i + stride;
+    K next_k = S::EMPTY_KEY;
+    V next_v = 0;
+    if (next < n) {
+      next_k = keys[next];
+      next_v = values[next];
+    }
     unsigned step = STEP_CLAIM;
-    if (i < n) step = insert_one(t, keys[i], values[i]);
+    if (i < n) step = insert_one(t, k, v);
     fills += step == STEP_CLAIM && i < n ? 1u : 0u;
     replaces += step == STEP_REPLACE ? 1u : 0u;
-    const bool left = i < n && step == STEP_LEFTOVER;
-    const unsigned leaving = __ballot_sync(warp::FULL_MASK, left);
-    if (leaving != 0) {
-      unsigned at = 0;
-      if (lid == 0) at = atomicAdd(queue, static_cast<unsigned>(__popc(leaving)));
-      at = __shfl_sync(warp::FULL_MASK, at, 0);
-      if (left) queue[bulk::QUEUE_HEAD + at + __popc(leaving & ((1u << lid) - 1u))] = static_cast<unsigned>(i);
+    const bool leaves = i < n && (step == STEP_LEFTOVER || step == STEP_BOTH_FULL);
+    const unsigned leaving = __ballot_sync(warp::FULL_MASK, leaves);
+    if (leaves) {
+      left[wid][lefts + __popc(leaving & ((1u << lid) - 1u))] =
+          static_cast<unsigned>(i) | (step == STEP_BOTH_FULL ? bulk::BOTH_FULL : 0u);
     }
+    lefts += __popc(leaving);
+    if (lefts >= 32) {
+      __syncwarp();
+      unsigned at = 0;
+      if (lid == 0) at = atomicAdd(queue, 32u);
+      at = __shfl_sync(warp::FULL_MASK, at, 0);
+      queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lefts - 32 + lid];
+      lefts -= 32;
+      __syncwarp();
+    }
+    k = next_k;
+    v = next_v;
+  }
+  __syncwarp();
+  if (lefts > 0) {
+    unsigned at = 0;
+    if (lid == 0) at = atomicAdd(queue, lefts);
+    at = __shfl_sync(warp::FULL_MASK, at, 0);
+    if (lid < lefts) queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lid];
   }
   lane.steps[0] += replaces;
   lane.steps[1] += fills;
@@ -158,7 +255,8 @@ __device__ void queued(const Ref& t, const typename Ref::key_type* keys, const t
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const bool mine = r < count;
-    const unsigned e = mine ? queue[bulk::QUEUE_HEAD + base + r] : 0u;
+    // The operation's index (BOTH_FULL, set by the first kernel, is not used here).
+    const unsigned e = mine ? queue[bulk::QUEUE_HEAD + base + r] & ~bulk::BOTH_FULL : 0u;
     const typename Ref::key_type k = mine ? keys[e] : S::EMPTY_KEY;
     const typename Ref::value_type v = mine ? values[e] : typename Ref::value_type(0);
     insert_ops(t, mine, k, v, offset + e, lane, counts);
