@@ -13,8 +13,9 @@
 // writes result r (coalesced).
 //
 // Tables of wide slots (u64 keys) with buckets of 8 or 16 slots insert in two kernels
-// too: per-lane fills of key words (detail/wide_fill.cuh), then the tile code (with
-// insert_alone) for what the fills left; the state machine of the packed second kernel
+// too: per-lane fills of key words (detail/wide_fill.cuh: a per-lane state machine,
+// wide_fill::insert_states, or with HIVE_WIDE_FILL_LOOP defined the warp-wide loop),
+// then the tile code (with insert_alone) for what the fills left; the state machine of the packed second kernel
 // holds packed words.
 //
 // Defines: HIVE_SLOTS (8, 16, 32), HIVE_HASH (0..3), KEY_T and VALUE_T (unsigned int and
@@ -58,7 +59,13 @@ __device__ __forceinline__ void fill_lanes(const Ref& t, const typename Ref::key
                                            const typename Ref::value_type* values, unsigned long long n,
                                            unsigned* queue, tally& lane) {
   if constexpr (!Ref::S::WIDE && SLOTS <= 16) fill::insert_lanes(t, keys, values, n, queue, lane);
+#ifdef HIVE_WIDE_FILL_LOOP
+  // The warp-wide loop (each lane one insert per iteration), kept for comparison.
   if constexpr (Ref::S::WIDE && SLOTS <= 16) wide_fill::insert_lanes(t, keys, values, n, queue, lane);
+#else
+  // The per-lane state machine (not yet measured on a GPU against the loop above).
+  if constexpr (Ref::S::WIDE && SLOTS <= 16) wide_fill::insert_states(t, keys, values, n, queue, lane);
+#endif
 }
 template <typename Ref>
 __device__ __forceinline__ void queued_lanes(const Ref& t, const typename Ref::key_type* keys,

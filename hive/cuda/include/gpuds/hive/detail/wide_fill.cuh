@@ -244,6 +244,293 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
   lane.len += static_cast<int>(fills);
 }
 
+// A warp's batch pairs of the state machine below (insert_states), as bulk::op_ring for
+// packed tables but with wide keys and values: chunk c holds operations
+// (gw + c * nw) * 32 + lane, each chunk loaded coalesced one chunk ahead and staged in
+// the warp's ring in shared memory; idle lanes take them in order. (A copy rather than a
+// template of bulk::op_ring, so that the packed kernels' code stays as it is.)
+template <typename K, typename V>
+struct wide_ring {
+  K (&rk)[bulk::RING];
+  V (&rv)[bulk::RING];
+  unsigned (&re)[bulk::RING];
+  const K* keys;
+  const V* values;
+  unsigned long long n;
+  unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  unsigned nw = gridDim.x * blockDim.x / 32;
+  unsigned lid = threadIdx.x % 32;
+  unsigned fetched = 0, taken = 0;  // the same on every lane
+  unsigned long long base = 0;      // the first operation of the chunk in flight
+  K pk = ~K(0);
+  V pv = 0;
+
+  __device__ void load() {
+    const unsigned long long at = base + lid;
+    pk = ~K(0);
+    if (at < n) {
+      pk = keys[at];
+      pv = values[at];
+    }
+  }
+  __device__ void start() {
+    base = static_cast<unsigned long long>(gw) * 32;
+    load();
+  }
+  // Stages the chunk in flight when the ring has room for it, and loads the next.
+  __device__ void stage() {
+    if (fetched * 32 - taken <= bulk::RING - 32 && base < n) {
+      rk[(fetched * 32 + lid) % bulk::RING] = pk;
+      rv[(fetched * 32 + lid) % bulk::RING] = pv;
+      re[(fetched * 32 + lid) % bulk::RING] = static_cast<unsigned>(base + lid);
+      fetched += 1;
+      base = (static_cast<unsigned long long>(fetched) * nw + gw) * 32;
+      load();
+      __syncwarp();
+    }
+  }
+  __device__ bool more() const { return taken < fetched * 32; }
+  // Hands the next staged operations to the lanes with `idle`, in lane order: true where
+  // this lane got one (k is all ones past the end of the batch).
+  __device__ bool take(bool idle, K& k, V& v, unsigned& e) {
+    const unsigned want = __ballot_sync(warp::FULL_MASK, idle);
+    const unsigned staged = fetched * 32 - taken;
+    const unsigned rank = __popc(want & ((1u << lid) - 1u));
+    const bool got = idle && rank < staged;
+    if (got) {
+      const unsigned p = (taken + rank) % bulk::RING;
+      k = rk[p];
+      v = rv[p];
+      e = re[p];
+    }
+    taken += __popc(want) < staged ? __popc(want) : staged;
+    return got;
+  }
+};
+
+// Phases of insert_states: what the lane's last issued step was.
+constexpr unsigned IDLE = 0;    // no key
+constexpr unsigned READ = 1;    // b1's key words and metadata word loaded
+constexpr unsigned CHECK2 = 2;  // b1 SPILL-flagged with room: b2's key words loaded (k may be there)
+constexpr unsigned READ2 = 3;   // b1 full without k: b2's key words loaded
+constexpr unsigned FILL = 4;    // compare-and-swap of slot `slot` of `cb`'s key words from EMPTY_KEY to k issued
+
+// The first kernel as a per-lane state machine (the wide form of fill::insert_lanes):
+// each lane takes keys from its warp's ring (wide_ring) and advances its own insert one
+// step per iteration, so a warp no longer waits for its slowest lane before taking new
+// keys. An iteration consumes what the lane's last step returned (the bucket's key words
+// it loaded, or its compare-and-swap's old key word), decides the next step and issues
+// it. The steps and their correctness are insert_one's (top of this file, fill_slot):
+// - READ: k in b1 -> store the value into k's slot (a replace, done); b1 locked or
+//   STASHED -> queue; room in b1 -> FILL at its lowest empty slot, after CHECK2 (b2 read
+//   for k) where b1 has SPILL; b1 full -> READ2 (b2 read), SPILL set on b1 first.
+// - CHECK2: k in b2 -> store the value there; else FILL in b1 (the mask read in READ).
+// - READ2: k in b2 -> store the value; room -> FILL in b2; else queue (BOTH_FULL).
+// - FILL: the swap returned EMPTY_KEY -> store the value, clear the free bit (done); it
+//   returned k -> store the value (a replace, done); another key -> FILL at the next
+//   empty slot of the mask (that slot holds that key for good: fill_slot's argument);
+//   mask used up -> READ again (a try; TRIES reads, then queue).
+// Nothing else changes: every key word written here goes from EMPTY_KEY to its final key
+// by one compare-and-swap, values are stored (relaxed) only by the lane whose swap put k
+// there or that saw k there, and no one in this kernel reads a value word; so the
+// argument at the top of this file holds step by step, whatever the interleaving of the
+// lanes' steps (it never assumed one insert ran to its end before another began).
+// Queue entries are gathered per warp and appended 32 per atomic, as in insert_lanes.
+// Not yet run or measured on a GPU.
+template <typename Ref>
+__device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
+                              const typename Ref::value_type* values, unsigned long long n, unsigned* queue,
+                              tally& lane) {
+  using S = typename Ref::S;
+  using K = typename Ref::key_type;
+  using V = typename Ref::value_type;
+  unsigned fills = 0, replaces = 0;
+  __shared__ K ring_k[bulk::WARPS][bulk::RING];
+  __shared__ V ring_v[bulk::WARPS][bulk::RING];
+  __shared__ unsigned ring_e[bulk::WARPS][bulk::RING];
+  __shared__ unsigned left[bulk::WARPS][64];
+  unsigned lefts = 0;  // the same on every lane
+  const unsigned wid = threadIdx.x / 32;
+  const unsigned lid = threadIdx.x % 32;
+  wide_ring<K, V> ops{ring_k[wid], ring_v[wid], ring_e[wid], keys, values, n};
+  ops.start();
+  unsigned index = 0;
+  K k = S::EMPTY_KEY;
+  V v = 0;
+  unsigned b1 = 0, b2 = 0, cb = 0;
+  unsigned phase = IDLE, tries = 0, slot = 0, mask = 0, mask1 = 0;
+  unsigned long long mread = 0;
+  K r = S::EMPTY_KEY;
+  unsigned long long w[SLOTS];  // the key words of the bucket read last
+#pragma unroll
+  for (unsigned i = 0; i < SLOTS; ++i) w[i] = S::EMPTY_KEY;
+  for (;;) {
+    const bool busy = phase != IDLE;
+    ops.stage();
+    if (!__any_sync(warp::FULL_MASK, busy) && !ops.more()) break;
+    K tk = S::EMPTY_KEY;
+    V tv = 0;
+    unsigned entry = 0;
+    const bool take = ops.take(!busy, tk, tv, entry);
+
+    // --- Consume the last step's results; decide the next step. ---------------------
+    // The bucket a lane read last, scanned once for every phase (only READ, CHECK2 and
+    // READ2 use it, and each follows a step that loaded the bucket).
+    unsigned seen_empty = 0, seen_hit = SLOTS;
+#pragma unroll
+    for (unsigned i = SLOTS; i-- > 0;) {
+      if (w[i] == S::EMPTY_KEY) seen_empty |= 1u << i;
+      if (w[i] == k) seen_hit = i;
+    }
+    bool load1 = false, load2 = false, cas = false, park = false, set_spill = false, both = false;
+    // A store of the value into slot `at` of bucket `in` (k is there: done).
+    bool put = false;
+    unsigned put_b = 0, put_slot = 0;
+    auto done_at = [&](unsigned in, unsigned at) {
+      put = true;
+      put_b = in;
+      put_slot = at;
+      phase = IDLE;
+    };
+    auto fill = [&](unsigned in, unsigned empty) {
+      phase = FILL;
+      cb = in;
+      mask = empty;
+      slot = __ffs(empty) - 1;
+      cas = true;
+    };
+    auto retry = [&]() {
+      if (++tries >= TRIES) {
+        park = true;
+      } else {
+        phase = READ;
+        load1 = true;
+      }
+    };
+
+    if (phase == IDLE) {
+      // Entries past the end of the batch are staged with their index (>= n, below
+      // n + 32): skipped by it, not by the key, so a reserved key (which the host rejects
+      // before the launch) still reaches the tile code, which reports it.
+      if (take && entry < n) {
+        index = entry;
+        k = tk;
+        v = tv;
+        if (Ref::reserved(k)) {
+          park = true;  // the tile code reports it
+        } else {
+          const hash_pair h = hashes(k);
+          b1 = t.bucket_of(h.h1);
+          b2 = t.bucket_of(h.h2);
+          tries = 0;
+          phase = READ;
+          load1 = true;
+        }
+      }
+    } else if (phase == READ) {
+      const unsigned long long m = mread;
+      if (seen_hit != SLOTS) {
+        replaces += 1;
+        done_at(b1, seen_hit);
+      } else if ((m & (META_STASHED | META_LOCK)) != 0) {
+        park = true;
+      } else if (seen_empty != 0) {
+        if ((m & META_SPILL) != 0 && b2 != b1) {
+          mask1 = seen_empty;
+          phase = CHECK2;  // k may have spilled to b2 in an earlier batch
+          load2 = true;
+        } else {
+          fill(b1, seen_empty);
+        }
+      } else if (b2 == b1) {
+        park = true;
+      } else {
+        // b1 holds SLOTS keys, none k, and keeps them in this kernel: k goes to b2.
+        set_spill = (m & META_SPILL) == 0;
+        phase = READ2;
+        load2 = true;
+      }
+    } else if (phase == CHECK2) {
+      if (seen_hit != SLOTS) {
+        replaces += 1;
+        done_at(b2, seen_hit);
+      } else {
+        fill(b1, mask1);  // the slots read empty in b1
+      }
+    } else if (phase == READ2) {
+      if (seen_hit != SLOTS) {
+        replaces += 1;
+        done_at(b2, seen_hit);
+      } else if (seen_empty != 0) {
+        fill(b2, seen_empty);
+      } else {
+        park = true;  // both full: an eviction, in the second kernel
+        both = true;
+      }
+    } else {  // FILL
+      if (r == S::EMPTY_KEY) {
+        // k is in; its value and the slot's free bit follow (no one here reads either).
+        meta_and(t.meta + cb, ~(1ull << slot));
+        fills += 1;
+        done_at(cb, slot);
+      } else if (r == k) {
+        replaces += 1;  // a pair of k filled it first (fill_slot's argument)
+        done_at(cb, slot);
+      } else {
+        mask &= mask - 1;  // slot holds another key for good
+        if (mask != 0) {
+          fill(cb, mask);
+        } else {
+          retry();
+        }
+      }
+    }
+
+    // --- Issue: the value store, loads, the flag, then the compare-and-swap. --------
+    if (put) mem::st_relaxed(slot_at<S>(t.bucket(put_b), put_slot).value, v);
+    if (load1) mread = mem::ld_relaxed(t.meta + b1);
+    if (load1 || load2) {
+      const unsigned long long* const base = t.bucket(load2 ? b2 : b1);
+      // A key's first read of b1 goes through L1 (see the top of this file: a stale line
+      // only shows filled slots empty); every later read bypasses it.
+      if (load1 && tries == 0) {
+        load_bucket<false>(base, w);
+      } else {
+        load_bucket<true>(base, w);
+      }
+    }
+    if (set_spill) meta_or(t.meta + b1, META_SPILL);
+    if (cas) r = mem::cas_relaxed(slot_at<S>(t.bucket(cb), slot).key, S::EMPTY_KEY, k);
+
+    // --- Leave what cannot finish here to the second kernel (convergent). ------------
+    const unsigned parking = __ballot_sync(warp::FULL_MASK, park);
+    if (park) {
+      left[wid][lefts + __popc(parking & ((1u << lid) - 1u))] = index | (both ? bulk::BOTH_FULL : 0u);
+      phase = IDLE;
+    }
+    lefts += __popc(parking);
+    if (lefts >= 32) {
+      __syncwarp();
+      unsigned at = 0;
+      if (lid == 0) at = atomicAdd(queue, 32u);
+      at = __shfl_sync(warp::FULL_MASK, at, 0);
+      queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lefts - 32 + lid];
+      lefts -= 32;
+      __syncwarp();
+    }
+  }
+  __syncwarp();
+  if (lefts > 0) {
+    unsigned at = 0;
+    if (lid == 0) at = atomicAdd(queue, lefts);
+    at = __shfl_sync(warp::FULL_MASK, at, 0);
+    if (lid < lefts) queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lid];
+  }
+  lane.steps[0] += replaces;
+  lane.steps[1] += fills;
+  lane.len += static_cast<int>(fills);
+}
+
 // The second kernel: the queued inserts (entries: the operation's index in the part,
 // operation offset + entry of the batch), a tile's chunk at a time through insert_ops.
 template <typename Ref>
