@@ -255,10 +255,101 @@ struct hive_ref : hive_locate<K, V> {
     return STEP_LEFTOVER;
   }
 
+  // insert_alone for an insert the first kernel queued with both buckets full
+  // (bulk::BOTH_FULL; wide slots' second kernel, wide_fill::queued): straight to the
+  // direct move, without the read of b1 before the lock that insert_alone makes (it
+  // could only find b1 full again) nor the two reads of b2 of insert_alone_locked. The
+  // lane loads b1's word `m` (acquire), then reads b2's key words; where b1 is unlocked,
+  // full and not STASHED, b2 != b1, and b2 full (no empty or BUSY_KEY word) without k,
+  // it locks b1 from `m` (SPILL set in the same swap), reads b1's key words under the
+  // lock and, where they are SLOTS keys none of which is k (no empty or BUSY_KEY word),
+  // makes evict_alone's move from them. Returns STEP_REPLACE (k found in b2), STEP_EVICT,
+  // or STEP_LEFTOVER having changed nothing but perhaps set b1's SPILL flag (b1 was full:
+  // harmless, as in insert_alone); the caller then runs insert_alone. The tag is only a
+  // hint: every condition is checked again here.
+  //
+  // Why the move is the only insert of k (concurrent inserts of this kernel included):
+  // - k is absent from b1: b1's key words were read under b1's lock, all of them keys
+  //   (so no slot is pending) and none k or BUSY_KEY (a key in the middle of a replace,
+  //   perhaps k). While the lane holds the lock, k cannot enter b1: a lock-free claim
+  //   needs a free bit (b1 full as of `m`, and in a kernel that only inserts a full
+  //   bucket stays full: evictions swap keys), a replace needs k there, every other
+  //   placement needs b1's lock.
+  // - k is absent from b2: b2 was read after the acquire load of `m`, so it shows every
+  //   key placed there by a holder of b1's lock that released it before `m`; no one held
+  //   the lock at `m` (unlocked), and no one took it between `m` and the lane's swap from
+  //   `m` (the swap would fail: every lock advances the version). In this kernel k
+  //   enters b2 only under b1's lock (insert_alone_locked, insert_locked, evict), and the
+  //   first kernel's lock-free fills ended before it. From the lock on, k neither enters
+  //   b2 nor leaves it. (b2 read full also makes the move the right step: no room there.)
+  // - k is not stashed: b1 not STASHED in `m`, and STASHED is set under b1's lock.
+  // - any other insert of k either replaces a k it found (there is none until the move
+  //   publishes k in b1) or passes through b1's lock after the lane's unlock, and then
+  //   finds k in b1.
+  // The move itself is evict_alone's (its preconditions: b1 locked by the lane, full,
+  // SPILL set; b2 read full), including the busy-bit protocol of wide slots.
+  // (Counts into the lane's tally here; the rest is out of line, like evict_alone, so
+  // that the queued kernel's loop keeps few registers.)
+  __device__ __forceinline__ unsigned insert_alone_full(K k, V v, V& old, tally& t) const {
+    const unsigned step = move_alone_full(k, v, old);
+    if (step == STEP_REPLACE) {
+      t.steps[0] += 1;
+    } else if (step == STEP_EVICT) {
+      t.steps[STEP_EVICT - 1] += 1;
+      t.len += 1;
+      t.moves += 1;
+    }
+    return step;
+  }
+  __device__ __noinline__ unsigned move_alone_full(K k, V v, V& old) const {
+    static_assert(S::WIDE, "move_alone_full compares key words: wide slots only");
+    const hash_pair h = hashes(k);
+    const unsigned b1 = bucket_of(h.h1);
+    const unsigned b2 = bucket_of(h.h2);
+    if (b2 == b1) return STEP_LEFTOVER;
+    unsigned long long* const m1 = meta + b1;
+    const unsigned long long m = mem::ld_acquire(m1);
+    if ((m & (META_LOCK | META_STASHED)) != 0 || free_of(m) != 0) return STEP_LEFTOVER;
+    const word wd = S::pack(k, v);
+    alone_scan<S> s = scan_alone<S, true, false>(bucket(b2), k);
+    if (s.hit != SLOTS) {
+      // k in b2 (placed by an earlier batch or a duplicate in this one): replace,
+      // lock-free as every replace.
+      if (!S::replace(slot_at<S>(bucket(b2), s.hit), s.word, wd)) return STEP_LEFTOVER;
+      old = S::value_of(s.word);
+      return STEP_REPLACE;
+    }
+    if (((s.empty | s.busy) & ALL_FREE) != 0) return STEP_LEFTOVER;
+    if (mem::cas_acquire(m1, m, (m | META_LOCK | META_SPILL) + META_VERSION) != m) return STEP_LEFTOVER;
+    unsigned long long w[SLOTS];
+    load_bucket<true>(bucket(b1), w);
+    bool all_keys = true;
+#pragma unroll
+    for (unsigned i = 0; i < SLOTS; ++i) {
+      all_keys = all_keys && w[i] != S::EMPTY_KEY && w[i] != S::BUSY_KEY && stored_key(w[i]) != k;
+    }
+    // Unlocked as insert_alone unlocks after evict_alone (the same writes under the lock).
+    const unsigned step = all_keys ? move_alone(wd, b1, w) : STEP_LEFTOVER;
+    unlock_after_atomics(m1);
+    return step;
+  }
+
   // insert_alone with b1 locked by the lane from `m` (the caller unlocks).
   __device__ __noinline__ unsigned insert_alone_locked(word wd, K k, unsigned b1, unsigned b2,
                                                        unsigned long long m, unsigned free_bits, V& old) const {
-    if ((m & META_SPILL) != 0 && b2 != b1) {
+    // Wide slots, b1 full (free_bits == 0): no scan of b2 here, the scan after the
+    // acquire load of b2's word below decides alone. With b1 full nothing is claimed in
+    // b1 between the two scans, so the first is only an earlier look at the same bucket,
+    // whose outcomes the second reaches or resolves correctly on its own: b1 is locked by
+    // this lane, so k cannot leave b2 (a move of k
+    // needs b1's lock) and cannot enter it (every placement of k in b2 in this kernel is
+    // under b1's lock; the lock-free fills of the first kernel ended before it), a k
+    // there in the middle of a concurrent replace shows BUSY_KEY, which the second scan
+    // leaves to the tile as the first did, and the second scan's miss, with b2's pending
+    // slots ruled out and its claim swapped from that word, is what proves k absent from
+    // b2 on either path. Where b1 has room the first scan stays: it must precede the
+    // claim in b1. (Packed tables keep both scans: not measured.)
+    if ((m & META_SPILL) != 0 && b2 != b1 && (!S::WIDE || free_bits != 0)) {
       alone_scan<S> s = scan_alone<S, true, false>(bucket(b2), k);
       if (s.hit != SLOTS) {
         if (!S::replace(slot_at<S>(bucket(b2), s.hit), s.word, wd)) return STEP_LEFTOVER;
@@ -322,9 +413,14 @@ struct hive_ref : hive_locate<K, V> {
   // the slot is BUSY_KEY, inserts of either key see a pending slot and read again.
   __device__ __noinline__ unsigned evict_alone(word wd, unsigned b1) const {
     unsigned long long w[SLOTS];
+    load_bucket<true>(bucket(b1), w);
+    return move_alone(wd, b1, w);
+  }
+
+  // evict_alone's move from b1's words `w`, read by the lane under b1's lock.
+  __device__ __forceinline__ unsigned move_alone(word wd, unsigned b1, const unsigned long long (&w)[SLOTS]) const {
     unsigned alt[SLOTS];
     unsigned long long am[SLOTS];
-    load_bucket<true>(bucket(b1), w);
 #pragma unroll
     for (unsigned i = 0; i < SLOTS; ++i) {
       // (The empty word of a packed slot and the empty key of a wide one are both all

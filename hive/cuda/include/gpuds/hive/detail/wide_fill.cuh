@@ -17,8 +17,9 @@
 //   TRIES reads, or finds b1 locked or STASHED, b1 and b2 full (tagged bulk::BOTH_FULL),
 //   or a reserved key, is gathered per warp and goes to the queue (bulk::QUEUE_HEAD), 32
 //   entries per atomic, whose inserts the second kernel (hive_insert_queued) runs through
-//   insert_ops (insert_alone and the tile code: locks, evictions, the stash) once the
-//   first has ended.
+//   insert_alone (a BOTH_FULL entry through insert_alone_full first: straight to the
+//   direct move) and the tile code (locks, evictions, the stash) once the first has
+//   ended.
 // Each lane's pair of the next iteration is loaded before the current insert runs.
 // Not yet measured on a GPU (written without one): the pipelined loads, the gathered
 // queue and the lost swap's next slot.
@@ -178,7 +179,7 @@ __device__ __forceinline__ unsigned insert_one(const Ref& t, typename Ref::key_t
 // chain of dependent accesses. Nothing in the kernel writes the batch arrays, so loading
 // early changes no value read. The order of the queue's entries changes (a warp's
 // entries go out when 32 are gathered, or at the end); the second kernel takes them in
-// any order, and it strips BOTH_FULL (the tile code does not use it).
+// any order (a BOTH_FULL entry goes straight to the direct move: insert_alone_full).
 template <typename Ref>
 __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, const typename Ref::value_type* values,
                              unsigned long long n, unsigned* queue, tally& lane) {
@@ -531,8 +532,11 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
   lane.len += static_cast<int>(fills);
 }
 
-// The second kernel: the queued inserts (entries: the operation's index in the part,
-// operation offset + entry of the batch), a tile's chunk at a time through insert_ops.
+// The second kernel: the queued inserts (entries: the operation's index in the part, and
+// bulk::BOTH_FULL; operation offset + entry of the batch), a tile's chunk at a time: each
+// lane alone first (an entry tagged BOTH_FULL through insert_alone_full, straight to the
+// direct move, and through insert_alone where that leaves it; the others through
+// insert_alone), then the tile code (insert_with) for what the lanes left, as insert_ops.
 template <typename Ref>
 __device__ void queued(const Ref& t, const typename Ref::key_type* keys, const typename Ref::value_type* values,
                        const unsigned* queue, unsigned long long offset, tally& lane, tally& counts) {
@@ -542,11 +546,25 @@ __device__ void queued(const Ref& t, const typename Ref::key_type* keys, const t
     const unsigned count = ops_in_chunk(base, n);
     const unsigned r = tile::rank();
     const bool mine = r < count;
-    // The operation's index (BOTH_FULL, set by the first kernel, is not used here).
-    const unsigned e = mine ? queue[bulk::QUEUE_HEAD + base + r] & ~bulk::BOTH_FULL : 0u;
+    const unsigned entry = mine ? queue[bulk::QUEUE_HEAD + base + r] : 0u;
+    const unsigned e = entry & ~bulk::BOTH_FULL;
     const typename Ref::key_type k = mine ? keys[e] : S::EMPTY_KEY;
     const typename Ref::value_type v = mine ? values[e] : typename Ref::value_type(0);
-    insert_ops(t, mine, k, v, offset + e, lane, counts);
+    const unsigned long long index = offset + e;
+    const bool alone = mine && !Ref::reserved(k);
+    typename Ref::value_type old = 0;
+    unsigned step = STEP_LEFTOVER;
+    if (alone && (entry & bulk::BOTH_FULL) != 0) step = t.insert_alone_full(k, v, old, lane);
+    if (alone && step == STEP_LEFTOVER) step = t.insert_alone(k, v, old, lane);
+    unsigned left = tile::ballot(mine && step == STEP_LEFTOVER);
+    while (left != 0) {
+      const unsigned j = __ffs(left) - 1;
+      left &= left - 1;
+      const typename Ref::key_type kj = tile::shfl(k, j);
+      const typename Ref::value_type vj = tile::shfl(v, j);
+      const unsigned long long ij = tile::shfl(index, j);
+      if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
+    }
   });
 }
 
