@@ -54,6 +54,30 @@ pub(crate) fn check_device_keys(
     Err(Error::ReservedKey { index, key })
 }
 
+/// Checks the output arrays of a device query or removal of `n` keys: `bits` holds `n`
+/// bits, `values` (when given) `n` words.
+pub(crate) fn check_outputs(
+    n: usize,
+    values: Option<&CudaSlice<u32>>,
+    bits: &CudaSlice<u32>,
+) -> Result<()> {
+    if bits.len() < n.div_ceil(32) {
+        return Err(Error::LengthMismatch {
+            what: "keys (in bits) and the bit array",
+            a: n.div_ceil(32),
+            b: bits.len(),
+        });
+    }
+    match values {
+        Some(v) if v.len() < n => Err(Error::LengthMismatch {
+            what: "keys and values",
+            a: n,
+            b: v.len(),
+        }),
+        _ => Ok(()),
+    }
+}
+
 pub(crate) fn shape(gpu: &Gpu, kernel: &Kernel, n: usize) -> Result<LaunchConfig> {
     Ok(gpu.grid_for(kernel, n.max(1), crate::kernels::BLOCK)?)
 }

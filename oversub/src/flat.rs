@@ -5,7 +5,7 @@ use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg};
 use gpuds_core::failures::CallStatus;
 use gpuds_core::{Gpu, Module};
 
-use crate::batch::{bits, check_device_keys, check_host_keys, same_len, shape};
+use crate::batch::{bits, check_device_keys, check_host_keys, check_outputs, same_len, shape};
 use crate::error::{Error, Result};
 use crate::placement::{Placement, Region};
 use crate::TableStats;
@@ -248,21 +248,7 @@ impl FlatTable {
         let k = stream.clone_htod(keys)?;
         let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
         let mut values = stream.alloc_zeros::<u32>(if want_values { n } else { 1 })?;
-        let call = CallStatus::new(&self.gpu, n)?;
-        let kernel = self.module.kernel("flat_find_u32")?;
-        let r = self.table_ref(call.status_ptr());
-        let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
-        let mut args = stream.launch_builder(kernel.func());
-        args.arg(&r).arg(&k).arg(&null).arg(&n64);
-        if want_values {
-            args.arg(&mut values);
-        } else {
-            args.arg(&null);
-        }
-        args.arg(&mut found).arg(&failed);
-        // SAFETY: reads keys[..n]; writes values[..n] (when asked) and the found bits.
-        unsafe { args.launch(shape(&self.gpu, &kernel, n)?) }?;
-        call.check()?;
+        self.run_find(&k, want_values.then_some(&mut values), &mut found)?;
         let found = bits(&stream.clone_dtoh(&found)?, n);
         let values = if want_values {
             stream.clone_dtoh(&values)?
@@ -272,6 +258,66 @@ impl FlatTable {
         Ok((found, values))
     }
 
+    /// Lookups of a batch on the device (keys checked on the device first): bit `i % 32`
+    /// of `found[i / 32]` is set where `keys[i]` is present (`found` is cleared first and
+    /// needs `keys.len().div_ceil(32)` words), and `values[i]` gets its value (`u32::MAX`
+    /// where absent; `values` needs `keys.len()` words, or pass `None`). Nothing comes
+    /// back to the host but the call's status. Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_oversub::{FlatTable, Placement};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut t = FlatTable::new(&gpu, 1 << 10, Placement::Device)?;
+    /// t.insert_many(&[5, 6], &[50, 60])?;
+    /// let keys = gpu.stream().clone_htod(&[6u32, 7])?;
+    /// let mut values = gpu.stream().alloc_zeros::<u32>(2)?;
+    /// let mut found = gpu.stream().alloc_zeros::<u32>(1)?;
+    /// t.get_many_device(&keys, Some(&mut values), &mut found)?;
+    /// assert_eq!(gpu.stream().clone_dtoh(&found)?, vec![0b01]);
+    /// assert_eq!(gpu.stream().clone_dtoh(&values)?, vec![60, u32::MAX]);
+    /// # Ok::<(), gpuds_oversub::Error>(())
+    /// ```
+    pub fn get_many_device(
+        &self,
+        keys: &CudaSlice<u32>,
+        values: Option<&mut CudaSlice<u32>>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        check_outputs(keys.len(), values.as_deref(), found)?;
+        check_device_keys(&self.gpu, &self.module.kernel("first_reserved_u32")?, keys)?;
+        self.run_find(keys, values, found)
+    }
+
+    fn run_find(
+        &self,
+        keys: &CudaSlice<u32>,
+        values: Option<&mut CudaSlice<u32>>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = keys.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let stream = self.gpu.stream();
+        stream.memset_zeros(found)?;
+        let call = CallStatus::new(&self.gpu, n)?;
+        let kernel = self.module.kernel("flat_find_u32")?;
+        let r = self.table_ref(call.status_ptr());
+        let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
+        let mut args = stream.launch_builder(kernel.func());
+        args.arg(&r).arg(keys).arg(&null).arg(&n64);
+        match values {
+            Some(v) => args.arg(v),
+            None => args.arg(&null),
+        };
+        args.arg(found).arg(&failed);
+        // SAFETY: reads keys[..n]; writes values[..n] (when given, checked to hold n) and
+        // the found bits (checked to hold n bits).
+        unsafe { args.launch(shape(&self.gpu, &kernel, n)?) }?;
+        call.check()?;
+        Ok(())
+    }
+
     /// Removes each key; `true` where this batch removed it. Synchronizes.
     pub fn remove_many(&mut self, keys: &[u32]) -> Result<Vec<bool>> {
         check_host_keys(keys)?;
@@ -279,24 +325,50 @@ impl FlatTable {
         if n == 0 {
             return Ok(Vec::new());
         }
-        let stream = self.gpu.stream();
+        let stream = self.gpu.stream().clone();
         let k = stream.clone_htod(keys)?;
         let mut removed = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+        self.run_erase(&k, &mut removed)?;
+        Ok(bits(&stream.clone_dtoh(&removed)?, n))
+    }
+
+    /// [`remove_many`](Self::remove_many) of a batch on the device (keys checked on the
+    /// device first): bit `i % 32` of `removed[i / 32]` is set where this batch removed
+    /// `keys[i]` (`removed` is cleared first and needs `keys.len().div_ceil(32)` words).
+    /// Synchronizes.
+    pub fn remove_many_device(
+        &mut self,
+        keys: &CudaSlice<u32>,
+        removed: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        check_outputs(keys.len(), None, removed)?;
+        check_device_keys(&self.gpu, &self.module.kernel("first_reserved_u32")?, keys)?;
+        self.run_erase(keys, removed)
+    }
+
+    fn run_erase(&mut self, keys: &CudaSlice<u32>, removed: &mut CudaSlice<u32>) -> Result<()> {
+        let n = keys.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let stream = self.gpu.stream();
+        stream.memset_zeros(removed)?;
         let call = CallStatus::new(&self.gpu, n)?;
         let kernel = self.module.kernel("flat_erase_u32")?;
         let r = self.table_ref(call.status_ptr());
         let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r)
-            .arg(&k)
+            .arg(keys)
             .arg(&null)
             .arg(&n64)
-            .arg(&mut removed)
+            .arg(removed)
             .arg(&failed);
-        // SAFETY: reads keys[..n]; writes the table, its count, the removed bits.
+        // SAFETY: reads keys[..n]; writes the table, its count, the removed bits (checked
+        // to hold n bits).
         unsafe { args.launch(shape(&self.gpu, &kernel, n)?) }?;
         call.check()?;
-        Ok(bits(&stream.clone_dtoh(&removed)?, n))
+        Ok(())
     }
 
     /// Bytes per tier. Does not synchronize.

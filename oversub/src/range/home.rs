@@ -12,6 +12,11 @@ pub(crate) struct Home {
     pub block: Arc<Region>,
     pub offset: u64,
     pub bytes: u64,
+    /// The home still holds the empty table it was made with and no cache slot holds a
+    /// newer copy (tiered): a lookup or removal needs no copy of it (its range has no
+    /// key), and an insert's copy into the cache is a fill with zeros on the device, not
+    /// a copy over the host link.
+    pub fresh: bool,
 }
 
 impl Home {

@@ -19,11 +19,31 @@ use home::Home;
 use plan::Run;
 use tier::Cache;
 
-use crate::batch::{bits, check_device_keys, check_host_keys, same_len, shape, Failures};
+use crate::batch::{
+    bits, check_device_keys, check_host_keys, check_outputs, same_len, shape, Failures,
+};
 use crate::error::{Error, Result};
 use crate::flat::{check_slots, live_pairs, windows_for, WINDOW};
 use crate::placement::{Placement, Region};
 use crate::TableStats;
+
+/// How a batch uses the inner tables of the ranges it touches (tiered: which tables it
+/// needs in the cache, and whether it dirties them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Access {
+    /// Lookups: read only.
+    Lookup,
+    /// Removals: write, but a table holding no key has nothing to remove.
+    Remove,
+    /// Inserts (and counting): write, into any table of the range.
+    Insert,
+}
+
+impl Access {
+    fn writes(self) -> bool {
+        self != Access::Lookup
+    }
+}
 
 /// One outer entry, as `gpuds::oversub::range_entry`.
 #[repr(C)]
@@ -208,18 +228,16 @@ impl RangeTable {
 
     /// One batch: sorted with each key's position (the values stay in the caller's
     /// order), so the failures the kernel marks are the caller's positions.
-    fn run(&mut self, name: &str, mut keys: CudaSlice<u32>, values: CudaSlice<u32>) -> Result<()> {
+    fn run(&mut self, name: &str, keys: CudaSlice<u32>, values: CudaSlice<u32>) -> Result<()> {
         let n = keys.len();
         if n == 0 {
             return Ok(());
         }
-        let mut index = self.gpu.stream().alloc_zeros::<u64>(n)?;
-        primitives::iota(&self.gpu, &mut index, 0u64)?;
-        self.sorter.sort_pairs(&mut keys, &mut index)?;
+        let (keys, index) = self.sorted_with_index(keys, 0)?;
         self.make_inners(&keys)?;
         let call = CallStatus::new(&self.gpu, n)?;
         let kernel = self.module.kernel(name)?;
-        self.for_each_run(&keys, true, &mut |t, run| {
+        self.for_each_run(&keys, Access::Insert, &mut |t, run| {
             let r = t.table_ref(call.status_ptr());
             let (len64, failed) = (run.len as u64, call.bits_ptr());
             let span = run.start..run.start + run.len;
@@ -242,15 +260,16 @@ impl RangeTable {
 
     /// Launches `launch` (a kernel on the table's stream) for the sorted batch `keys`:
     /// once for every key, or (tiered) once per run of ranges whose inner tables the
-    /// cache holds, brought in first (`write`: they are dirtied); see `tier`.
+    /// cache holds, brought in first (`access` says which it needs and whether they are
+    /// dirtied); see `tier`.
     fn for_each_run(
         &mut self,
         keys: &CudaSlice<u32>,
-        write: bool,
+        access: Access,
         launch: &mut dyn FnMut(&RangeTable, &Run) -> Result<()>,
     ) -> Result<()> {
         if self.cache.is_some() {
-            return self.tiered_runs(keys, write, launch);
+            return self.tiered_runs(keys, access, launch);
         }
         let every = Run {
             start: 0,
@@ -289,6 +308,45 @@ impl RangeTable {
             .filter(|&(range, &flag)| flag != 0 && self.inners[range].is_none())
             .map(|(range, _)| range)
             .collect();
+        self.add_inners(&new)
+    }
+
+    /// Makes the inner tables of every range that holds a key of `keys` and has none
+    /// yet, in one allocation, so that later batches into those ranges allocate nothing
+    /// (pinned host memory, for the host-mapped and tiered placements, costs far more to
+    /// allocate than device memory). A table that knows its key domain ahead can pay for
+    /// its memory up front, as [`FlatTable::new`](crate::FlatTable::new) does.
+    /// Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_oversub::{Placement, RangeTable, RangeTableConfig};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let config = RangeTableConfig { range_bits: 16, placement: Placement::HostMapped, ..Default::default() };
+    /// let mut t = RangeTable::with_config(&gpu, config)?;
+    /// t.reserve(1..=(3 << 16) - 1)?; // ranges 0, 1 and 2
+    /// assert_eq!(t.stats().containers, 3);
+    /// t.insert_many(&[5, 1 << 16], &[50, 60])?; // allocates nothing
+    /// # Ok::<(), gpuds_oversub::Error>(())
+    /// ```
+    pub fn reserve(&mut self, keys: std::ops::RangeInclusive<u32>) -> Result<()> {
+        if keys.is_empty() {
+            return Ok(());
+        }
+        let shift = self.config.range_bits;
+        let (first, last) = (
+            (*keys.start() >> shift) as usize,
+            (*keys.end() >> shift) as usize,
+        );
+        let new: Vec<usize> = (first..=last)
+            .filter(|&r| self.inners[r].is_none())
+            .collect();
+        self.add_inners(&new)?;
+        self.gpu.stream().synchronize()?;
+        Ok(())
+    }
+
+    /// Makes the inner tables of `new` (ranges without one), in one allocation.
+    fn add_inners(&mut self, new: &[usize]) -> Result<()> {
         let mut ranges = Vec::with_capacity(new.len());
         let mut inners = Vec::with_capacity(new.len());
         if !new.is_empty() {
@@ -302,6 +360,7 @@ impl RangeTable {
                     block: block.clone(),
                     offset: j as u64 * bytes,
                     bytes,
+                    fresh: true,
                 };
                 ranges.push(range as u32);
                 inners.push(home.device_ptr());
@@ -353,14 +412,17 @@ impl RangeTable {
         home.to_host_words()
     }
 
-    /// Keys and their positions, sorted by key on the device.
-    fn sorted_with_index(&mut self, keys: &[u32]) -> Result<(CudaSlice<u32>, CudaSlice<u64>)> {
-        let stream = self.gpu.stream().clone();
-        let mut k = stream.clone_htod(keys)?;
-        let mut index = stream.alloc_zeros::<u64>(keys.len())?;
-        primitives::iota(&self.gpu, &mut index, 0u64)?;
-        self.sorter.sort_pairs(&mut k, &mut index)?;
-        Ok((k, index))
+    /// `keys` sorted on the device, with each key's position (`base` plus its place in
+    /// `keys`).
+    fn sorted_with_index(
+        &mut self,
+        mut keys: CudaSlice<u32>,
+        base: u64,
+    ) -> Result<(CudaSlice<u32>, CudaSlice<u64>)> {
+        let mut index = self.gpu.stream().alloc_zeros::<u64>(keys.len())?;
+        primitives::iota(&self.gpu, &mut index, base)?;
+        self.sorter.sort_pairs(&mut keys, &mut index)?;
+        Ok((keys, index))
     }
 
     /// The value of each key (`None` where absent); the batch runs sorted, the answers
@@ -382,49 +444,103 @@ impl RangeTable {
     fn query(&mut self, keys: &[u32], want_values: bool) -> Result<(Vec<bool>, Vec<u32>)> {
         check_host_keys(keys)?;
         let n = keys.len();
-        if n == 0 {
-            return Ok((Vec::new(), Vec::new()));
-        }
         let stream = self.gpu.stream().clone();
-        let mut found_all = vec![false; n];
-        let mut values_all = vec![0u32; if want_values { n } else { 0 }];
+        let mut found_all = Vec::with_capacity(n);
+        let mut values_all = Vec::with_capacity(if want_values { n } else { 0 });
         let mut failures = Failures::default();
         for (c, chunk) in keys.chunks(self.config.batch).enumerate() {
             let m = chunk.len();
-            let (k, index) = self.sorted_with_index(chunk)?;
+            let sorted = self.sorted_with_index(stream.clone_htod(chunk)?, 0)?;
             let mut found = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
             let mut values = stream.alloc_zeros::<u32>(if want_values { m } else { 1 })?;
             let call = CallStatus::new(&self.gpu, m)?;
-            let kernel = self.module.kernel("range_find_u32")?;
-            self.for_each_run(&k, false, &mut |t, run| {
-                let r = t.table_ref(call.status_ptr());
-                let (len64, null, failed) = (run.len as u64, 0u64, call.bits_ptr());
-                let span = run.start..run.start + run.len;
-                let (rk, ri) = (k.slice(span.clone()), index.slice(span));
-                let mut args = t.gpu.stream().launch_builder(kernel.func());
-                args.arg(&r).arg(&rk).arg(&ri).arg(&len64);
-                if want_values {
-                    args.arg(&mut values);
-                } else {
-                    args.arg(&null);
-                }
-                args.arg(&mut found).arg(&failed);
-                // SAFETY: reads the run's sorted keys and their positions (< m); writes
-                // values[position] and the found bits.
-                unsafe { args.launch(shape(&t.gpu, &kernel, run.len)?) }?;
-                Ok(())
-            })?;
-            let base = c * self.config.batch;
-            failures.take(call.check().map_err(Error::from), base)?;
-            for (j, f) in bits(&stream.clone_dtoh(&found)?, m).into_iter().enumerate() {
-                found_all[base + j] = f;
-            }
+            self.find_sorted(
+                &sorted,
+                want_values.then_some(&mut values),
+                &mut found,
+                &call,
+            )?;
+            failures.take(call.check().map_err(Error::from), c * self.config.batch)?;
+            found_all.extend(bits(&stream.clone_dtoh(&found)?, m));
             if want_values {
-                let v = stream.clone_dtoh(&values)?;
-                values_all[base..base + m].copy_from_slice(&v[..m]);
+                values_all.extend(stream.clone_dtoh(&values)?);
             }
         }
         failures.finish((found_all, values_all))
+    }
+
+    /// Lookups of keys on the device (checked on the device first), in batches of
+    /// `config.batch`, each sorted on the device: bit `i % 32` of `found[i / 32]` is set
+    /// where `keys[i]` is present (`found` is cleared first and needs
+    /// `keys.len().div_ceil(32)` words), and `values[i]` gets its value (`u32::MAX` where
+    /// absent; `values` needs `keys.len()` words, or pass `None`). The answers are in the
+    /// caller's order and stay on the device. Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_oversub::RangeTable;
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut t = RangeTable::new(&gpu)?;
+    /// t.insert_many(&[5, 6], &[50, 60])?;
+    /// let keys = gpu.stream().clone_htod(&[6u32, 7])?;
+    /// let mut values = gpu.stream().alloc_zeros::<u32>(2)?;
+    /// let mut found = gpu.stream().alloc_zeros::<u32>(1)?;
+    /// t.get_many_device(&keys, Some(&mut values), &mut found)?;
+    /// assert_eq!(gpu.stream().clone_dtoh(&found)?, vec![0b01]);
+    /// assert_eq!(gpu.stream().clone_dtoh(&values)?, vec![60, u32::MAX]);
+    /// # Ok::<(), gpuds_oversub::Error>(())
+    /// ```
+    pub fn get_many_device(
+        &mut self,
+        keys: &CudaSlice<u32>,
+        mut values: Option<&mut CudaSlice<u32>>,
+        found: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = keys.len();
+        check_outputs(n, values.as_deref(), found)?;
+        check_device_keys(&self.gpu, &self.module.kernel("first_reserved_u32")?, keys)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let stream = self.gpu.stream().clone();
+        stream.memset_zeros(found)?;
+        let call = CallStatus::new(&self.gpu, n)?;
+        for start in (0..n).step_by(self.config.batch) {
+            let chunk = stream.clone_dtod(&keys.slice(start..n.min(start + self.config.batch)))?;
+            let sorted = self.sorted_with_index(chunk, start as u64)?;
+            self.find_sorted(&sorted, values.as_deref_mut(), found, &call)?;
+        }
+        call.check()?;
+        Ok(())
+    }
+
+    /// Runs the lookups of one sorted batch (keys and their positions, which index
+    /// `values` and `found`).
+    fn find_sorted(
+        &mut self,
+        (k, index): &(CudaSlice<u32>, CudaSlice<u64>),
+        mut values: Option<&mut CudaSlice<u32>>,
+        found: &mut CudaSlice<u32>,
+        call: &CallStatus,
+    ) -> Result<()> {
+        let kernel = self.module.kernel("range_find_u32")?;
+        self.for_each_run(k, Access::Lookup, &mut |t, run| {
+            let r = t.table_ref(call.status_ptr());
+            let (len64, null, failed) = (run.len as u64, 0u64, call.bits_ptr());
+            let span = run.start..run.start + run.len;
+            let (rk, ri) = (k.slice(span.clone()), index.slice(span));
+            let mut args = t.gpu.stream().launch_builder(kernel.func());
+            args.arg(&r).arg(&rk).arg(&ri).arg(&len64);
+            match values.as_deref_mut() {
+                Some(v) => args.arg(v),
+                None => args.arg(&null),
+            };
+            args.arg(&mut *found).arg(&failed);
+            // SAFETY: reads the run's sorted keys and their positions (below the length
+            // of `values`, checked by the callers, and of the found bits); writes
+            // values[position] and the found bits.
+            unsafe { args.launch(shape(&t.gpu, &kernel, run.len)?) }?;
+            Ok(())
+        })
     }
 
     /// Removes each key; `true` where this batch removed it (answers in the caller's
@@ -436,30 +552,69 @@ impl RangeTable {
         let mut failures = Failures::default();
         for (c, chunk) in keys.chunks(self.config.batch).enumerate() {
             let m = chunk.len();
-            let (k, index) = self.sorted_with_index(chunk)?;
+            let sorted = self.sorted_with_index(stream.clone_htod(chunk)?, 0)?;
             let mut removed = stream.alloc_zeros::<u32>(m.div_ceil(32))?;
             let call = CallStatus::new(&self.gpu, m)?;
-            let kernel = self.module.kernel("range_erase_u32")?;
-            self.for_each_run(&k, true, &mut |t, run| {
-                let r = t.table_ref(call.status_ptr());
-                let (len64, failed) = (run.len as u64, call.bits_ptr());
-                let span = run.start..run.start + run.len;
-                let (rk, ri) = (k.slice(span.clone()), index.slice(span));
-                let mut args = t.gpu.stream().launch_builder(kernel.func());
-                args.arg(&r)
-                    .arg(&rk)
-                    .arg(&ri)
-                    .arg(&len64)
-                    .arg(&mut removed)
-                    .arg(&failed);
-                // SAFETY: reads the run's sorted keys and positions; writes the removed bits.
-                unsafe { args.launch(shape(&t.gpu, &kernel, run.len)?) }?;
-                Ok(())
-            })?;
+            self.erase_sorted(&sorted, &mut removed, &call)?;
             failures.take(call.check().map_err(Error::from), c * self.config.batch)?;
             out.extend(bits(&stream.clone_dtoh(&removed)?, m));
         }
         failures.finish(out)
+    }
+
+    /// [`remove_many`](Self::remove_many) of keys on the device (checked on the device
+    /// first), in batches of `config.batch`: bit `i % 32` of `removed[i / 32]` is set
+    /// where this call removed `keys[i]` (`removed` is cleared first and needs
+    /// `keys.len().div_ceil(32)` words). Synchronizes.
+    pub fn remove_many_device(
+        &mut self,
+        keys: &CudaSlice<u32>,
+        removed: &mut CudaSlice<u32>,
+    ) -> Result<()> {
+        let n = keys.len();
+        check_outputs(n, None, removed)?;
+        check_device_keys(&self.gpu, &self.module.kernel("first_reserved_u32")?, keys)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let stream = self.gpu.stream().clone();
+        stream.memset_zeros(removed)?;
+        let call = CallStatus::new(&self.gpu, n)?;
+        for start in (0..n).step_by(self.config.batch) {
+            let chunk = stream.clone_dtod(&keys.slice(start..n.min(start + self.config.batch)))?;
+            let sorted = self.sorted_with_index(chunk, start as u64)?;
+            self.erase_sorted(&sorted, removed, &call)?;
+        }
+        call.check()?;
+        Ok(())
+    }
+
+    /// Runs the removals of one sorted batch (keys and their positions, which index the
+    /// removed bits).
+    fn erase_sorted(
+        &mut self,
+        (k, index): &(CudaSlice<u32>, CudaSlice<u64>),
+        removed: &mut CudaSlice<u32>,
+        call: &CallStatus,
+    ) -> Result<()> {
+        let kernel = self.module.kernel("range_erase_u32")?;
+        self.for_each_run(k, Access::Remove, &mut |t, run| {
+            let r = t.table_ref(call.status_ptr());
+            let (len64, failed) = (run.len as u64, call.bits_ptr());
+            let span = run.start..run.start + run.len;
+            let (rk, ri) = (k.slice(span.clone()), index.slice(span));
+            let mut args = t.gpu.stream().launch_builder(kernel.func());
+            args.arg(&r)
+                .arg(&rk)
+                .arg(&ri)
+                .arg(&len64)
+                .arg(&mut *removed)
+                .arg(&failed);
+            // SAFETY: reads the run's sorted keys and positions (below the removed bits'
+            // length, checked by the callers); writes the removed bits.
+            unsafe { args.launch(shape(&t.gpu, &kernel, run.len)?) }?;
+            Ok(())
+        })
     }
 
     /// Bytes per tier and inner tables in use. Does not synchronize.

@@ -27,10 +27,39 @@ pub(super) struct Run {
 /// by range): consecutive ranges, of which at most `per_run` need a slot (`needs_slot`;
 /// a range without an inner table needs none, its lookups answer at once). Ranges
 /// without keys are in no run.
+#[cfg(test)]
 pub(super) fn split_runs(
     counts: &[u32],
     per_run: usize,
     needs_slot: impl Fn(usize) -> bool,
+) -> Vec<Run> {
+    split_by(counts, per_run, needs_slot, |_| true)
+}
+
+/// [`split_runs`], with a run also ending where the next range's residency (`resident`:
+/// its inner table is in the cache now) differs from its first range's, and the runs
+/// whose ranges are all resident first (in key order, then the others). Runs may run in
+/// any order: each covers its own ranges, and every answer goes to its key's position.
+/// A sorted batch touching more ranges than the cache holds then reuses every table the
+/// last batch left in the cache before it evicts any: with the least recently used
+/// eviction and key order alone, the tables left by a batch that swept the same ranges
+/// are exactly the ones evicted first, and every range of the next batch misses.
+pub(super) fn split_runs_resident_first(
+    counts: &[u32],
+    per_run: usize,
+    needs_slot: impl Fn(usize) -> bool,
+    resident: impl Fn(usize) -> bool,
+) -> Vec<Run> {
+    let mut runs = split_by(counts, per_run, needs_slot, &resident);
+    runs.sort_by_key(|run| !run.ranges.iter().all(|&r| resident(r)));
+    runs
+}
+
+fn split_by(
+    counts: &[u32],
+    per_run: usize,
+    needs_slot: impl Fn(usize) -> bool,
+    class: impl Fn(usize) -> bool,
 ) -> Vec<Run> {
     let per_run = per_run.max(1);
     let mut runs = Vec::new();
@@ -44,7 +73,11 @@ pub(super) fn split_runs(
             continue;
         }
         let slot = needs_slot(range);
-        if slot && run.ranges.len() == per_run {
+        let other_class = run
+            .ranges
+            .first()
+            .is_some_and(|&f| class(f) != class(range));
+        if slot && (run.ranges.len() == per_run || other_class) {
             let next = Run {
                 start: run.start + run.len,
                 len: 0,
@@ -232,6 +265,57 @@ pub(super) mod tests {
             start,
             len,
             ranges: ranges.to_vec(),
+        }
+    }
+
+    #[test]
+    fn resident_runs_come_first_and_never_mix() {
+        let counts = [3, 0, 2, 1, 5, 4, 2];
+        let resident = |r: usize| r >= 4;
+        let runs = split_runs_resident_first(&counts, 2, |r| r != 2, resident);
+        assert_eq!(
+            runs,
+            vec![run(6, 9, &[4, 5]), run(15, 2, &[6]), run(0, 6, &[0, 3])],
+            "ranges 4-6 are cached: they run first, without the others"
+        );
+        // Nothing resident: the key order of split_runs.
+        assert_eq!(
+            split_runs_resident_first(&counts, 2, |r| r != 2, |_| false),
+            split_runs(&counts, 2, |r| r != 2)
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn resident_first_runs_cover_the_batch_once(
+            counts in proptest::collection::vec(0u32..4, 1..40),
+            per_run in 1usize..6,
+            resident_bits in any::<u64>(),
+        ) {
+            let resident = |r: usize| resident_bits >> (r % 64) & 1 == 1;
+            let runs = split_runs_resident_first(&counts, per_run, |_| true, resident);
+            let mut spans: Vec<(usize, usize)> = runs.iter().map(|r| (r.start, r.len)).collect();
+            spans.sort_unstable();
+            let mut at = 0;
+            for (start, len) in spans {
+                prop_assert_eq!(start, at);
+                at += len;
+            }
+            prop_assert_eq!(at, counts.iter().map(|&c| c as usize).sum::<usize>());
+            let mut seen = Vec::new();
+            let mut past_resident = false;
+            for run in &runs {
+                prop_assert!(run.ranges.len() <= per_run);
+                let all = run.ranges.iter().all(|&r| resident(r));
+                let none = run.ranges.iter().all(|&r| !resident(r));
+                prop_assert!(all || none, "a run mixes resident and missing ranges");
+                prop_assert!(!(past_resident && all && !run.ranges.is_empty()));
+                past_resident |= !all;
+                seen.extend(run.ranges.iter().copied());
+            }
+            seen.sort_unstable();
+            let want: Vec<usize> = (0..counts.len()).filter(|&r| counts[r] > 0).collect();
+            prop_assert_eq!(seen, want);
         }
     }
 

@@ -40,16 +40,16 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream, PushKernelArg};
+use cudarc::driver::{sys, CudaSlice, CudaStream, PushKernelArg};
 use gpuds_core::Gpu;
 
 use super::home::Home;
-use super::plan::{split_runs, CacheMap, Run, Step};
+use super::plan::{split_runs_resident_first, CacheMap, Run, Step};
 use super::schedule::{schedule, Op};
-use super::RangeTable;
+use super::{Access, RangeTable};
 use crate::batch::shape;
 use crate::error::{Error, Result};
-use crate::placement::{Placement, Region};
+use crate::placement::{check, Placement, Region};
 use crate::streams::{self, Stalls, Way};
 
 /// The tiered placement's device cache: slots of one inner table each, their book, the
@@ -221,15 +221,16 @@ impl RangeTable {
     }
 
     /// Tiered: runs `launch` (a kernel on the compute stream) once per run of the sorted
-    /// batch `keys`, after the run's inner tables are in the cache (`write` marks them
+    /// batch `keys`, after the run's inner tables are in the cache (a writing `access` marks them
     /// dirty), the copies overlapping the previous run's kernel (module docs).
     /// Synchronizes.
     pub(super) fn tiered_runs(
         &mut self,
         keys: &CudaSlice<u32>,
-        write: bool,
+        access: Access,
         launch: &mut dyn FnMut(&RangeTable, &Run) -> Result<()>,
     ) -> Result<()> {
+        let write = access.writes();
         let counts = self.per_range("range_histogram_u32", keys)?;
         let bytes = self.inner_bytes();
         let placement = self.config.placement;
@@ -238,7 +239,20 @@ impl RangeTable {
         };
         cache.ready()?;
         let inners = &self.inners;
-        let runs = split_runs(&counts, cache.map.per_run(), |r| inners[r].is_some());
+        let map = &cache.map;
+        // A fresh table (see `Home::fresh`) holds no key: lookups and removals leave its
+        // range without a slot, so that they answer at once (its outer entry points
+        // nowhere), as for a range without a table.
+        let runs = split_runs_resident_first(
+            &counts,
+            map.per_run(),
+            |r| {
+                inners[r]
+                    .as_ref()
+                    .is_some_and(|h| access == Access::Insert || !h.fresh)
+            },
+            |r| map.slot_of(r).is_some(),
+        );
         // Staging for a load and an eviction per range, made before anything is booked
         // (a failed allocation changes nothing); the plan checks its runs first too.
         cache.reserve(
@@ -252,22 +266,33 @@ impl RangeTable {
         let mut spans = Vec::with_capacity(steps.len());
         for (i, step) in steps.iter().enumerate() {
             let first = updates.len();
+            // A fresh table's load is a fill with zeros on the device: no copy, no link.
+            let copied_in = |range: usize| !inners[range].as_ref().is_some_and(|h| h.fresh);
             for l in step.loads() {
                 if let Some(old) = l.evicted {
                     updates.push((old as u32, 0));
                 }
                 updates.push((l.range as u32, cache.regions[l.slot].device_ptr()));
-                cache.moved_in += 1;
+                cache.moved_in += u64::from(copied_in(l.range));
                 cache.moved_out += u64::from(l.write_back);
-                cache.link_bytes += bytes * (1 + u64::from(l.write_back));
+                cache.link_bytes +=
+                    bytes * (u64::from(copied_in(l.range)) + u64::from(l.write_back));
             }
             if i > 0 {
-                cache.overlapped_in += step.early.len() as u64;
+                let early = step.early.iter().filter(|l| copied_in(l.range)).count();
+                cache.overlapped_in += early as u64;
             }
             spans.push(first..updates.len());
         }
         let staged = cache.stage(&updates)?;
         let enqueued = self.enqueue(&runs, &steps, &spans, staged, launch);
+        // The loaded tables are written now (or were not fresh): their newest copy is in
+        // the cache, and their homes get it when they are evicted.
+        for l in steps.iter().flat_map(Step::loads) {
+            if let Some(home) = self.inners[l.range].as_mut() {
+                home.fresh = false;
+            }
+        }
         let stream = self.gpu.stream().clone();
         match self.cache.as_mut() {
             Some(cache) => cache.settle(&stream, enqueued),
@@ -311,7 +336,16 @@ impl RangeTable {
                     copy(Way::Out, self.home(range)?, &cache.regions[slot], bytes, c)?
                 }
                 Op::CopyIn { slot, range } => {
-                    copy(Way::In, self.home(range)?, &cache.regions[slot], bytes, c)?
+                    let (home, region) = (self.home(range)?, &cache.regions[slot]);
+                    if home.fresh {
+                        // SAFETY: the slot holds `bytes`; ordered like a copy into it.
+                        let r = unsafe {
+                            sys::cuMemsetD8Async(region.device_ptr(), 0, bytes, c.cu_stream())
+                        };
+                        check(r, "clearing a cache slot")?
+                    } else {
+                        copy(Way::In, home, region, bytes, c)?
+                    }
                 }
                 Op::SetInner(i) => {
                     let (st, span) = (staged.ok_or_else(missing)?, &spans[i]);

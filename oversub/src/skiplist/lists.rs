@@ -92,6 +92,7 @@ pub(crate) fn own_home(gpu: &Gpu, placement: Placement, bytes: u64) -> Result<Ho
         block: Arc::new(Region::new(gpu, placement, bytes)?),
         offset: 0,
         bytes,
+        fresh: false,
     })
 }
 

@@ -175,6 +175,7 @@ impl Lists {
                 block: block.clone(),
                 offset: j as u64 * bytes,
                 bytes,
+                fresh: false,
             };
             made.push(NodePool::new(&self.gpu, home, initial)?);
         }
