@@ -83,6 +83,15 @@ pub(crate) fn shape(gpu: &Gpu, kernel: &Kernel, n: usize) -> Result<LaunchConfig
 }
 
 /// Bits of a found/removed bitmap as bools.
+/// Lookups' answers from their found flags and values.
+pub(crate) fn answers(found: &[bool], values: Vec<u32>) -> Vec<Option<u32>> {
+    found
+        .iter()
+        .zip(values)
+        .map(|(&f, v)| f.then_some(v))
+        .collect()
+}
+
 pub(crate) fn bits(words: &[u32], n: usize) -> Vec<bool> {
     (0..n).map(|i| words[i / 32] >> (i % 32) & 1 == 1).collect()
 }

@@ -5,7 +5,9 @@ use cudarc::driver::{CudaSlice, DeviceRepr, PushKernelArg};
 use gpuds_core::failures::CallStatus;
 use gpuds_core::{Gpu, Module};
 
-use crate::batch::{bits, check_device_keys, check_host_keys, check_outputs, same_len, shape};
+use crate::batch::{
+    answers, bits, check_device_keys, check_host_keys, check_outputs, same_len, shape,
+};
 use crate::error::{Error, Result};
 use crate::placement::{Placement, Region};
 use crate::TableStats;
@@ -226,11 +228,7 @@ impl FlatTable {
     /// The value of each key (`None` where absent). Synchronizes.
     pub fn get_many(&self, keys: &[u32]) -> Result<Vec<Option<u32>>> {
         let (found, values) = self.query(keys, true)?;
-        Ok(found
-            .iter()
-            .zip(values)
-            .map(|(&f, v)| f.then_some(v))
-            .collect())
+        Ok(answers(&found, values))
     }
 
     /// Whether each key is present. Synchronizes.
