@@ -82,7 +82,6 @@ pub(crate) fn shape(gpu: &Gpu, kernel: &Kernel, n: usize) -> Result<LaunchConfig
     Ok(gpu.grid_for(kernel, n.max(1), crate::kernels::BLOCK)?)
 }
 
-/// Bits of a found/removed bitmap as bools.
 /// Lookups' answers from their found flags and values.
 pub(crate) fn answers(found: &[bool], values: Vec<u32>) -> Vec<Option<u32>> {
     found
@@ -92,6 +91,7 @@ pub(crate) fn answers(found: &[bool], values: Vec<u32>) -> Vec<Option<u32>> {
         .collect()
 }
 
+/// Bits of a found/removed bitmap as bools.
 pub(crate) fn bits(words: &[u32], n: usize) -> Vec<bool> {
     (0..n).map(|i| words[i / 32] >> (i % 32) & 1 == 1).collect()
 }

@@ -489,8 +489,8 @@ fn tiered_batches_of_many_runs_overlap_copies_and_lose_nothing() {
         let mut want: Vec<(u32, u32)> = oracle.iter().map(|(&k, &v)| (k, v)).collect();
         want.sort_unstable();
         assert_eq!(pairs, want, "{what}: contents");
-        // Every range's table comes back from its home (the cached ones, clean now, are
-        // the least recently used, evicted first without a write-back).
+        // Every range's table comes back from its home (the cached ones, clean now, run
+        // first; the others evict them without a write-back).
         every_key_matches(&mut t, &oracle, &format!("{what}, after write-back"));
         assert!(t.stats().moved_in > again.moved_in, "{what}: reloaded");
         t.validate().unwrap();

@@ -15,8 +15,9 @@
 //!   device form (keys on the device before the clock, answers left there: pageable
 //!   host copies cost both tables alike and on a slow host hide their difference), the
 //!   range table's sort and, tiered, its copies included as the paper counts them; the
-//!   range table reserves the inner tables of the sequence's key domain before the
-//!   clock, as the flat table has its slots from its construction; answers are checked;
+//!   range table reserves the inner tables of the ranges the sequence touches before
+//!   the clock, as the flat table has its slots from its construction; answers are
+//!   checked;
 //! - per level, the geomean of RangeTable over FlatTable host-mapped on insert and
 //!   search over the sequences (the paper's target: at least 2.06x);
 //! - Table 6 (batch size, GBS) and Table 7 (inner table size, RNG) insert sweeps on MI

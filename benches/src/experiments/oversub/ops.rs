@@ -1,8 +1,6 @@
 //! Measuring one table: the operations of Figs. 9–10, their inputs, and one loop that
 //! times them on either table and checks every answer.
 
-use std::ops::RangeInclusive;
-
 use gpuds_core::cudarc::driver::CudaSlice;
 use gpuds_core::{Gpu, Result};
 use gpuds_oversub::workload::{search_queries, values, Sequence};
@@ -91,14 +89,14 @@ impl Input {
     }
 }
 
-/// The operations both tables have, so that one loop measures either.
-/// The calls a figure times, in their device forms: inputs already on the device,
+/// The operations both tables have, so that one loop measures either: the calls a figure
+/// times, in their device forms: inputs already on the device,
 /// answers left there (the host forms add pageable copies both tables pay alike, which on
 /// a host with slow pageable copies hide the tables' own difference).
 pub(super) trait Table {
-    /// Takes the memory for keys in `domain` up front (the flat table has its slots
-    /// from its construction; the range table reserves the inner tables of the ranges).
-    fn reserve(&mut self, domain: RangeInclusive<u32>) -> gpuds_oversub::Result<()>;
+    /// Takes the memory for `keys` up front (the flat table has its slots from its
+    /// construction; the range table reserves the inner tables of the ranges they touch).
+    fn reserve(&mut self, keys: &[u32]) -> gpuds_oversub::Result<()>;
     fn insert(
         &mut self,
         keys: &CudaSlice<u32>,
@@ -124,7 +122,7 @@ pub(super) trait Table {
 macro_rules! table {
     ($t:ty, reserve($rs:ident, $domain:ident) $reserve:block, insert($is:ident, $k:ident, $v:ident) $insert:block) => {
         impl Table for $t {
-            fn reserve(&mut self, $domain: RangeInclusive<u32>) -> gpuds_oversub::Result<()> {
+            fn reserve(&mut self, $domain: &[u32]) -> gpuds_oversub::Result<()> {
                 let $rs = self;
                 $reserve
             }
@@ -166,10 +164,35 @@ table!(FlatTable, reserve(_t, _domain) { Ok(()) }, insert(t, keys, values) {
 });
 // The range table sorts its batch in place: it gets device copies (inside the clock;
 // about 0.1 ms for 2^24 keys and values).
-table!(RangeTable, reserve(t, domain) { t.reserve(domain) }, insert(t, keys, values) {
+table!(RangeTable, reserve(t, keys) { reserve_touched(t, keys) }, insert(t, keys, values) {
     t.insert_many_device(keys.clone(), values.clone())
 });
 
+/// Reserves the inner tables of the ranges `keys` touch (see `touched`).
+fn reserve_touched(t: &mut RangeTable, keys: &[u32]) -> gpuds_oversub::Result<()> {
+    for interval in touched(keys, t.config().range_bits) {
+        t.reserve(interval)?;
+    }
+    Ok(())
+}
+
+/// The key intervals of the runs of consecutive ranges (of `2^bits` keys) that `keys`
+/// touch: the smallest to the largest key would also take the ranges between a sparse
+/// sequence's keys, which hold none.
+fn touched(keys: &[u32], bits: u32) -> Vec<std::ops::RangeInclusive<u32>> {
+    let mut ranges: Vec<u64> = keys.iter().map(|&k| u64::from(k >> bits)).collect();
+    ranges.sort_unstable();
+    ranges.dedup();
+    ranges
+        .chunk_by(|a, b| a + 1 == *b)
+        .map(|run| {
+            let (first, last) = (run[0], run[run.len() - 1]);
+            (first << bits) as u32..=(((last + 1) << bits) - 1) as u32
+        })
+        .collect()
+}
+
+/// One timed call.
 #[derive(Clone, Debug)]
 pub(super) struct Measured {
     pub op: Op,
@@ -218,9 +241,7 @@ pub(super) fn run_ops(
     let n = input.keys.len();
     let keys = stream.clone_htod(&input.keys)?;
     let mut out = Vec::with_capacity(ops.len());
-    if let (Some(&lo), Some(&hi)) = (input.keys.iter().min(), input.keys.iter().max()) {
-        table.reserve(lo..=hi).map_err(err)?;
-    }
+    table.reserve(&input.keys).map_err(err)?;
     for &op in ops {
         let before = table.stats();
         let (ms, wrong) = match op {
@@ -273,6 +294,19 @@ pub(super) fn run_ops(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn reserves_only_the_ranges_touched() {
+        assert_eq!(
+            touched(&[5, 1 << 20, 3, u32::MAX - 1], 20),
+            vec![0..=(2 << 20) - 1, 0xFFF0_0000..=u32::MAX]
+        );
+        assert_eq!(
+            touched(&[7 << 20, 5 << 20], 20),
+            vec![5 << 20..=(6 << 20) - 1, 7 << 20..=(8 << 20) - 1]
+        );
+        assert!(touched(&[], 20).is_empty());
+    }
 
     #[test]
     fn answers_are_checked() {
