@@ -14,7 +14,7 @@
 //
 // Tables of wide slots (u64 keys) with buckets of 8 or 16 slots insert in two kernels
 // too: per-lane fills of key words (detail/wide_fill.cuh: a per-lane state machine,
-// wide_fill::insert_states, or with HIVE_WIDE_FILL_LOOP defined the warp-wide loop),
+// wide_fill::insert_states),
 // then the tile code (with insert_alone) for what the fills left; the state machine of the packed second kernel
 // holds packed words.
 //
@@ -59,14 +59,7 @@ __device__ __forceinline__ void fill_lanes(const Ref& t, const typename Ref::key
                                            const typename Ref::value_type* values, unsigned long long n,
                                            unsigned* queue, tally& lane) {
   if constexpr (!Ref::S::WIDE && SLOTS <= 16) fill::insert_lanes(t, keys, values, n, queue, lane);
-#ifdef HIVE_WIDE_FILL_LOOP
-  // The warp-wide loop (each lane one insert per iteration), kept for comparison.
-  if constexpr (Ref::S::WIDE && SLOTS <= 16) wide_fill::insert_lanes(t, keys, values, n, queue, lane);
-#else
-  // The per-lane state machine (with the wide second kernel: 3.38 -> 3.59 G keys/s at
-  // u64/u64 on the H200, docs/hive.md; not measured alone against the loop above).
   if constexpr (Ref::S::WIDE && SLOTS <= 16) wide_fill::insert_states(t, keys, values, n, queue, lane);
-#endif
 }
 template <typename Ref>
 __device__ __forceinline__ void queued_lanes(const Ref& t, const typename Ref::key_type* keys,
@@ -130,7 +123,7 @@ extern "C" __global__ void GPUDS_KERNEL(hive_first_reserved)(const K* keys, unsi
 
 // Inserts or replaces (keys[i], values[i]). With buckets of up to 16 slots, the first of
 // two kernels: the per-lane fills of fill::insert_lanes (packed slots) or
-// wide_fill::insert_lanes (wide slots), which append the index
+// wide_fill::insert_states (wide slots), which append the index
 // of every insert they leave to `queue` (bulk::QUEUE_HEAD; counters zeroed by the host,
 // room for n); hive_insert_queued runs those after it. Otherwise lane r takes operation r
 // of its tile's chunk alone first (insert_alone: its own bucket read, one atomic, one

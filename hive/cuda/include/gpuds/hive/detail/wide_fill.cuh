@@ -3,15 +3,16 @@
 // (detail/bulk_insert.cuh says why fills are safe): per-lane fills first, then the tile
 // code for what the fills left.
 //
-// The first kernel (hive_insert) gives each lane one insert. The lane reads b1's key
-// words (through L1 the first time: a stale line shows slots empty that are not, whose
+// The first kernel (hive_insert, insert_states below) runs one insert per lane at a time,
+// each lane taking its next pair from its warp's ring as soon as its insert is done. The
+// lane reads b1's key words (through L1 the first time: a stale line shows slots empty that are not, whose
 // fill then fails, never a wrong key) and b1's metadata word (for its flags only), then:
 // - k in b1 (or, where b1 has SPILL, in b2): one store of the value into k's slot;
 // - else an empty slot in b1: a compare-and-swap of the lowest empty slot's key word from
 //   EMPTY_KEY to k, then a store of the value and an atomic and of the slot's free bit
 //   (no one in this kernel waits for either);
 // - else (b1 full) the same in b2, b1's SPILL set first;
-// - a lost swap uses the key word it returned (fill_slot): k itself finishes as a
+// - a lost swap uses the key word it returned (see the FILL phase): k itself finishes as a
 //   replace, another key sends the lane to the next empty slot of the mask it read; only
 //   when the mask is used up does it read again (relaxed, at L2); what is left after
 //   TRIES reads, or finds b1 locked or STASHED, b1 and b2 full (tagged bulk::BOTH_FULL),
@@ -20,9 +21,6 @@
 //   insert_alone (a BOTH_FULL entry through insert_alone_full first: straight to the
 //   direct move) and the tile code (locks, evictions, the stash) once the first has
 //   ended.
-// Each lane's pair of the next iteration is loaded before the current insert runs.
-// Not yet measured on a GPU (written without one): the pipelined loads, the gathered
-// queue and the lost swap's next slot.
 // The common case, a new key with room in b1, is one bucket read, one compare-and-swap
 // and two stores, with no fence, as the packed fill (one compare-and-swap of the whole
 // pair there).
@@ -32,7 +30,7 @@
 // a slot and nothing moves a key, so the packed fill's argument holds for key words (two
 // fills of one key into a bucket cannot both succeed: the later one chose the lowest
 // slot it read empty and no lost swap returned full, so it saw the other's slot full,
-// with k; fill_slot has the details; a fill into b2 follows a
+// with k; the FILL phase's argument below has the details; a fill into b2 follows a
 // read of b1 full without k, and b1 stays full). No one in this kernel reads a value
 // word, so a key published before its value is seen by no reader: a replace of k (a
 // second pair of k in the batch) stores its value without looking at the old one, and
@@ -48,202 +46,6 @@ namespace hive {
 namespace wide_fill {
 
 constexpr unsigned TRIES = 8;  // reads of b1 before an insert is left to the second kernel
-
-// A wide bucket's key words (the first SLOTS words of the bucket: one 128-byte line for
-// 16 slots), loaded by one lane 16 bytes at a time (plain loads through L1, or relaxed
-// at gpu scope), and what they say about k: the first slot holding it (SLOTS if none)
-// and the mask of empty slots.
-template <typename S, bool COHERENT>
-__device__ __forceinline__ unsigned scan_keys(const unsigned long long* bucket, typename S::key_type k, unsigned& hit) {
-  ulonglong2 w[SLOTS / 2];
-#pragma unroll
-  for (unsigned i = 0; i < SLOTS / 2; ++i) w[i] = load_slot_pair<COHERENT>(bucket + 2 * i);
-  unsigned empty = 0;
-  hit = SLOTS;
-#pragma unroll
-  for (unsigned i = SLOTS / 2; i-- > 0;) {
-    if (w[i].x == S::EMPTY_KEY) empty |= 1u << (2 * i);
-    if (w[i].y == S::EMPTY_KEY) empty |= 1u << (2 * i + 1);
-    if (w[i].y == k) hit = 2 * i + 1;
-    if (w[i].x == k) hit = 2 * i;
-  }
-  return empty;
-}
-
-// What fill_slot returns when every slot of its mask was lost to another key.
-constexpr unsigned FILL_LOST = 0xfdu;
-// What insert_one returns for an insert left to the second kernel because b1 and b2 were
-// both full without k (queued with bulk::BOTH_FULL); STEP_LEFTOVER for the other causes.
-constexpr unsigned STEP_BOTH_FULL = 0xfeu;
-
-// Fills the lowest empty slot of `empty` in bucket b with (k, v): STEP_CLAIM when the key
-// word's swap from EMPTY_KEY took a slot (the value and the free bit follow), STEP_REPLACE
-// when a lost swap returned k itself (k's value is stored into that slot), FILL_LOST when
-// every slot of the mask was lost to other keys (the caller reads the bucket again).
-//
-// A lost swap is not followed by a new read of the bucket: the swap returned the slot's
-// key word, which in this kernel is final (a key word changes once, from EMPTY_KEY to its
-// key; nothing empties, moves or replaces a key word here). So:
-// - a returned k means k is in that slot for the rest of the kernel: storing v there is
-//   the replace the read would have found (the lane that filled it stores its own value
-//   too; one of the two lands last, as for any two pairs of one key in a batch);
-// - a returned key k' != k (never EMPTY_KEY, the swap failed; never BUSY_KEY, no one
-//   writes it in this kernel) means the slot holds k', not k, for good. The next slot
-//   tried is the next of the mask, in increasing order, so when a fill of k succeeds at
-//   slot j, every slot below j was seen holding a key other than k: read full in the scan
-//   (which found no k) or returned by a lost swap here. Each such slot keeps that key,
-//   so no fill of k into it (before or after) can succeed: two fills of k into one bucket
-//   never both succeed, which is the packed fill's uniqueness argument with "read full"
-//   extended to "returned by a lost swap". A stale read (the first one goes through L1)
-//   only shows filled slots empty, whose swaps then return their keys here.
-// - b1 versus b2 is unchanged: a fill of k into b2 follows a read of b1 full without k,
-//   and a successful fill of k into b1 at slot j means j was empty at that swap, so any
-//   read that saw b1 full (slot j included) came later and saw k there. So no lane
-//   fills k into b2 once k can enter b1, and none fills b1 after b1 read full.
-template <typename Ref>
-__device__ __forceinline__ unsigned fill_slot(const Ref& t, unsigned b, unsigned empty, typename Ref::key_type k,
-                                              typename Ref::value_type v) {
-  using S = typename Ref::S;
-  unsigned long long* const bucket = t.bucket(b);
-  while (empty != 0) {
-    const unsigned slot = __ffs(empty) - 1;
-    const typename S::ptr p = slot_at<S>(bucket, slot);
-    const typename Ref::key_type r = mem::cas_relaxed(p.key, S::EMPTY_KEY, k);
-    if (r == S::EMPTY_KEY) {
-      mem::st_relaxed(p.value, v);
-      meta_and(t.meta + b, ~(1ull << slot));
-      return STEP_CLAIM;
-    }
-    if (r == k) {
-      mem::st_relaxed(p.value, v);
-      return STEP_REPLACE;
-    }
-    empty &= empty - 1;  // slot holds another key for good: the next empty slot read
-  }
-  return FILL_LOST;
-}
-
-// One insert by one lane (see the top of this file). Returns STEP_CLAIM, STEP_REPLACE,
-// or STEP_LEFTOVER for the queue.
-template <typename Ref>
-__device__ __forceinline__ unsigned insert_one(const Ref& t, typename Ref::key_type k, typename Ref::value_type v) {
-  using S = typename Ref::S;
-  if (Ref::reserved(k)) return STEP_LEFTOVER;  // the tile code reports it
-  const hash_pair h = hashes(k);
-  const unsigned b1 = t.bucket_of(h.h1), b2 = t.bucket_of(h.h2);
-  for (unsigned tries = 0; tries < TRIES; ++tries) {
-    const unsigned long long m = mem::ld_relaxed(t.meta + b1);
-    unsigned hit;
-    const unsigned empty = tries == 0 ? scan_keys<S, false>(t.bucket(b1), k, hit) : scan_keys<S, true>(t.bucket(b1), k, hit);
-    if (hit != SLOTS) {
-      mem::st_relaxed(slot_at<S>(t.bucket(b1), hit).value, v);
-      return STEP_REPLACE;
-    }
-    if ((m & (META_STASHED | META_LOCK)) != 0) return STEP_LEFTOVER;
-    if (empty == 0) {
-      if (b2 == b1) return STEP_LEFTOVER;
-      // b1 holds SLOTS keys, none k, and keeps them in this kernel: k goes to b2.
-      if ((m & META_SPILL) == 0) meta_or(t.meta + b1, META_SPILL);
-    } else if ((m & META_SPILL) == 0 || b2 == b1) {
-      const unsigned s1 = fill_slot(t, b1, empty, k, v);
-      if (s1 != FILL_LOST) return s1;
-      continue;
-    }
-    // b2: k may be there (b1 has SPILL), or k goes there (b1 full).
-    unsigned hit2;
-    const unsigned empty2 = scan_keys<S, true>(t.bucket(b2), k, hit2);
-    if (hit2 != SLOTS) {
-      mem::st_relaxed(slot_at<S>(t.bucket(b2), hit2).value, v);
-      return STEP_REPLACE;
-    }
-    if (empty != 0) {
-      const unsigned s1 = fill_slot(t, b1, empty, k, v);
-      if (s1 != FILL_LOST) return s1;
-      continue;
-    }
-    if (empty2 == 0) return STEP_BOTH_FULL;  // both full: an eviction, in the second kernel
-    const unsigned s2 = fill_slot(t, b2, empty2, k, v);
-    if (s2 != FILL_LOST) return s2;
-  }
-  return STEP_LEFTOVER;
-}
-
-// The first kernel's loop: warp-stride over the batch, one insert per lane, gathering
-// the inserts left over per warp in shared memory and appending them to `queue` 32 at a
-// time (one atomic on its count per 32 entries, as fill::insert_lanes does; entries: the
-// operation's index, with bulk::BOTH_FULL where b1 and b2 were full).
-//
-// Each lane loads its pair of the warp's next iteration before it runs the current one
-// (software pipelining): the loads are issued before insert_one's first bucket read and
-// waited for only at the next iteration, so the DRAM round trip of the batch is off the
-// chain of dependent accesses. Nothing in the kernel writes the batch arrays, so loading
-// early changes no value read. The order of the queue's entries changes (a warp's
-// entries go out when 32 are gathered, or at the end); the second kernel takes them in
-// any order (a BOTH_FULL entry goes straight to the direct move: insert_alone_full).
-template <typename Ref>
-__device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, const typename Ref::value_type* values,
-                             unsigned long long n, unsigned* queue, tally& lane) {
-  using S = typename Ref::S;
-  using K = typename Ref::key_type;
-  using V = typename Ref::value_type;
-  // At most 31 entries wait between appends, plus up to 32 from one iteration.
-  __shared__ unsigned left[bulk::WARPS][64];
-  unsigned lefts = 0;  // the same on every lane
-  const unsigned wid = threadIdx.x / 32;
-  const unsigned lid = threadIdx.x % 32;
-  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x / 32 * 32;
-  unsigned fills = 0, replaces = 0;
-  unsigned long long base = (static_cast<unsigned long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * 32;
-  K k = S::EMPTY_KEY;
-  V v = 0;
-  if (base + lid < n) {
-    k = keys[base + lid];
-    v = values[base + lid];
-  }
-  for (; base < n; base += stride) {
-    const unsigned long long i = base + lid;
-    // The next iteration's pair, in flight while this one runs.
-    const unsigned long long next = i + stride;
-    K next_k = S::EMPTY_KEY;
-    V next_v = 0;
-    if (next < n) {
-      next_k = keys[next];
-      next_v = values[next];
-    }
-    unsigned step = STEP_CLAIM;
-    if (i < n) step = insert_one(t, k, v);
-    fills += step == STEP_CLAIM && i < n ? 1u : 0u;
-    replaces += step == STEP_REPLACE ? 1u : 0u;
-    const bool leaves = i < n && (step == STEP_LEFTOVER || step == STEP_BOTH_FULL);
-    const unsigned leaving = __ballot_sync(warp::FULL_MASK, leaves);
-    if (leaves) {
-      left[wid][lefts + __popc(leaving & ((1u << lid) - 1u))] =
-          static_cast<unsigned>(i) | (step == STEP_BOTH_FULL ? bulk::BOTH_FULL : 0u);
-    }
-    lefts += __popc(leaving);
-    if (lefts >= 32) {
-      __syncwarp();
-      unsigned at = 0;
-      if (lid == 0) at = atomicAdd(queue, 32u);
-      at = __shfl_sync(warp::FULL_MASK, at, 0);
-      queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lefts - 32 + lid];
-      lefts -= 32;
-      __syncwarp();
-    }
-    k = next_k;
-    v = next_v;
-  }
-  __syncwarp();
-  if (lefts > 0) {
-    unsigned at = 0;
-    if (lid == 0) at = atomicAdd(queue, lefts);
-    at = __shfl_sync(warp::FULL_MASK, at, 0);
-    if (lid < lefts) queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lid];
-  }
-  lane.steps[0] += replaces;
-  lane.steps[1] += fills;
-  lane.len += static_cast<int>(fills);
-}
 
 // A warp's batch pairs of the state machine below (insert_states), as bulk::op_ring for
 // packed tables but with wide keys and values: chunk c holds operations
@@ -309,6 +111,26 @@ struct wide_ring {
   }
 };
 
+// Why a lost swap of the FILL phase (below) needs no new read of the bucket: it returned the slot's
+// key word, which in this kernel is final (a key word changes once, from EMPTY_KEY to its
+// key; nothing empties, moves or replaces a key word here). So:
+// - a returned k means k is in that slot for the rest of the kernel: storing v there is
+//   the replace the read would have found (the lane that filled it stores its own value
+//   too; one of the two lands last, as for any two pairs of one key in a batch);
+// - a returned key k' != k (never EMPTY_KEY, the swap failed; never BUSY_KEY, no one
+//   writes it in this kernel) means the slot holds k', not k, for good. The next slot
+//   tried is the next of the mask, in increasing order, so when a fill of k succeeds at
+//   slot j, every slot below j was seen holding a key other than k: read full in the scan
+//   (which found no k) or returned by a lost swap here. Each such slot keeps that key,
+//   so no fill of k into it (before or after) can succeed: two fills of k into one bucket
+//   never both succeed, which is the packed fill's uniqueness argument with "read full"
+//   extended to "returned by a lost swap". A stale read (the first one goes through L1)
+//   only shows filled slots empty, whose swaps then return their keys here.
+// - b1 versus b2 is unchanged: a fill of k into b2 follows a read of b1 full without k,
+//   and a successful fill of k into b1 at slot j means j was empty at that swap, so any
+//   read that saw b1 full (slot j included) came later and saw k there. So no lane
+//   fills k into b2 once k can enter b1, and none fills b1 after b1 read full.
+
 // Phases of insert_states: what the lane's last issued step was.
 constexpr unsigned IDLE = 0;    // no key
 constexpr unsigned READ = 1;    // b1's key words and metadata word loaded
@@ -321,7 +143,8 @@ constexpr unsigned FILL = 4;    // compare-and-swap of slot `slot` of `cb`'s key
 // step per iteration, so a warp no longer waits for its slowest lane before taking new
 // keys. An iteration consumes what the lane's last step returned (the bucket's key words
 // it loaded, or its compare-and-swap's old key word), decides the next step and issues
-// it. The steps and their correctness are insert_one's (top of this file, fill_slot):
+// it. The steps and their correctness (top of this file, and the lost swap's argument
+// above):
 // - READ: k in b1 -> store the value into k's slot (a replace, done); b1 locked or
 //   STASHED -> queue; room in b1 -> FILL at its lowest empty slot, after CHECK2 (b2 read
 //   for k) where b1 has SPILL; b1 full -> READ2 (b2 read), SPILL set on b1 first.
@@ -329,15 +152,15 @@ constexpr unsigned FILL = 4;    // compare-and-swap of slot `slot` of `cb`'s key
 // - READ2: k in b2 -> store the value; room -> FILL in b2; else queue (BOTH_FULL).
 // - FILL: the swap returned EMPTY_KEY -> store the value, clear the free bit (done); it
 //   returned k -> store the value (a replace, done); another key -> FILL at the next
-//   empty slot of the mask (that slot holds that key for good: fill_slot's argument);
+//   empty slot of the mask (that slot holds that key for good: the argument above);
 //   mask used up -> READ again (a try; TRIES reads, then queue).
 // Nothing else changes: every key word written here goes from EMPTY_KEY to its final key
 // by one compare-and-swap, values are stored (relaxed) only by the lane whose swap put k
 // there or that saw k there, and no one in this kernel reads a value word; so the
 // argument at the top of this file holds step by step, whatever the interleaving of the
 // lanes' steps (it never assumed one insert ran to its end before another began).
-// Queue entries are gathered per warp and appended 32 per atomic, as in insert_lanes.
-// Not yet run or measured on a GPU.
+// Queue entries are gathered per warp and appended 32 per atomic, as in
+// fill::insert_lanes.
 template <typename Ref>
 __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
                               const typename Ref::value_type* values, unsigned long long n, unsigned* queue,
@@ -475,7 +298,7 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
         fills += 1;
         done_at(cb, slot);
       } else if (r == k) {
-        replaces += 1;  // a pair of k filled it first (fill_slot's argument)
+        replaces += 1;  // a pair of k filled it first (the lost swap's argument)
         done_at(cb, slot);
       } else {
         mask &= mask - 1;  // slot holds another key for good
