@@ -166,6 +166,43 @@ constexpr unsigned BOTH_FULL = 1u << 31;
 // chunks of 32 entries the second kernel's warps took, the entries follow.
 constexpr unsigned QUEUE_HEAD = 2;
 
+// The inserts a warp of a first (fill) kernel leaves to the second kernel, gathered in the
+// warp's row of shared memory (at most 31 wait between appends, plus up to 32 from one
+// iteration) and appended to the queue (see QUEUE_HEAD) 32 at a time: one L2 atomic on its
+// count per 32 entries, not per entry. Every member is called by all lanes of the warp.
+struct leftovers {
+  unsigned (&row)[64];
+  unsigned* queue;
+  unsigned count = 0;  // the same on every lane
+  // The lanes with `leaves` add their `entry`.
+  __device__ __forceinline__ void add(bool leaves, unsigned entry) {
+    const unsigned lid = threadIdx.x % 32;
+    const unsigned leaving = __ballot_sync(warp::FULL_MASK, leaves);
+    if (leaves) row[count + __popc(leaving & ((1u << lid) - 1u))] = entry;
+    count += __popc(leaving);
+    if (count >= 32) {
+      __syncwarp();
+      unsigned at = 0;
+      if (lid == 0) at = atomicAdd(queue, 32u);
+      at = __shfl_sync(warp::FULL_MASK, at, 0);
+      queue[QUEUE_HEAD + at + lid] = row[count - 32 + lid];
+      count -= 32;
+      __syncwarp();
+    }
+  }
+  // Appends what is left (at the end of the kernel).
+  __device__ __forceinline__ void flush() {
+    const unsigned lid = threadIdx.x % 32;
+    __syncwarp();
+    if (count > 0) {
+      unsigned at = 0;
+      if (lid == 0) at = atomicAdd(queue, count);
+      at = __shfl_sync(warp::FULL_MASK, at, 0);
+      if (lid < count) queue[QUEUE_HEAD + at + lid] = row[lid];
+    }
+  }
+};
+
 
 // Looks for k among a lane's bucket words: sets `hit` to the first slot holding k and
 // `hit_word` to its word where found (else leaves them), and returns the mask of the

@@ -35,12 +35,10 @@ __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const un
                              unsigned* queue, tally& lane) {
   unsigned fills = 0, replaces = 0;  // the lane's inserts done here (steps 2 and 1)
   __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
-  // The inserts left to the second kernel, gathered per warp and appended to the queue
-  // 32 at a time (one atomic on its count for 32).
-  __shared__ unsigned left[WARPS][64];
-  unsigned lefts = 0;  // the same on every lane
+  // The inserts left to the second kernel.
+  __shared__ unsigned left_rows[WARPS][64];
   const unsigned wid = threadIdx.x / 32;
-  const unsigned lid = threadIdx.x % 32;
+  bulk::leftovers left{left_rows[wid], queue};
   bulk::op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n, nullptr};
   // An entry is the operation's index (a part holds fewer than 2^31 operations).
   auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
@@ -176,29 +174,10 @@ __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const un
       r = mem::cas_relaxed(t.bucket(cb) + slot, phase == FILL ? EMPTY : hit_word, pack(k, v));
     }
     // --- Leave what cannot finish here to the second kernel (convergent). ------------
-    const unsigned parking = __ballot_sync(warp::FULL_MASK, park);
-    if (park) {
-      left[wid][lefts + __popc(parking & ((1u << lid) - 1u))] = index | (both ? bulk::BOTH_FULL : 0u);
-      phase = IDLE;
-    }
-    lefts += __popc(parking);
-    if (lefts >= 32) {
-      __syncwarp();
-      unsigned at = 0;
-      if (lid == 0) at = atomicAdd(queue, 32u);  // one L2 atomic per 32 entries, not per entry
-      at = __shfl_sync(warp::FULL_MASK, at, 0);
-      queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lefts - 32 + lid];
-      lefts -= 32;
-      __syncwarp();
-    }
+    left.add(park, index | (both ? bulk::BOTH_FULL : 0u));
+    if (park) phase = IDLE;
   }
-  __syncwarp();
-  if (lefts > 0) {
-    unsigned at = 0;
-    if (lid == 0) at = atomicAdd(queue, lefts);
-    at = __shfl_sync(warp::FULL_MASK, at, 0);
-    if (lid < lefts) queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lid];
-  }
+  left.flush();
   lane.steps[0] += replaces;
   lane.steps[1] += fills;
   lane.len += static_cast<int>(fills);

@@ -172,10 +172,9 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
   __shared__ K ring_k[bulk::WARPS][bulk::RING];
   __shared__ V ring_v[bulk::WARPS][bulk::RING];
   __shared__ unsigned ring_e[bulk::WARPS][bulk::RING];
-  __shared__ unsigned left[bulk::WARPS][64];
-  unsigned lefts = 0;  // the same on every lane
+  __shared__ unsigned left_rows[bulk::WARPS][64];
   const unsigned wid = threadIdx.x / 32;
-  const unsigned lid = threadIdx.x % 32;
+  bulk::leftovers left{left_rows[wid], queue};
   wide_ring<K, V> ops{ring_k[wid], ring_v[wid], ring_e[wid], keys, values, n};
   ops.start();
   unsigned index = 0;
@@ -327,29 +326,10 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
     if (cas) r = mem::cas_relaxed(slot_at<S>(t.bucket(cb), slot).key, S::EMPTY_KEY, k);
 
     // --- Leave what cannot finish here to the second kernel (convergent). ------------
-    const unsigned parking = __ballot_sync(warp::FULL_MASK, park);
-    if (park) {
-      left[wid][lefts + __popc(parking & ((1u << lid) - 1u))] = index | (both ? bulk::BOTH_FULL : 0u);
-      phase = IDLE;
-    }
-    lefts += __popc(parking);
-    if (lefts >= 32) {
-      __syncwarp();
-      unsigned at = 0;
-      if (lid == 0) at = atomicAdd(queue, 32u);
-      at = __shfl_sync(warp::FULL_MASK, at, 0);
-      queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lefts - 32 + lid];
-      lefts -= 32;
-      __syncwarp();
-    }
+    left.add(park, index | (both ? bulk::BOTH_FULL : 0u));
+    if (park) phase = IDLE;
   }
-  __syncwarp();
-  if (lefts > 0) {
-    unsigned at = 0;
-    if (lid == 0) at = atomicAdd(queue, lefts);
-    at = __shfl_sync(warp::FULL_MASK, at, 0);
-    if (lid < lefts) queue[bulk::QUEUE_HEAD + at + lid] = left[wid][lid];
-  }
+  left.flush();
   lane.steps[0] += replaces;
   lane.steps[1] += fills;
   lane.len += static_cast<int>(fills);
@@ -374,20 +354,11 @@ __device__ void queued(const Ref& t, const typename Ref::key_type* keys, const t
     const typename Ref::key_type k = mine ? keys[e] : S::EMPTY_KEY;
     const typename Ref::value_type v = mine ? values[e] : typename Ref::value_type(0);
     const unsigned long long index = offset + e;
-    const bool alone = mine && !Ref::reserved(k);
     typename Ref::value_type old = 0;
     unsigned step = STEP_LEFTOVER;
-    if (alone && (entry & bulk::BOTH_FULL) != 0) step = t.insert_alone_full(k, v, old, lane);
-    if (alone && step == STEP_LEFTOVER) step = t.insert_alone(k, v, old, lane);
-    unsigned left = tile::ballot(mine && step == STEP_LEFTOVER);
-    while (left != 0) {
-      const unsigned j = __ffs(left) - 1;
-      left &= left - 1;
-      const typename Ref::key_type kj = tile::shfl(k, j);
-      const typename Ref::value_type vj = tile::shfl(v, j);
-      const unsigned long long ij = tile::shfl(index, j);
-      if (t.insert(kj, vj, old, counts) == STEP_FAILED) t.record_failure(ij);
-    }
+    if (mine && !Ref::reserved(k) && (entry & bulk::BOTH_FULL) != 0) step = t.insert_alone_full(k, v, old, lane);
+    // What the direct move left, and every other entry: insert_alone, then the tile code.
+    insert_ops(t, mine && step == STEP_LEFTOVER, k, v, index, lane, counts);
   });
 }
 
