@@ -26,6 +26,9 @@ use crate::flat::{check_slots, live_pairs, windows_for, WINDOW};
 use crate::placement::{Placement, Region};
 use crate::TableStats;
 
+/// A batch's keys sorted on the device, and each key's position in the caller's batch.
+type Sorted = (CudaSlice<u32>, CudaSlice<u64>);
+
 /// How a batch uses the inner tables of the ranges it touches (tiered: which tables it
 /// needs in the cache, and whether it dirties them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -413,11 +416,7 @@ impl RangeTable {
 
     /// `keys` sorted on the device, with each key's position (`base` plus its place in
     /// `keys`).
-    fn sorted_with_index(
-        &mut self,
-        mut keys: CudaSlice<u32>,
-        base: u64,
-    ) -> Result<(CudaSlice<u32>, CudaSlice<u64>)> {
+    fn sorted_with_index(&mut self, mut keys: CudaSlice<u32>, base: u64) -> Result<Sorted> {
         let mut index = self.gpu.stream().alloc_zeros::<u64>(keys.len())?;
         primitives::iota(&self.gpu, &mut index, base)?;
         self.sorter.sort_pairs(&mut keys, &mut index)?;

@@ -5,7 +5,7 @@
 use cudarc::driver::{CudaSlice, PushKernelArg};
 use gpuds_core::failures::CallStatus;
 
-use super::{Access, RangeTable};
+use super::{Access, RangeTable, Sorted};
 use crate::batch::{
     answers, bits, check_device_keys, check_host_keys, check_outputs, shape, Failures,
 };
@@ -78,19 +78,33 @@ impl RangeTable {
         mut values: Option<&mut CudaSlice<u32>>,
         found: &mut CudaSlice<u32>,
     ) -> Result<()> {
+        check_outputs(keys.len(), values.as_deref(), found)?;
+        self.device_chunks(keys, found, |t, sorted, found, call| {
+            t.find_sorted(sorted, values.as_deref_mut(), found, call)
+        })
+    }
+
+    /// The device forms' driver: checks `keys` on the device, clears `bits` (found or
+    /// removed, checked by the caller to hold a bit per key), and runs `op` on each chunk
+    /// of `config.batch` keys sorted with their positions in `keys`, under one call status.
+    fn device_chunks(
+        &mut self,
+        keys: &CudaSlice<u32>,
+        bits: &mut CudaSlice<u32>,
+        mut op: impl FnMut(&mut Self, &Sorted, &mut CudaSlice<u32>, &CallStatus) -> Result<()>,
+    ) -> Result<()> {
         let n = keys.len();
-        check_outputs(n, values.as_deref(), found)?;
         check_device_keys(&self.gpu, &self.module.kernel("first_reserved_u32")?, keys)?;
         if n == 0 {
             return Ok(());
         }
         let stream = self.gpu.stream().clone();
-        stream.memset_zeros(found)?;
+        stream.memset_zeros(bits)?;
         let call = CallStatus::new(&self.gpu, n)?;
         for start in (0..n).step_by(self.config.batch) {
             let chunk = stream.clone_dtod(&keys.slice(start..n.min(start + self.config.batch)))?;
             let sorted = self.sorted_with_index(chunk, start as u64)?;
-            self.find_sorted(&sorted, values.as_deref_mut(), found, &call)?;
+            op(self, &sorted, bits, &call)?;
         }
         call.check()?;
         Ok(())
@@ -100,7 +114,7 @@ impl RangeTable {
     /// `values` and `found`).
     fn find_sorted(
         &mut self,
-        (k, index): &(CudaSlice<u32>, CudaSlice<u64>),
+        (k, index): &Sorted,
         mut values: Option<&mut CudaSlice<u32>>,
         found: &mut CudaSlice<u32>,
         call: &CallStatus,
@@ -154,29 +168,17 @@ impl RangeTable {
         keys: &CudaSlice<u32>,
         removed: &mut CudaSlice<u32>,
     ) -> Result<()> {
-        let n = keys.len();
-        check_outputs(n, None, removed)?;
-        check_device_keys(&self.gpu, &self.module.kernel("first_reserved_u32")?, keys)?;
-        if n == 0 {
-            return Ok(());
-        }
-        let stream = self.gpu.stream().clone();
-        stream.memset_zeros(removed)?;
-        let call = CallStatus::new(&self.gpu, n)?;
-        for start in (0..n).step_by(self.config.batch) {
-            let chunk = stream.clone_dtod(&keys.slice(start..n.min(start + self.config.batch)))?;
-            let sorted = self.sorted_with_index(chunk, start as u64)?;
-            self.erase_sorted(&sorted, removed, &call)?;
-        }
-        call.check()?;
-        Ok(())
+        check_outputs(keys.len(), None, removed)?;
+        self.device_chunks(keys, removed, |t, sorted, removed, call| {
+            t.erase_sorted(sorted, removed, call)
+        })
     }
 
     /// Runs the removals of one sorted batch (keys and their positions, which index the
     /// removed bits).
     fn erase_sorted(
         &mut self,
-        (k, index): &(CudaSlice<u32>, CudaSlice<u64>),
+        (k, index): &Sorted,
         removed: &mut CudaSlice<u32>,
         call: &CallStatus,
     ) -> Result<()> {
