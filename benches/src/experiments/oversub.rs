@@ -409,7 +409,7 @@ fn memory_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
     let mut flat = FlatTable::new(&gpu, n as u64, Placement::Device).map_err(err)?;
     let mut range =
         RangeTable::with_config(&gpu, range_config(&keys, Placement::Device)).map_err(err)?;
-    range.reserve(1..=n as u32).map_err(err)?;
+    ops::reserve_touched(&mut range, &keys).map_err(err)?;
     // Device forms: the keys are on the device before the clock, the answers stay there.
     let stream = gpu.stream();
     let (dk, dv) = (stream.clone_htod(&keys)?, stream.clone_htod(&values)?);

@@ -169,7 +169,7 @@ table!(RangeTable, reserve(t, keys) { reserve_touched(t, keys) }, insert(t, keys
 });
 
 /// Reserves the inner tables of the ranges `keys` touch (see `touched`).
-fn reserve_touched(t: &mut RangeTable, keys: &[u32]) -> gpuds_oversub::Result<()> {
+pub(super) fn reserve_touched(t: &mut RangeTable, keys: &[u32]) -> gpuds_oversub::Result<()> {
     for interval in touched(keys, t.config().range_bits) {
         t.reserve(interval)?;
     }
