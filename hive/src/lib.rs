@@ -105,6 +105,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             "gpuds/hive/detail/wide_fill.cuh",
             include_str!("../cuda/include/gpuds/hive/detail/wide_fill.cuh"),
         ),
+        (
+            "gpuds/hive/detail/wide_queued.cuh",
+            include_str!("../cuda/include/gpuds/hive/detail/wide_queued.cuh"),
+        ),
     ]);
     headers
 }

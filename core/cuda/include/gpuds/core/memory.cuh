@@ -100,6 +100,19 @@ __device__ __forceinline__ unsigned long long exch_relaxed(unsigned long long* p
   return old;
 }
 
+// Exchange with acquire semantics: the thread's later memory operations wait for it, so
+// the word it wrote is performed before them. Returns what was there.
+__device__ __forceinline__ unsigned exch_acquire(unsigned* p, unsigned v) {
+  unsigned old;
+  asm volatile("atom.acquire.gpu.global.exch.b32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+__device__ __forceinline__ unsigned long long exch_acquire(unsigned long long* p, unsigned long long v) {
+  unsigned long long old;
+  asm volatile("atom.acquire.gpu.global.exch.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+  return old;
+}
+
 // Exchange with release semantics: drops a latch and returns what was there.
 __device__ __forceinline__ unsigned exch_release(unsigned* p, unsigned v) {
   unsigned old;

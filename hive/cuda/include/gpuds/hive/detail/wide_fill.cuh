@@ -47,54 +47,31 @@ namespace wide_fill {
 
 constexpr unsigned TRIES = 8;  // reads of b1 before an insert is left to the second kernel
 
-// A warp's batch pairs of the state machine below (insert_states), as bulk::op_ring for
-// packed tables but with wide keys and values: chunk c holds operations
-// (gw + c * nw) * 32 + lane, each chunk loaded coalesced one chunk ahead and staged in
-// the warp's ring in shared memory; idle lanes take them in order. (A copy rather than a
-// template of bulk::op_ring, so that the packed kernels' code stays as it is.)
+// A warp's ring of staged operations (wide keys and values) in shared memory, which its
+// idle lanes take in order: the part that wide_ring (below) and the second kernel's
+// wide_queued::queue_ring share. Every counter is the same on every lane: `fetched`
+// chunks of 32 were staged, `taken` operations taken. (A copy rather than a template of
+// bulk::op_ring, so that the packed kernels' code stays as it is.)
 template <typename K, typename V>
-struct wide_ring {
+struct wide_staging {
   K (&rk)[bulk::RING];
   V (&rv)[bulk::RING];
   unsigned (&re)[bulk::RING];
-  const K* keys;
-  const V* values;
-  unsigned long long n;
-  unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
-  unsigned nw = gridDim.x * blockDim.x / 32;
   unsigned lid = threadIdx.x % 32;
   unsigned fetched = 0, taken = 0;  // the same on every lane
-  unsigned long long base = 0;      // the first operation of the chunk in flight
-  K pk = ~K(0);
-  V pv = 0;
 
-  __device__ void load() {
-    const unsigned long long at = base + lid;
-    pk = ~K(0);
-    if (at < n) {
-      pk = keys[at];
-      pv = values[at];
-    }
-  }
-  __device__ void start() {
-    base = static_cast<unsigned long long>(gw) * 32;
-    load();
-  }
-  // Stages the chunk in flight when the ring has room for it, and loads the next.
-  __device__ void stage() {
-    if (fetched * 32 - taken <= bulk::RING - 32 && base < n) {
-      rk[(fetched * 32 + lid) % bulk::RING] = pk;
-      rv[(fetched * 32 + lid) % bulk::RING] = pv;
-      re[(fetched * 32 + lid) % bulk::RING] = static_cast<unsigned>(base + lid);
-      fetched += 1;
-      base = (static_cast<unsigned long long>(fetched) * nw + gw) * 32;
-      load();
-      __syncwarp();
-    }
+  // Whether the ring has room for one more chunk.
+  __device__ bool room() const { return fetched * 32 - taken <= bulk::RING - 32; }
+  // Stages this lane's operation of the next chunk (called by every lane).
+  __device__ void push(K k, V v, unsigned e) {
+    rk[(fetched * 32 + lid) % bulk::RING] = k;
+    rv[(fetched * 32 + lid) % bulk::RING] = v;
+    re[(fetched * 32 + lid) % bulk::RING] = e;
+    fetched += 1;
   }
   __device__ bool more() const { return taken < fetched * 32; }
   // Hands the next staged operations to the lanes with `idle`, in lane order: true where
-  // this lane got one (k is all ones past the end of the batch).
+  // this lane got one.
   __device__ bool take(bool idle, K& k, V& v, unsigned& e) {
     const unsigned want = __ballot_sync(warp::FULL_MASK, idle);
     const unsigned staged = fetched * 32 - taken;
@@ -111,25 +88,44 @@ struct wide_ring {
   }
 };
 
-// Why a lost swap of the FILL phase (below) needs no new read of the bucket: it returned the slot's
-// key word, which in this kernel is final (a key word changes once, from EMPTY_KEY to its
-// key; nothing empties, moves or replaces a key word here). So:
-// - a returned k means k is in that slot for the rest of the kernel: storing v there is
-//   the replace the read would have found (the lane that filled it stores its own value
-//   too; one of the two lands last, as for any two pairs of one key in a batch);
-// - a returned key k' != k (never EMPTY_KEY, the swap failed; never BUSY_KEY, no one
-//   writes it in this kernel) means the slot holds k', not k, for good. The next slot
-//   tried is the next of the mask, in increasing order, so when a fill of k succeeds at
-//   slot j, every slot below j was seen holding a key other than k: read full in the scan
-//   (which found no k) or returned by a lost swap here. Each such slot keeps that key,
-//   so no fill of k into it (before or after) can succeed: two fills of k into one bucket
-//   never both succeed, which is the packed fill's uniqueness argument with "read full"
-//   extended to "returned by a lost swap". A stale read (the first one goes through L1)
-//   only shows filled slots empty, whose swaps then return their keys here.
-// - b1 versus b2 is unchanged: a fill of k into b2 follows a read of b1 full without k,
-//   and a successful fill of k into b1 at slot j means j was empty at that swap, so any
-//   read that saw b1 full (slot j included) came later and saw k there. So no lane
-//   fills k into b2 once k can enter b1, and none fills b1 after b1 read full.
+// A warp's batch pairs of the state machine below (insert_states), as bulk::op_ring for
+// packed tables but with wide keys and values: chunk c holds operations
+// (gw + c * nw) * 32 + lane, each chunk loaded coalesced one chunk ahead and staged in
+// the warp's ring (wide_staging); idle lanes take them in order (k is all ones past the
+// end of the batch).
+template <typename K, typename V>
+struct wide_ring : wide_staging<K, V> {
+  const K* keys;
+  const V* values;
+  unsigned long long n;
+  unsigned gw = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+  unsigned nw = gridDim.x * blockDim.x / 32;
+  unsigned long long base = 0;  // the first operation of the chunk in flight
+  K pk = ~K(0);
+  V pv = 0;
+
+  __device__ void load() {
+    const unsigned long long at = base + this->lid;
+    pk = ~K(0);
+    if (at < n) {
+      pk = keys[at];
+      pv = values[at];
+    }
+  }
+  __device__ void start() {
+    base = static_cast<unsigned long long>(gw) * 32;
+    load();
+  }
+  // Stages the chunk in flight when the ring has room for it, and loads the next.
+  __device__ void stage() {
+    if (this->room() && base < n) {
+      this->push(pk, pv, static_cast<unsigned>(base + this->lid));
+      base = (static_cast<unsigned long long>(this->fetched) * nw + gw) * 32;
+      load();
+      __syncwarp();
+    }
+  }
+};
 
 // Phases of insert_states: what the lane's last issued step was.
 constexpr unsigned IDLE = 0;    // no key
@@ -175,7 +171,7 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
   __shared__ unsigned left_rows[bulk::WARPS][64];
   const unsigned wid = threadIdx.x / 32;
   bulk::leftovers left{left_rows[wid], queue};
-  wide_ring<K, V> ops{ring_k[wid], ring_v[wid], ring_e[wid], keys, values, n};
+  wide_ring<K, V> ops{{ring_k[wid], ring_v[wid], ring_e[wid]}, keys, values, n};
   ops.start();
   unsigned index = 0;
   K k = S::EMPTY_KEY;

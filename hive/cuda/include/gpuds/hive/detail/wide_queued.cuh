@@ -1,0 +1,516 @@
+// gpuds/hive/detail/wide_queued.cuh: the second kernel of the bulk insert of HiveMap
+// tables of wide slots (u64 keys; buckets of 8 or 16 slots) as a per-lane state machine:
+// the wide counterpart of bulk::insert_lanes (detail/bulk_insert.cuh), for the direct
+// move of the inserts the first kernel found both buckets full for (bulk::BOTH_FULL).
+// NOT yet run or measured on a GPU (written without one; compiled with NVRTC only).
+//
+// Each lane advances its own insert by one step per iteration, as in bulk::insert_lanes:
+// an iteration first consumes what the lane's previous step returned (every lane,
+// whatever its phase), then issues the lane's next memory operations, so a lane waiting
+// for a lock or in the middle of an eviction holds up no other lane of its warp; a lane
+// whose insert is done takes its next queue entry from the warp's ring (queue_ring, one
+// chunk of 32 entries and their pairs staged ahead). Before, every lane ran
+// insert_alone_full / insert_alone to its end (about 11-14 dependent round trips) and the
+// warp waited for its slowest lane (wide_fill::queued, still chosen by defining
+// HIVE_WIDE_QUEUED_ALONE).
+//
+// The direct move, one phase per round trip (a wide slot is a key word among its
+// bucket's key words and a value word among the values after them: detail/hive_slot.cuh):
+//   W_READ    b1's metadata word `m` loaded (relaxed).
+//   W_LOCK    lock swap of b1's word from `m` issued (LOCK and SPILL set, version
+//             advanced), where `m` is unlocked, not STASHED and full.
+//   W_B1      under b1's lock: b1's key words loaded (coherent).
+//   W_PICK    the metadata words of CANDIDATES victims' other buckets loaded, and (the
+//             first round under the lock) b2's key words.
+//   W_TLOCK   lock swap of the chosen target's word from the word read, which also
+//             clears the target's lowest free bit (the slot is claimed in the lock's
+//             own swap).
+//   W_BUSY    swap of the victim's key word in b1 from the victim's key to BUSY_KEY.
+//   W_XCHG    exchange of the victim's value word with k's value (returns the victim's
+//             value: read under the slot's ownership).
+//   W_RELEASE swap of the victim's key word from BUSY_KEY to k (k published in b1), and
+//             exchange of the target's claimed value word with the victim's value.
+//   W_TPUT    swap of the target's claimed key word from EMPTY_KEY to the victim's key;
+//             then both locks are released.
+// About 9 dependent round trips, none of which makes the other lanes wait.
+//
+// What the machine does not do it parks (in the warp's queue in shared memory) and runs
+// later through insert_alone and the tile code, as bulk::insert_lanes does: entries not
+// tagged BOTH_FULL (lost races, locks, STASHED: a few per cent of the queue), reserved
+// keys, b1 == b2, b1 with room or STASHED, k found in b1 or b2 (a replace), b2 with an
+// empty or BUSY_KEY slot, no candidate of b1 with room among SLOTS, and an insert still
+// not done after TRIES tries. When 32 are parked the warp stops taking entries, lets its
+// lanes finish (so that no lane of the warp holds a lock) and runs them one per lane.
+//
+// No wait is unbounded: a lock is only ever taken by one compare-and-swap from a word
+// read unlocked; a lost swap releases what the lane holds and counts a try (at most
+// TRIES, then the insert is parked); no phase loops on memory.
+//
+// Why k ends up in the table exactly once (with the concurrent inserts of this kernel:
+// other lanes of this machine, insert_alone and the tile code of parked inserts; the
+// first kernel's lock-free fills ended before this kernel began, and nothing deletes):
+// - k is not in b1 at the move: b1's key words were read after the lock's swap from `m`
+//   returned (an acquire), all of them keys (no EMPTY_KEY slot, so none pending; no
+//   BUSY_KEY, which could be k in the middle of a replace) and none k. While the lane
+//   holds b1's lock, k cannot enter b1: a lock-free claim in b1 needs a free bit (b1 is
+//   full as of `m`, and in a kernel that only inserts a full bucket stays full: moves
+//   swap keys, nothing empties a slot) and an unlocked word; a replace needs k there;
+//   every other placement needs b1's lock.
+// - k is not in b2: b2's key words were read after the lock was taken (W_PICK), full and
+//   none k or BUSY_KEY. In this kernel k enters or leaves b2 only under b1's lock
+//   (insert_alone_locked, insert_locked, evict: every placement of a key in its second
+//   bucket is made by a holder of its first bucket's lock, and every move of it holds
+//   both its buckets' locks), so from the lock on, k neither enters b2 nor leaves it.
+// - k is not in the stash: STASHED is clear in `m`, and it is set only under b1's lock.
+// - Any other insert of k either replaces a k it finds (there is none until W_RELEASE
+//   publishes k in b1; then it finds it, and its replace goes through BUSY_KEY like any
+//   replace) or passes through b1's lock after this lane releases it, and finds k in b1.
+// - The victim leaves b1 only under the locks of both its buckets (b1 and the target),
+//   lands in its other bucket, and b1 carries SPILL (set in the lock's swap) for a victim
+//   whose first bucket is b1; between W_BUSY and W_TPUT an insert of the victim sees a
+//   BUSY_KEY slot in b1 (pending: it reads again) or must take a lock this lane holds
+//   (both its buckets), so it never concludes the victim absent, and it finds it in the
+//   target after the unlock. The target's slot is the lane's own: its free bit was
+//   cleared by the lane's lock swap, from a word in which it was set, so its key word
+//   was EMPTY_KEY (a slot is written only by the claimer of its bit) and stays so.
+//
+// Why no value is lost or torn: the victim's value word is written only by the lane that
+// holds the slot's key word at BUSY_KEY (this lane, from W_BUSY to W_RELEASE), which
+// reads the victim's value with the same exchange that stores k's (so a replace of the
+// victim that landed before W_BUSY is carried to the target, and none can land after:
+// it would need to swap the key word from the victim's key); a replace of the victim in
+// flight makes W_BUSY fail (it returns BUSY_KEY), and the lane gives the target's
+// claimed slot back (its bit set again: its key word was never written), releases both
+// locks and tries again. The target's value word is written by this lane only, in its
+// claimed slot, before the slot's key word. Values are whole words (4 or 8 bytes, one
+// atomic each), so no reader sees half of one.
+//
+// Why no reader uses a value before it is stored: every write of this machine is an
+// atomic whose result the lane waits for before it issues the next one (each is consumed
+// by the next iteration, or is an acquire, which the hardware waits for). So k's value
+// (the W_XCHG exchange) is performed at L2 before k's key word is swapped in
+// (W_RELEASE), the victim's value (the W_RELEASE exchange, an acquire) before the
+// victim's key word (W_TPUT), and every write under a lock before its release, which is
+// then unlock_after_atomics's: at gpu scope, where every later reader of the table reads,
+// a key word never shows a key whose value is not yet there; the slot protocol's readers
+// (replace, delete, the lookups' confirm) need nothing more. As in bulk::insert_lanes,
+// no step needs a fence (which would stall the warp until all its memory operations
+// drained). The kernel boundary makes everything visible to later kernels.
+#pragma once
+#include <gpuds/hive/detail/batch_loop.cuh>
+#include <gpuds/hive/detail/bulk_insert.cuh>
+
+namespace gpuds {
+namespace hive {
+namespace wide_queued {
+
+// The constants are enumerators, not constexpr variables, so that a module of packed
+// slots, which includes this file but never instantiates it, compiles to the same PTX
+// as without it (a namespace-scope constexpr variable is emitted as a global).
+enum : unsigned {
+  PARK = bulk::PARK,              // parked inserts per warp (at most 31 + 32 at once)
+  TRIES = bulk::TRIES,            // tries (lock swaps, lost races) before an insert is parked
+  CANDIDATES = bulk::CANDIDATES,  // victims looked at per round of the move
+  // What a ring slot holds past the end of the queue (an entry is an index below 2^31
+  // and the BOTH_FULL bit, never all ones).
+  NO_ENTRY = 0xffffffffu,
+};
+
+// Phases: what the lane's last issued step was (see the top of this file).
+enum : unsigned { IDLE, W_READ, W_LOCK, W_B1, W_PICK, W_TLOCK, W_BUSY, W_XCHG, W_RELEASE, W_TPUT };
+
+// The compare-and-swap a lane issues (one call site for every lane that has one).
+enum : unsigned {
+  C_NONE,
+  C_LOCK,     // b1's word from m: locked, SPILL set
+  C_TLOCK,    // the target's word from mt: locked, slot `slot` claimed
+  C_BUSY,     // b1's key word vslot from the victim's key to BUSY_KEY
+  C_RELEASE,  // b1's key word vslot from BUSY_KEY to k (relaxed)
+  C_TPUT,     // the target's key word `slot` from EMPTY_KEY to the victim's key
+};
+
+// A warp's queue entries and their pairs, taken by its idle lanes in order: the warps
+// take chunks of 32 entries in turn (one atomic on `next` per chunk, so that a warp whose
+// inserts take long takes fewer, as bulk::op_ring does for packed tables), each loaded
+// coalesced one chunk ahead and staged in the warp's ring (wide_fill::wide_staging).
+// An entry past the end of the queue is staged as NO_ENTRY.
+template <typename K, typename V>
+struct queue_ring : wide_fill::wide_staging<K, V> {
+  const K* keys;
+  const V* values;
+  const unsigned* entries;  // the queue's entries (queue + bulk::QUEUE_HEAD)
+  unsigned long long n;     // how many
+  unsigned* next;           // the chunk counter (queue[1], zeroed by the host)
+  unsigned long long base = 0;  // the first entry of the chunk in flight
+  K pk = 0;
+  V pv = 0;
+  unsigned pe = NO_ENTRY;
+
+  __device__ unsigned long long next_chunk() const {
+    unsigned chunk = 0;
+    if (this->lid == 0) chunk = atomicAdd(next, 1u);
+    return static_cast<unsigned long long>(__shfl_sync(warp::FULL_MASK, chunk, 0)) * 32;
+  }
+  __device__ void load() {
+    const unsigned long long at = base + this->lid;
+    pe = NO_ENTRY;
+    if (at < n) {
+      pe = entries[at];
+      const unsigned e = pe & ~bulk::BOTH_FULL;
+      pk = keys[e];
+      pv = values[e];
+    }
+  }
+  __device__ void start() {
+    base = next_chunk();
+    load();
+  }
+  // Stages the chunk in flight when the ring has room for it, and loads the next.
+  __device__ void stage() {
+    if (this->room() && base < n) {
+      this->push(pk, pv, pe);
+      base = next_chunk();
+      load();
+      __syncwarp();
+    }
+  }
+};
+
+template <typename K, typename V>
+struct parked_ops {
+  K k[bulk::WARPS][PARK];
+  V v[bulk::WARPS][PARK];
+  unsigned long long i[bulk::WARPS][PARK];
+};
+
+// Runs the parked inserts (one per lane with `has`) through insert_alone and the tile
+// code (insert_ops). Called by all lanes of the warp, none holding a lock; out of line,
+// so that the state machine's loop saves few registers.
+template <typename Ref>
+__device__ __noinline__ void run_parked(const Ref& t, bool has, typename Ref::key_type k, typename Ref::value_type v,
+                                        unsigned long long index, tally& lane, tally& counts) {
+  insert_ops(t, has, k, v, index, lane, counts);
+}
+
+// The second kernel for wide slots: the queue's entries (bulk::QUEUE_HEAD; operation
+// offset + index of the batch) through the state machine above, and what it parks
+// through run_parked.
+template <typename Ref>
+__device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, const typename Ref::value_type* values,
+                             unsigned* queue, unsigned long long offset, tally& lane, tally& counts) {
+  using S = typename Ref::S;
+  using K = typename Ref::key_type;
+  using V = typename Ref::value_type;
+  static_assert(S::WIDE, "wide slots only");
+  const unsigned long long n = queue[0];
+  unsigned evictions = 0;  // the lane's direct moves done here
+  __shared__ parked_ops<K, V> park;
+  __shared__ K ring_k[bulk::WARPS][bulk::RING];
+  __shared__ V ring_v[bulk::WARPS][bulk::RING];
+  __shared__ unsigned ring_e[bulk::WARPS][bulk::RING];
+  const unsigned wid = threadIdx.x / 32;
+  const unsigned lid = threadIdx.x % 32;
+  queue_ring<K, V> ops{{ring_k[wid], ring_v[wid], ring_e[wid]}, keys, values, queue + bulk::QUEUE_HEAD, n, queue + 1};
+  ops.start();
+  unsigned parked = 0;  // the warp's parked inserts (the same on every lane)
+  // Rounds of the state machine, each until 32 inserts are parked and every lane is idle
+  // (then they run, outside the loop) or until the entries run out.
+  for (;;) {
+    unsigned long long index = 0;
+    K k = S::EMPTY_KEY, vkey = S::EMPTY_KEY;
+    V v = 0, vval = 0;
+    unsigned b1 = 0, b2 = 0, target = 0;
+    unsigned phase = IDLE, tries = 0, slot = 0, vslot = 0, round = 0;
+    bool locked = false, tlocked = false, w_b2 = false;
+    // m: b1's word as read (then locked from); mt: the target's word as read; r: the
+    // last compare-and-swap's old word.
+    unsigned long long m = 0, mt = 0, r = 0;
+    unsigned long long am[CANDIDATES];
+    unsigned alt[CANDIDATES];
+    K ck[CANDIDATES];
+#pragma unroll
+    for (unsigned c = 0; c < CANDIDATES; ++c) {
+      am[c] = 0;
+      alt[c] = 0;
+      ck[c] = S::EMPTY_KEY;
+    }
+    // The key words of the bucket the lane read last (b1, or b2 where w_b2).
+    unsigned long long w[SLOTS];
+#pragma unroll
+    for (unsigned i = 0; i < SLOTS; ++i) w[i] = S::EMPTY_KEY;
+    for (;;) {
+      // --- Convergence point: leave to run the parked inserts, or stop. -------------
+      const bool busy = phase != IDLE;
+      if (parked >= 32 && !__any_sync(warp::FULL_MASK, busy)) break;
+      ops.stage();
+      if (!__any_sync(warp::FULL_MASK, busy) && !ops.more()) break;
+      K tk = S::EMPTY_KEY;
+      V tv = 0;
+      unsigned entry = NO_ENTRY;
+      const bool take = ops.take(!busy && parked < 32, tk, tv, entry);
+
+      // --- Consume the last step's results; decide the next step. -------------------
+      // The bucket the lane read last, scanned once for every phase (only W_B1 and
+      // W_PICK use it, each right after the step that loaded it).
+      unsigned seen_hit = SLOTS, seen_odd = 0;  // k's slot; slots EMPTY_KEY or BUSY_KEY
+#pragma unroll
+      for (unsigned i = SLOTS; i-- > 0;) {
+        if (w[i] == S::EMPTY_KEY || w[i] == S::BUSY_KEY) seen_odd |= 1u << i;
+        if (w[i] == k) seen_hit = i;
+      }
+      bool load_meta = false, load_b1 = false, load_cand = false, park_it = false, xchg = false;
+      unsigned cas = C_NONE;
+      // Releases the locks the lane holds (every write under them was an atomic the lane
+      // waited for: unlock_after_atomics).
+      auto unlock = [&]() {
+        if (tlocked) unlock_after_atomics(t.meta + target);
+        if (locked) unlock_after_atomics(t.meta + b1);
+        locked = false;
+        tlocked = false;
+      };
+      // Reads b1's word again, or parks the insert after TRIES tries.
+      auto retry = [&]() {
+        if (++tries >= TRIES) {
+          park_it = true;
+        } else {
+          phase = W_READ;
+          load_meta = true;
+        }
+      };
+
+      if (phase == IDLE) {
+        if (take && entry != NO_ENTRY) {
+          index = offset + (entry & ~bulk::BOTH_FULL);
+          k = tk;
+          v = tv;
+          tries = 0;
+          if ((entry & bulk::BOTH_FULL) == 0 || Ref::reserved(k)) {
+            park_it = true;  // the plain path (insert_alone), or the tile reports it
+          } else {
+            const hash_pair h = hashes(k);
+            b1 = t.bucket_of(h.h1);
+            b2 = t.bucket_of(h.h2);
+            if (b2 == b1) {
+              park_it = true;
+            } else {
+              phase = W_READ;
+              load_meta = true;
+            }
+          }
+        }
+      } else if (phase == W_READ) {
+        m = r;  // b1's word (loaded into r, or returned by a lost lock swap)
+        if ((m & META_STASHED) != 0 || free_of(m) != 0) {
+          park_it = true;  // k may be stashed, or b1 has room: insert_alone's paths
+        } else if ((m & META_LOCK) != 0) {
+          retry();
+        } else {
+          phase = W_LOCK;
+          cas = C_LOCK;
+        }
+      } else if (phase == W_LOCK) {
+        if (r != m) {
+          // The swap returned b1's fresher word: decide from it (no new read).
+          if (++tries >= TRIES) {
+            park_it = true;
+          } else {
+            phase = W_READ;
+          }
+        } else {
+          locked = true;
+          round = 0;
+          phase = W_B1;
+          load_b1 = true;
+        }
+      } else if (phase == W_B1) {
+        // w holds b1's key words, read under the lock.
+        if (seen_hit != SLOTS) {
+          unlock();
+          park_it = true;  // k in b1: a replace (insert_alone)
+        } else if (seen_odd != 0) {
+          // A slot of a full bucket read empty is pending, a BUSY_KEY one is a replace
+          // in flight (perhaps of k): later.
+          unlock();
+          retry();
+        } else {
+          phase = W_PICK;
+          load_cand = true;
+        }
+      } else if (phase == W_PICK) {
+        if (w_b2 && (seen_hit != SLOTS || seen_odd != 0)) {
+          // k in b2 (a replace), or b2 not full or in the middle of a change: the plain
+          // paths of insert_alone.
+          unlock();
+          park_it = true;
+        } else {
+          // Take the candidate whose other bucket has the most room and no lock, and
+          // lock that bucket from the word read.
+          unsigned pick = CANDIDATES, most = 0;
+#pragma unroll
+          for (unsigned c = 0; c < CANDIDATES; ++c) {
+            const unsigned room = __popc(free_of(am[c]));
+            if (alt[c] != b1 && alt[c] != b2 && room > most && (am[c] & META_LOCK) == 0) {
+              most = room;
+              pick = c;
+            }
+          }
+          if (pick == CANDIDATES) {
+            if (++round < SLOTS / CANDIDATES) {
+              // The next candidates of b1: from w where it still holds b1, else read
+              // b1 again (under the lock it holds the same keys).
+              if (w_b2) {
+                phase = W_B1;
+                load_b1 = true;
+              } else {
+                load_cand = true;
+              }
+            } else {
+              unlock();
+              park_it = true;  // no victim with room: the tile's random walks
+            }
+          } else {
+#pragma unroll
+            for (unsigned c = 0; c < CANDIDATES; ++c) {
+              if (c == pick) {
+                target = alt[c];
+                mt = am[c];
+                vkey = ck[c];
+              }
+            }
+            vslot = bulk::candidate_group(key_bits(k), round) * CANDIDATES + pick;
+            slot = __ffs(free_of(mt)) - 1;
+            phase = W_TLOCK;
+            cas = C_TLOCK;
+          }
+        }
+      } else if (phase == W_TLOCK) {
+        if (r != mt) {
+          unlock();
+          retry();
+        } else {
+          tlocked = true;
+          phase = W_BUSY;
+          cas = C_BUSY;
+        }
+      } else if (phase == W_BUSY) {
+        if (r != vkey) {
+          // The victim is in the middle of a replace: give the claimed slot back (its
+          // key word was never written), unlock both, try again.
+          mem::fetch_add_relaxed(t.meta + target, (1ull << slot) + META_VERSION);
+          unlock();
+          retry();
+        } else {
+          phase = W_XCHG;
+          xchg = true;
+        }
+      } else if (phase == W_XCHG) {
+        vval = static_cast<V>(r);  // the victim's value, read under the slot's ownership
+        phase = W_RELEASE;
+        cas = C_RELEASE;
+        xchg = true;
+      } else if (phase == W_RELEASE) {
+        // r: the release swap's old word, BUSY_KEY (the lane owned the slot). Reading it
+        // waits for that swap; the exchange of the target's value was an acquire.
+        if (r != S::BUSY_KEY) status::report(t.status, status::RETRY_LIMIT);  // not reached
+        phase = W_TPUT;
+        cas = C_TPUT;
+      } else {  // W_TPUT: the victim's key word is in the target
+        // Not reached otherwise: a claimed slot's key word stays EMPTY_KEY until its
+        // claimer writes it. Were it not, the victim would be lost: say so.
+        if (r != S::EMPTY_KEY) status::report(t.status, status::RETRY_LIMIT);
+        unlock();
+        evictions += 1;
+        phase = IDLE;
+      }
+
+      // --- Issue: loads first, then the compare-and-swap, then the exchange. ---------
+      if (load_meta) r = mem::ld_relaxed(t.meta + b1);
+      if (load_cand) {
+        // The candidates of a round are one group of CANDIDATES slots of b1 (w), the
+        // groups taken in turn from one that depends on k (bulk::candidate_group).
+        const unsigned g = bulk::candidate_group(key_bits(k), round);
+#pragma unroll
+        for (unsigned c = 0; c < CANDIDATES; ++c) {
+          K key = S::EMPTY_KEY;
+#pragma unroll
+          for (unsigned i = 0; i < SLOTS / CANDIDATES; ++i) {
+            if (i == g) key = w[i * CANDIDATES + c];
+          }
+          ck[c] = key;
+          alt[c] = t.alternate(key, b1);
+          am[c] = alt[c] == b1 ? 0ull : mem::ld_relaxed(t.meta + alt[c]);
+        }
+      }
+      if (load_b1 || (load_cand && round == 0)) {
+        // b2's key words with the first candidates under the lock (W_PICK checks them),
+        // b1's otherwise; every read here is under b1's lock, at L2.
+        w_b2 = !load_b1;
+        load_bucket<true>(t.bucket(w_b2 ? b2 : b1), w);
+      }
+      if (cas != C_NONE) {
+        unsigned long long* p = t.meta + b1;
+        unsigned long long expected = m, desired = (m | META_LOCK | META_SPILL) + META_VERSION;
+        if (cas == C_TLOCK) {
+          p = t.meta + target;
+          expected = mt;
+          desired = ((mt | META_LOCK) + META_VERSION) & ~(1ull << slot);
+        } else if (cas == C_BUSY || cas == C_RELEASE) {
+          p = slot_at<S>(t.bucket(b1), vslot).key;
+          expected = cas == C_BUSY ? vkey : S::BUSY_KEY;
+          desired = cas == C_BUSY ? S::BUSY_KEY : k;
+        } else if (cas == C_TPUT) {
+          p = slot_at<S>(t.bucket(target), slot).key;
+          expected = S::EMPTY_KEY;
+          desired = vkey;
+        }
+        // The release swap is relaxed (k's value was performed before it was issued;
+        // its result is waited for next iteration), so that it and the target's value
+        // exchange are in flight together.
+        r = cas == C_RELEASE ? mem::cas_relaxed(p, expected, desired) : mem::cas_acquire(p, expected, desired);
+      }
+
+      if (xchg) {
+        // W_XCHG: k's value into the victim's slot of b1; W_RELEASE: the victim's value
+        // into the target's claimed slot. An acquire: waited for before what follows.
+        const typename S::ptr p = phase == W_XCHG ? slot_at<S>(t.bucket(b1), vslot) : slot_at<S>(t.bucket(target), slot);
+        const V old = mem::exch_acquire(p.value, phase == W_XCHG ? v : vval);
+        if (phase == W_XCHG) r = old;
+      }
+      // --- Park what cannot finish here (convergent). --------------------------------
+      // (This and the runs of the parked inserts below are bulk::insert_lanes's, copied
+      // rather than shared so that the packed kernel's code stays as it is.)
+      const unsigned parking = __ballot_sync(warp::FULL_MASK, park_it);
+      if (park_it) {
+        const unsigned at = parked + __popc(parking & ((1u << lid) - 1u));
+        park.k[wid][at] = k;
+        park.v[wid][at] = v;
+        park.i[wid][at] = index;
+        phase = IDLE;
+      }
+      parked += __popc(parking);
+    }
+    if (parked < 32) break;
+    __syncwarp();
+    const unsigned at = parked - 32 + lid;
+    run_parked(t, true, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
+    parked -= 32;
+    __syncwarp();
+  }
+  // The rest of the parked inserts, up to 32 at a time.
+  __syncwarp();
+  while (parked > 0) {
+    const unsigned count = parked < 32 ? parked : 32;
+    const bool has = lid < count;
+    const unsigned at = parked - count + (has ? lid : 0);
+    run_parked(t, has, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
+    parked -= count;
+    __syncwarp();
+  }
+  lane.steps[STEP_EVICT - 1] += evictions;
+  lane.moves += evictions;
+  lane.len += static_cast<int>(evictions);
+}
+
+}  // namespace wide_queued
+}  // namespace hive
+}  // namespace gpuds
