@@ -1,7 +1,8 @@
 // gpuds/hive/detail/wide_queued.cuh: the second kernel of the bulk insert of HiveMap
 // tables of wide slots (u64 keys; buckets of 8 or 16 slots) as a per-lane state machine:
 // the wide counterpart of bulk::insert_lanes (detail/bulk_insert.cuh), for the direct
-// move of the inserts the first kernel found both buckets full for (bulk::BOTH_FULL).
+// move of the inserts the first kernel found both buckets full for (bulk::BOTH_FULL),
+// and the lock-free claim and the replace in b1 of the others.
 // NOT yet run or measured on a GPU (written without one; compiled with NVRTC only).
 //
 // Each lane advances its own insert by one step per iteration, as in bulk::insert_lanes:
@@ -34,12 +35,25 @@
 //             then both locks are released.
 // About 9 dependent round trips, none of which makes the other lanes wait.
 //
+// The plain path, for entries not tagged BOTH_FULL (the first kernel's lost races):
+//   P_READ    b1's word `m` and b1's key words loaded at once (relaxed, at L2).
+//   P_CLAIM   swap of b1's word from `m` (its lowest free bit cleared, version
+//             advanced), where k is not among the keys read, and `m` is unlocked, has a
+//             free slot, no SPILL or STASHED, and no pending slot (claimed in `m` but
+//             read EMPTY_KEY, or BUSY_KEY); on success the slot's value word is
+//             exchanged with k's value (an acquire) and its key word stored as k: done.
+//   R_BUSY    k was read in b1: swap of its key word from k to BUSY_KEY; on success its
+//             value word is exchanged with k's value (an acquire) and its key word
+//             stored back as k: done (S::replace, in phases).
+// A locked b1 or a pending slot is read again (a try); b1 full, SPILL-flagged or
+// STASHED is parked (insert_alone's lock paths).
+//
 // What the machine does not do it parks (in the warp's queue in shared memory) and runs
-// later through insert_alone and the tile code, as bulk::insert_lanes does: entries not
-// tagged BOTH_FULL (lost races, locks, STASHED: a few per cent of the queue), reserved
-// keys, b1 == b2, b1 with room or STASHED, k found in b1 or b2 (a replace), b2 with an
-// empty or BUSY_KEY slot, no candidate of b1 with room among SLOTS, and an insert still
-// not done after TRIES tries. When 32 are parked the warp stops taking entries, lets its
+// later through insert_alone and the tile code, as bulk::insert_lanes does: reserved
+// keys; plain entries whose b1 is full, SPILL-flagged or STASHED; BOTH_FULL entries
+// with b1 == b2, b1 with room or STASHED, k found in b1 or b2 (a replace), b2 with an
+// empty or BUSY_KEY slot, or no candidate of b1 with room among SLOTS; and an insert
+// still not done after TRIES tries. When 32 are parked the warp stops taking entries, lets its
 // lanes finish (so that no lane of the warp holds a lock) and runs them one per lane.
 //
 // No wait is unbounded: a lock is only ever taken by one compare-and-swap from a word
@@ -53,9 +67,10 @@
 //   returned (an acquire), all of them keys (no EMPTY_KEY slot, so none pending; no
 //   BUSY_KEY, which could be k in the middle of a replace) and none k. While the lane
 //   holds b1's lock, k cannot enter b1: a lock-free claim in b1 needs a free bit (b1 is
-//   full as of `m`, and in a kernel that only inserts a full bucket stays full: moves
-//   swap keys, nothing empties a slot) and an unlocked word; a replace needs k there;
-//   every other placement needs b1's lock.
+//   full as of `m`, and in a kernel that only inserts a bucket full and unlocked stays
+//   full: moves swap keys, nothing empties a slot, and a claimed bit is given back only
+//   by a move's holder of the bucket's lock, its target) and an unlocked word; a replace
+//   needs k there; every other placement needs b1's lock.
 // - k is not in b2: b2's key words were read after the lock was taken (W_PICK), full and
 //   none k or BUSY_KEY. In this kernel k enters or leaves b2 only under b1's lock
 //   (insert_alone_locked, insert_locked, evict: every placement of a key in its second
@@ -74,6 +89,23 @@
 //   cleared by the lane's lock swap, from a word in which it was set, so its key word
 //   was EMPTY_KEY (a slot is written only by the claimer of its bit) and stays so.
 //
+// Why the plain path's claim is the only insert of k: it is insert_alone's lock-free
+// claim with the word and the bucket read at once, not the word first (the packed
+// machine's argument, bulk_insert.cuh). The swap from `m` succeeds only if b1's word did
+// not change from its read to the swap (every claim, lock, flag and given-back slot
+// changes it, and versions do not repeat), so nothing was claimed or locked in b1 and no
+// flag set meanwhile. A slot free in `m` held EMPTY_KEY throughout (it is written only
+// by a claimer, and a claim is given back only unwritten). A slot claimed in `m` that the
+// read showed holding k' != k holds k' at the swap: a key word changes from one key to
+// another only by a move's swap into a bucket its swapper holds locked and found full,
+// and such a bucket stays full (above); b1 had a free slot in `m`, so no such swap came
+// before `m`, and none after (the word would have changed). A slot claimed in `m` and
+// read EMPTY_KEY or BUSY_KEY is pending (perhaps k): read again. So k was absent from b1
+// from the read to the swap, and with SPILL and STASHED clear in `m` (each is set before
+// a key of b1 is placed in b2 or the stash, and setting it changes the word) from the
+// table; any other insert of k later finds the claimed slot pending or k in it. The
+// replace (R_BUSY) adds no key: it changes the value of a k it owns at BUSY_KEY.
+//
 // Why no value is lost or torn: the victim's value word is written only by the lane that
 // holds the slot's key word at BUSY_KEY (this lane, from W_BUSY to W_RELEASE), which
 // reads the victim's value with the same exchange that stores k's (so a replace of the
@@ -82,15 +114,19 @@
 // flight makes W_BUSY fail (it returns BUSY_KEY), and the lane gives the target's
 // claimed slot back (its bit set again: its key word was never written), releases both
 // locks and tries again. The target's value word is written by this lane only, in its
-// claimed slot, before the slot's key word. Values are whole words (4 or 8 bytes, one
+// claimed slot, before the slot's key word. On the plain path the claimer writes the
+// value of the slot it claimed (its free bit), and a replace the value of the slot it
+// holds at BUSY_KEY, each before the key word. Values are whole words (4 or 8 bytes, one
 // atomic each), so no reader sees half of one.
 //
-// Why no reader uses a value before it is stored: every write of this machine is an
-// atomic whose result the lane waits for before it issues the next one (each is consumed
-// by the next iteration, or is an acquire, which the hardware waits for). So k's value
+// Why no reader uses a value before it is stored: every write of this machine but the
+// plain path's last (the key store after its value) is an atomic whose result the lane
+// waits for before it issues the next one (each is consumed by the next iteration, or is
+// an acquire, which the hardware waits for). So k's value
 // (the W_XCHG exchange) is performed at L2 before k's key word is swapped in
 // (W_RELEASE), the victim's value (the W_RELEASE exchange, an acquire) before the
-// victim's key word (W_TPUT), and every write under a lock before its release, which is
+// victim's key word (W_TPUT), the plain path's value (an acquire exchange) before the key
+// store that follows it, and every write under a lock before its release, which is
 // then unlock_after_atomics's: at gpu scope, where every later reader of the table reads,
 // a key word never shows a key whose value is not yet there; the slot protocol's readers
 // (replace, delete, the lookups' confirm) need nothing more. As in bulk::insert_lanes,
@@ -117,7 +153,7 @@ enum : unsigned {
 };
 
 // Phases: what the lane's last issued step was (see the top of this file).
-enum : unsigned { IDLE, W_READ, W_LOCK, W_B1, W_PICK, W_TLOCK, W_BUSY, W_XCHG, W_RELEASE, W_TPUT };
+enum : unsigned { IDLE, W_READ, W_LOCK, W_B1, W_PICK, W_TLOCK, W_BUSY, W_XCHG, W_RELEASE, W_TPUT, P_READ, P_CLAIM, R_BUSY };
 
 // The compare-and-swap a lane issues (one call site for every lane that has one).
 enum : unsigned {
@@ -127,6 +163,16 @@ enum : unsigned {
   C_BUSY,     // b1's key word vslot from the victim's key to BUSY_KEY
   C_RELEASE,  // b1's key word vslot from BUSY_KEY to k (relaxed)
   C_TPUT,     // the target's key word `slot` from EMPTY_KEY to the victim's key
+  C_CLAIM,    // b1's word from m: slot `slot`'s free bit cleared, version advanced
+};
+
+// The exchange of a value word a lane issues (an acquire: waited for before what follows).
+enum : unsigned {
+  X_NONE,
+  X_VICTIM,   // b1's value word vslot to k's value (the victim's value returned)
+  X_TARGET,   // the target's value word `slot` to the victim's value
+  X_CLAIM,    // b1's value word `slot` to k's value, then its key word stored as k
+  X_REPLACE,  // b1's value word vslot to k's value, then its key word (BUSY_KEY) stored as k
 };
 
 // A warp's queue entries and their pairs, taken by its idle lanes in order: the warps
@@ -203,7 +249,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
   using V = typename Ref::value_type;
   static_assert(S::WIDE, "wide slots only");
   const unsigned long long n = queue[0];
-  unsigned evictions = 0;  // the lane's direct moves done here
+  // The lane's inserts done here: direct moves, claims and replaces of the plain path.
+  unsigned evictions = 0, claims = 0, replaces = 0;
   __shared__ parked_ops<K, V> park;
   __shared__ K ring_k[bulk::WARPS][bulk::RING];
   __shared__ V ring_v[bulk::WARPS][bulk::RING];
@@ -221,7 +268,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
     V v = 0, vval = 0;
     unsigned b1 = 0, b2 = 0, target = 0;
     unsigned phase = IDLE, tries = 0, slot = 0, vslot = 0, round = 0;
-    bool locked = false, tlocked = false, w_b2 = false;
+    bool locked = false, tlocked = false, w_b2 = false, plain = false;
     // m: b1's word as read (then locked from); mt: the target's word as read; r: the
     // last compare-and-swap's old word.
     unsigned long long m = 0, mt = 0, r = 0;
@@ -258,8 +305,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         if (w[i] == S::EMPTY_KEY || w[i] == S::BUSY_KEY) seen_odd |= 1u << i;
         if (w[i] == k) seen_hit = i;
       }
-      bool load_meta = false, load_b1 = false, load_cand = false, park_it = false, xchg = false;
-      unsigned cas = C_NONE;
+      bool load_meta = false, load_b1 = false, load_cand = false, park_it = false;
+      unsigned cas = C_NONE, xchg = X_NONE;
       // Releases the locks the lane holds (every write under them was an atomic the lane
       // waited for: unlock_after_atomics).
       auto unlock = [&]() {
@@ -268,13 +315,15 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         locked = false;
         tlocked = false;
       };
-      // Reads b1's word again, or parks the insert after TRIES tries.
+      // Reads b1's word again (and b1's key words on the plain path), or parks the
+      // insert after TRIES tries.
       auto retry = [&]() {
         if (++tries >= TRIES) {
           park_it = true;
         } else {
-          phase = W_READ;
+          phase = plain ? P_READ : W_READ;
           load_meta = true;
+          load_b1 = plain;
         }
       };
 
@@ -284,19 +333,62 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           k = tk;
           v = tv;
           tries = 0;
-          if ((entry & bulk::BOTH_FULL) == 0 || Ref::reserved(k)) {
-            park_it = true;  // the plain path (insert_alone), or the tile reports it
+          plain = (entry & bulk::BOTH_FULL) == 0;
+          if (Ref::reserved(k)) {
+            park_it = true;  // the tile reports it
           } else {
             const hash_pair h = hashes(k);
             b1 = t.bucket_of(h.h1);
             b2 = t.bucket_of(h.h2);
-            if (b2 == b1) {
+            if (plain) {
+              // Not left for both buckets full: b1 and its word (the plain path).
+              phase = P_READ;
+              load_meta = true;
+              load_b1 = true;
+            } else if (b2 == b1) {
               park_it = true;
             } else {
               phase = W_READ;
               load_meta = true;
             }
           }
+        }
+      } else if (phase == P_READ) {
+        // b1's word and key words, read at once (see the top of this file).
+        m = r;
+        const unsigned free_bits = free_of(m);
+        if (seen_hit != SLOTS) {
+          // k in b1: replace it through BUSY_KEY (S::replace in phases).
+          vslot = seen_hit;
+          vkey = k;
+          phase = R_BUSY;
+          cas = C_BUSY;
+        } else if ((m & (META_STASHED | META_SPILL)) != 0 || free_bits == 0) {
+          park_it = true;  // k may be in b2 or the stash, or b1 is full: the lock paths
+        } else if ((m & META_LOCK) != 0 || (seen_odd & ~free_bits & ALL_FREE) != 0) {
+          retry();  // locked, or a slot pending (claimed but empty, or BUSY_KEY)
+        } else {
+          slot = __ffs(free_bits) - 1;
+          phase = P_CLAIM;
+          cas = C_CLAIM;
+        }
+      } else if (phase == P_CLAIM) {
+        if (r == m) {
+          // The slot is the lane's: its value, then its key word.
+          xchg = X_CLAIM;
+          claims += 1;
+          phase = IDLE;
+        } else {
+          retry();
+        }
+      } else if (phase == R_BUSY) {
+        if (r == k) {
+          // The lane owns k's slot: its new value, then the key word back to k.
+          xchg = X_REPLACE;
+          replaces += 1;
+          phase = IDLE;
+        } else {
+          retry();  // another replace of k in flight
         }
       } else if (phase == W_READ) {
         m = r;  // b1's word (loaded into r, or returned by a lost lock swap)
@@ -401,13 +493,13 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           retry();
         } else {
           phase = W_XCHG;
-          xchg = true;
+          xchg = X_VICTIM;
         }
       } else if (phase == W_XCHG) {
         vval = static_cast<V>(r);  // the victim's value, read under the slot's ownership
         phase = W_RELEASE;
         cas = C_RELEASE;
-        xchg = true;
+        xchg = X_TARGET;
       } else if (phase == W_RELEASE) {
         // r: the release swap's old word, BUSY_KEY (the lane owned the slot). Reading it
         // waits for that swap; the exchange of the target's value was an acquire.
@@ -462,6 +554,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           p = slot_at<S>(t.bucket(target), slot).key;
           expected = S::EMPTY_KEY;
           desired = vkey;
+        } else if (cas == C_CLAIM) {
+          desired = (m & ~(1ull << slot)) + META_VERSION;
         }
         // The release swap is relaxed (k's value was performed before it was issued;
         // its result is waited for next iteration), so that it and the target's value
@@ -469,12 +563,17 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         r = cas == C_RELEASE ? mem::cas_relaxed(p, expected, desired) : mem::cas_acquire(p, expected, desired);
       }
 
-      if (xchg) {
-        // W_XCHG: k's value into the victim's slot of b1; W_RELEASE: the victim's value
-        // into the target's claimed slot. An acquire: waited for before what follows.
-        const typename S::ptr p = phase == W_XCHG ? slot_at<S>(t.bucket(b1), vslot) : slot_at<S>(t.bucket(target), slot);
-        const V old = mem::exch_acquire(p.value, phase == W_XCHG ? v : vval);
-        if (phase == W_XCHG) r = old;
+      if (xchg != X_NONE) {
+        // An acquire: the lane waits for it, so the value is performed at L2 before the
+        // key word that publishes it is written (the store below, or a later swap).
+        const bool in_target = xchg == X_TARGET;
+        const typename S::ptr p =
+            slot_at<S>(t.bucket(in_target ? target : b1), in_target || xchg == X_CLAIM ? slot : vslot);
+        const V old = mem::exch_acquire(p.value, in_target ? vval : v);
+        if (xchg == X_VICTIM) r = old;
+        // The plain path publishes k in its claimed slot, or releases k's slot after a
+        // replace (no lock to release after it, so nothing waits for the store).
+        if (xchg == X_CLAIM || xchg == X_REPLACE) mem::st_relaxed(p.key, k);
       }
       // --- Park what cannot finish here (convergent). --------------------------------
       // (This and the runs of the parked inserts below are bulk::insert_lanes's, copied
@@ -506,9 +605,11 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
     parked -= count;
     __syncwarp();
   }
+  lane.steps[STEP_REPLACE - 1] += replaces;
+  lane.steps[STEP_CLAIM - 1] += claims;
   lane.steps[STEP_EVICT - 1] += evictions;
   lane.moves += evictions;
-  lane.len += static_cast<int>(evictions);
+  lane.len += static_cast<int>(claims + evictions);
 }
 
 }  // namespace wide_queued
