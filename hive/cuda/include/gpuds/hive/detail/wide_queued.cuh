@@ -297,8 +297,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
       const bool take = ops.take(!busy && parked < 32, tk, tv, entry);
 
       // --- Consume the last step's results; decide the next step. -------------------
-      // The bucket the lane read last, scanned once for every phase (only W_B1 and
-      // W_PICK use it, each right after the step that loaded it).
+      // The bucket the lane read last, scanned once for every phase (only P_READ, W_B1
+      // and W_PICK use it, each right after the step that loaded it).
       unsigned seen_hit = SLOTS, seen_odd = 0;  // k's slot; slots EMPTY_KEY or BUSY_KEY
 #pragma unroll
       for (unsigned i = SLOTS; i-- > 0;) {
