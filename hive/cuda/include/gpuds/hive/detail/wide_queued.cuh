@@ -119,19 +119,15 @@
 // holds at BUSY_KEY, each before the key word. Values are whole words (4 or 8 bytes, one
 // atomic each), so no reader sees half of one.
 //
-// Why no reader uses a value before it is stored: every write of this machine but the
-// plain path's last (the key store after its value) is an atomic whose result the lane
-// waits for before it issues the next one (each is consumed by the next iteration, or is
-// an acquire, which the hardware waits for). So k's value
-// (the W_XCHG exchange) is performed at L2 before k's key word is swapped in
-// (W_RELEASE), the victim's value (the W_RELEASE exchange, an acquire) before the
-// victim's key word (W_TPUT), the plain path's value (an acquire exchange) before the key
-// store that follows it, and every write under a lock before its release, which is
-// then unlock_after_atomics's: at gpu scope, where every later reader of the table reads,
-// a key word never shows a key whose value is not yet there; the slot protocol's readers
-// (replace, delete, the lookups' confirm) need nothing more. As in bulk::insert_lanes,
-// no step needs a fence (which would stall the warp until all its memory operations
-// drained). The kernel boundary makes everything visible to later kernels.
+// Why no reader uses a value before it is stored: every value is written before the key
+// word that publishes it, and every write that publishes a key word is a release (k's
+// swap into the victim's slot after k's value, the W_XCHG exchange; the victim's swap
+// into the target's slot after its value, the W_RELEASE exchange; the plain path's key
+// store after its value's exchange). A reader that acquires the key word (the slot
+// protocol's replace, delete and the lookups' confirm) therefore sees the value, as the
+// wide protocol requires (hive_slot.cuh). The locks' writes are atomics the lane waits
+// for before its release (unlock_after_atomics), as in bulk::insert_lanes. The kernel
+// boundary makes everything visible to later kernels.
 #pragma once
 #include <gpuds/hive/detail/batch_loop.cuh>
 #include <gpuds/hive/detail/bulk_insert.cuh>
@@ -161,8 +157,8 @@ enum : unsigned {
   C_LOCK,     // b1's word from m: locked, SPILL set
   C_TLOCK,    // the target's word from mt: locked, slot `slot` claimed
   C_BUSY,     // b1's key word vslot from the victim's key to BUSY_KEY
-  C_RELEASE,  // b1's key word vslot from BUSY_KEY to k (relaxed)
-  C_TPUT,     // the target's key word `slot` from EMPTY_KEY to the victim's key
+  C_RELEASE,  // b1's key word vslot from BUSY_KEY to k (a release)
+  C_TPUT,     // the target's key word `slot` from EMPTY_KEY to the victim's key (a release)
   C_CLAIM,    // b1's word from m: slot `slot`'s free bit cleared, version advanced
 };
 
@@ -557,10 +553,14 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         } else if (cas == C_CLAIM) {
           desired = (m & ~(1ull << slot)) + META_VERSION;
         }
-        // The release swap is relaxed (k's value was performed before it was issued;
-        // its result is waited for next iteration), so that it and the target's value
-        // exchange are in flight together.
-        r = cas == C_RELEASE ? mem::cas_relaxed(p, expected, desired) : mem::cas_acquire(p, expected, desired);
+        // The swaps that publish a key word (k into the victim's slot, the victim into
+        // the target's) are releases: the value the key word publishes was stored before
+        // them (an exchange this lane waited for), and a release orders that store before
+        // the key word for every reader that acquires it, as the wide protocol requires
+        // (hive_slot.cuh). That an acquire atomic's result is back does not order a later
+        // relaxed write in the PTX memory model.
+        const bool publishes = cas == C_RELEASE || cas == C_TPUT;
+        r = publishes ? mem::cas_acq_rel(p, expected, desired) : mem::cas_acquire(p, expected, desired);
       }
 
       if (xchg != X_NONE) {
@@ -572,8 +572,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         const V old = mem::exch_acquire(p.value, in_target ? vval : v);
         if (xchg == X_VICTIM) r = old;
         // The plain path publishes k in its claimed slot, or releases k's slot after a
-        // replace (no lock to release after it, so nothing waits for the store).
-        if (xchg == X_CLAIM || xchg == X_REPLACE) mem::st_relaxed(p.key, k);
+        // replace, with a release store (after the value's exchange; see the swaps above).
+        if (xchg == X_CLAIM || xchg == X_REPLACE) mem::st_release(p.key, k);
       }
       // --- Park what cannot finish here (convergent). --------------------------------
       // (This and the runs of the parked inserts below are bulk::insert_lanes's, copied
