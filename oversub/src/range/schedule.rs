@@ -1,12 +1,19 @@
-//! The order in which a tiered batch's copies and kernels are issued on the two streams,
+//! The order in which a tiered batch's copies and kernels are issued on the three streams,
 //! worked out on the host without the GPU, and checked here for races: every two
 //! operations that touch the same slot, home or outer entry (one of them writing) are
 //! ordered by the streams and their events.
 
-use super::plan::Step;
+use super::plan::{Load, Step};
+
+/// How many loads of a step share one event between their write-backs (on the
+/// write-back stream) and their copies in (on the copy stream): the write-backs of a
+/// group run while the copies in of the group before it do, both directions of the link
+/// at once, and neither copy engine switches direction between two copies.
+pub(super) const WRITE_BACK_GROUP: usize = 32;
 
 /// One operation of a batch, in the order the host issues it. The compute stream holds
-/// the kernels; the copy stream the copies and outer-entry updates.
+/// the kernels; the copy stream the copies in and outer-entry updates; the write-back
+/// stream the write-backs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Op {
     /// Compute stream: records `done[j]`: everything before the batch (j = 0), or run
@@ -14,10 +21,16 @@ pub(super) enum Op {
     Done(usize),
     /// Copy stream: waits for `done[j]`.
     AwaitDone(usize),
+    /// Write-back stream: waits for `done[j]`.
+    OutAwaitDone(usize),
     /// Copy stream: the batch's staged outer-entry updates to the device.
     Upload,
-    /// Copy stream: the table in `slot` back to the home of `range`.
+    /// Write-back stream: the table in `slot` back to the home of `range`.
     WriteBack { slot: usize, range: usize },
+    /// Write-back stream: records `written[g]`, the end of write-back group `g`.
+    WrittenBack(usize),
+    /// Copy stream: waits for `written[g]`.
+    AwaitWrittenBack(usize),
     /// Copy stream: `range`'s table from its home into `slot`.
     CopyIn { slot: usize, range: usize },
     /// Copy stream: the outer-entry updates of step `i` (its loads and evictions).
@@ -30,6 +43,39 @@ pub(super) enum Op {
     Kernel(usize),
 }
 
+/// The copies of `loads` (one phase of a step: its early or its late loads), each group
+/// of [`WRITE_BACK_GROUP`] loads as: the group's write-backs and an event on the
+/// write-back stream, then on the copy stream a wait for that event and the group's
+/// copies in. `groups` numbers the events.
+fn copies(ops: &mut Vec<Op>, loads: &[Load], groups: &mut usize) {
+    for group in loads.chunks(WRITE_BACK_GROUP) {
+        let mut written = false;
+        for l in group {
+            if let (true, Some(range)) = (l.write_back, l.evicted) {
+                ops.push(Op::WriteBack {
+                    slot: l.slot,
+                    range,
+                });
+                written = true;
+            }
+        }
+        if written {
+            ops.push(Op::WrittenBack(*groups));
+            ops.push(Op::AwaitWrittenBack(*groups));
+            *groups += 1;
+        }
+        ops.extend(group.iter().map(|l| Op::CopyIn {
+            slot: l.slot,
+            range: l.range,
+        }));
+    }
+}
+
+/// Whether any of `loads` writes its victim back.
+fn writes_back(loads: &[Load]) -> bool {
+    loads.iter().any(|l| l.write_back && l.evicted.is_some())
+}
+
 /// The schedule of a batch planned as `steps` (see the module docs of `tier` for why
 /// each wait is enough).
 pub(super) fn schedule(steps: &[Step]) -> Vec<Op> {
@@ -38,25 +84,22 @@ pub(super) fn schedule(steps: &[Step]) -> Vec<Op> {
         ops.push(Op::Upload);
     }
     ops.push(Op::Done(0));
+    let mut groups = 0;
     for (i, step) in steps.iter().enumerate() {
         if step.loads().next().is_some() {
             // Early copies go to slots run i - 1 does not use: wait for run i - 2.
             ops.push(Op::AwaitDone(i.saturating_sub(1)));
-            for (k, l) in step.early.iter().chain(&step.late).enumerate() {
-                if k == step.early.len() {
-                    // Late copies go to slots of run i - 1: wait for its kernel.
-                    ops.push(Op::AwaitDone(i));
+            if writes_back(&step.early) {
+                ops.push(Op::OutAwaitDone(i.saturating_sub(1)));
+            }
+            copies(&mut ops, &step.early, &mut groups);
+            if !step.late.is_empty() {
+                // Late copies go to slots of run i - 1: wait for its kernel.
+                ops.push(Op::AwaitDone(i));
+                if writes_back(&step.late) {
+                    ops.push(Op::OutAwaitDone(i));
                 }
-                if let (true, Some(range)) = (l.write_back, l.evicted) {
-                    ops.push(Op::WriteBack {
-                        slot: l.slot,
-                        range,
-                    });
-                }
-                ops.push(Op::CopyIn {
-                    slot: l.slot,
-                    range: l.range,
-                });
+                copies(&mut ops, &step.late, &mut groups);
             }
             ops.push(Op::SetInner(i));
             ops.push(Op::Copied(i));
@@ -74,6 +117,28 @@ mod tests {
     use crate::range::plan::tests::{random_batches, RANGES};
     use crate::range::plan::{split_runs, CacheMap, Run};
     use proptest::prelude::*;
+
+    /// The stream an operation runs on.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Lane {
+        /// The table's own stream: kernels.
+        Compute = 0,
+        /// Copies in and outer-entry updates.
+        Copy = 1,
+        /// Write-backs of dirty victims.
+        Out = 2,
+    }
+
+    impl Op {
+        /// The stream `self` runs on.
+        fn lane(self) -> Lane {
+            match self {
+                Op::Done(_) | Op::AwaitCopied(_) | Op::Kernel(_) => Lane::Compute,
+                Op::OutAwaitDone(_) | Op::WriteBack { .. } | Op::WrittenBack(_) => Lane::Out,
+                _ => Lane::Copy,
+            }
+        }
+    }
 
     /// What an operation touches: slots, homes and outer entries, each read or written.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,33 +173,38 @@ mod tests {
         }
     }
 
-    /// Whether each op runs on the copy stream.
-    fn on_copy_stream(op: Op) -> bool {
-        !matches!(op, Op::Done(_) | Op::AwaitCopied(_) | Op::Kernel(_))
-    }
-
     /// The first two conflicting operations of `ops` (in the order they are issued)
-    /// that stream order and events leave unordered: vector clocks over the two streams,
-    /// a wait taking the clock of the event's record.
+    /// that stream order and events leave unordered: vector clocks over the three
+    /// streams, a wait taking the clock of the event's record.
     fn first_race(ops: &[Op], runs: &[Run], steps: &[Step], write: bool) -> Option<String> {
-        let mut last = [[0usize; 2]; 2]; // each stream's clock after its latest op
-        let mut clocks: Vec<[usize; 2]> = Vec::new(); // after each op
-        let mut done: Vec<[usize; 2]> = Vec::new();
-        let mut copied: Vec<Option<[usize; 2]>> = vec![None; steps.len()];
+        type Clock = [usize; 3];
+        let mut last = [[0usize; 3]; 3]; // each stream's clock after its latest op
+        let mut clocks: Vec<Clock> = Vec::new(); // after each op
+        let mut done: Vec<Clock> = Vec::new();
+        let mut copied: Vec<Option<Clock>> = vec![None; steps.len()];
+        let mut written: Vec<Option<Clock>> = Vec::new();
         for &op in ops {
-            let s = usize::from(on_copy_stream(op));
+            let s = op.lane() as usize;
             let mut c = last[s];
             c[s] += 1;
-            let mut merge = |e: [usize; 2]| {
-                c[0] = c[0].max(e[0]);
-                c[1] = c[1].max(e[1]);
+            let mut merge = |e: Clock| {
+                for (x, y) in c.iter_mut().zip(e) {
+                    *x = (*x).max(y);
+                }
             };
             match op {
                 Op::Done(j) => {
                     assert_eq!(j, done.len());
                     done.push(c);
                 }
-                Op::AwaitDone(j) => merge(done[j]),
+                Op::AwaitDone(j) | Op::OutAwaitDone(j) => merge(done[j]),
+                Op::WrittenBack(g) => {
+                    assert_eq!(g, written.len());
+                    written.push(Some(c));
+                }
+                Op::AwaitWrittenBack(g) => {
+                    merge(written[g].expect("a wait for a recorded write-back event"))
+                }
                 Op::Copied(i) => copied[i] = Some(c),
                 Op::AwaitCopied(i) => merge(copied[i].expect("a wait for a recorded event")),
                 _ => {}
@@ -144,7 +214,7 @@ mod tests {
         }
         for (b, &op_b) in ops.iter().enumerate() {
             for (a, &op_a) in ops.iter().enumerate().take(b) {
-                let sa = usize::from(on_copy_stream(op_a));
+                let sa = op_a.lane() as usize;
                 if clocks[b][sa] >= clocks[a][sa] {
                     continue; // a happens before b
                 }
@@ -201,22 +271,27 @@ mod tests {
             .iter()
             .map(|&op| match op {
                 Op::AwaitDone(j) => Op::AwaitDone(j.saturating_sub(1)),
+                Op::OutAwaitDone(j) => Op::OutAwaitDone(j.saturating_sub(1)),
                 other => other,
             })
             .collect();
         let race = first_race(&short, &runs, &steps, true).expect("a race");
-        assert!(race.contains("Kernel(0)"), "{race}");
+        // With the waits one run short, the copy and the write-back of run 2 race with
+        // run 0's kernel, and the write-back with run 0's copy into the same slot.
+        let slot = format!("Slot({})", steps[0].uses[0]);
+        assert!(race.contains(&slot), "{race}");
+    }
+
+    /// The first race of [`three_runs`]'s schedule without the operations `drop` picks.
+    fn race_without(drop: impl Fn(Op) -> bool) -> String {
+        let (runs, steps, ops) = three_runs();
+        let kept: Vec<Op> = ops.into_iter().filter(|&op| !drop(op)).collect();
+        first_race(&kept, &runs, &steps, true).expect("a race")
     }
 
     #[test]
     fn the_checker_finds_a_kernel_that_does_not_wait_for_its_copies() {
-        let (runs, steps, ops) = three_runs();
-        let eager: Vec<Op> = ops
-            .iter()
-            .copied()
-            .filter(|&op| op != Op::AwaitCopied(1))
-            .collect();
-        let race = first_race(&eager, &runs, &steps, true).expect("a race");
+        let race = race_without(|op| op == Op::AwaitCopied(1));
         assert!(race.contains("Kernel(1)"), "{race}");
     }
 
@@ -227,6 +302,45 @@ mod tests {
         steps[1].early[0].slot = steps[0].uses[0];
         steps[1].uses = steps[0].uses.clone();
         assert!(first_race(&schedule(&steps), &runs, &steps, true).is_some());
+    }
+
+    #[test]
+    fn the_checker_finds_a_copy_in_that_does_not_wait_for_the_write_back() {
+        assert!(three_runs().2.contains(&Op::AwaitWrittenBack(0)));
+        let race = race_without(|op| op == Op::AwaitWrittenBack(0));
+        assert!(race.contains("WriteBack"), "{race}");
+    }
+
+    #[test]
+    fn a_write_back_waits_for_the_kernel_that_wrote_its_slot() {
+        let race = race_without(|op| matches!(op, Op::OutAwaitDone(_)));
+        assert!(race.contains("WriteBack"), "{race}");
+    }
+
+    #[test]
+    fn write_backs_are_grouped() {
+        // One slot per range, all dirty, then a sweep of twice as many ranges: every load
+        // of the second batch writes a victim back, WRITE_BACK_GROUP to an event.
+        let n = 3 * WRITE_BACK_GROUP;
+        let mut map = CacheMap::new(n, 2 * n);
+        let first: Vec<u32> = (0..2 * n).map(|r| u32::from(r < n)).collect();
+        let runs = split_runs(&first, map.per_run(), |_| true);
+        map.plan(&runs, true).unwrap();
+        let second: Vec<u32> = (0..2 * n).map(|r| u32::from(r >= n)).collect();
+        let runs = split_runs(&second, map.per_run(), |_| true);
+        let steps = map.plan(&runs, true).unwrap();
+        let ops = schedule(&steps);
+        check(&runs, &steps, true);
+        let backs = ops
+            .iter()
+            .filter(|op| matches!(op, Op::WriteBack { .. }))
+            .count();
+        let events = ops
+            .iter()
+            .filter(|op| matches!(op, Op::WrittenBack(_)))
+            .count();
+        assert_eq!(backs, n);
+        assert!(events >= backs.div_ceil(WRITE_BACK_GROUP) && events < backs / 4);
     }
 
     proptest! {
