@@ -233,18 +233,64 @@ __device__ __forceinline__ unsigned candidate_group(unsigned k, unsigned round) 
   return (k + round) % (SLOTS / CANDIDATES);
 }
 
+// The inserts each warp of a state machine (this one, and wide_queued's) parks: a row of
+// PARK per warp in shared memory.
+template <typename K, typename V>
 struct parked_ops {
-  unsigned k[WARPS][PARK];
-  unsigned v[WARPS][PARK];
+  K k[WARPS][PARK];
+  V v[WARPS][PARK];
   unsigned long long i[WARPS][PARK];
 };
 
 // Runs the parked inserts (one per lane with `has`) as the per-lane fast path, and what
 // that leaves through the tile code (insert_ops). Called by all lanes of the warp, none
 // holding a lock; out of line, so that the state machine's loop saves few registers.
-__device__ __noinline__ void run_parked(const packed_ref& t, bool has, unsigned k, unsigned v, unsigned long long index,
-                                        tally& lane, tally& counts) {
+template <typename Ref>
+__device__ __noinline__ void run_parked(const Ref& t, bool has, typename Ref::key_type k, typename Ref::value_type v,
+                                        unsigned long long index, tally& lane, tally& counts) {
   insert_ops(t, has, k, v, index, lane, counts);
+}
+
+// Appends the inserts of the lanes with `park_it` to the warp's row of `park` after its
+// `parked` (convergent: every lane of the warp calls it); returns the row's new count.
+template <typename K, typename V>
+__device__ __forceinline__ unsigned park_lanes(parked_ops<K, V>& park, unsigned wid, unsigned lid, unsigned parked,
+                                               bool park_it, K k, V v, unsigned long long index) {
+  const unsigned parking = __ballot_sync(warp::FULL_MASK, park_it);
+  if (park_it) {
+    const unsigned at = parked + __popc(parking & ((1u << lid) - 1u));
+    park.k[wid][at] = k;
+    park.v[wid][at] = v;
+    park.i[wid][at] = index;
+  }
+  return parked + __popc(parking);
+}
+
+// Runs the last 32 of the warp's `parked` (at least 32) inserts, one per lane, with no
+// lane holding a lock; returns the count left.
+template <typename Ref, typename K, typename V>
+__device__ __forceinline__ unsigned run_32_parked(const Ref& t, parked_ops<K, V>& park, unsigned wid, unsigned lid,
+                                                  unsigned parked, tally& lane, tally& counts) {
+  __syncwarp();
+  const unsigned at = parked - 32 + lid;
+  run_parked(t, true, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
+  __syncwarp();
+  return parked - 32;
+}
+
+// Runs the rest of the warp's `parked` inserts, up to 32 at a time.
+template <typename Ref, typename K, typename V>
+__device__ __forceinline__ void run_all_parked(const Ref& t, parked_ops<K, V>& park, unsigned wid, unsigned lid,
+                                               unsigned parked, tally& lane, tally& counts) {
+  __syncwarp();
+  while (parked > 0) {
+    const unsigned count = parked < 32 ? parked : 32;
+    const bool has = lid < count;
+    const unsigned at = parked - count + (has ? lid : 0);
+    run_parked(t, has, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
+    parked -= count;
+    __syncwarp();
+  }
 }
 
 __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const unsigned* values, unsigned* queue,
@@ -253,7 +299,7 @@ __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const un
   // operation offset + e of the batch.
   const unsigned long long n = queue[0];
   unsigned claims = 0, replaces = 0, evictions = 0;  // the lane's inserts done here (steps 2, 1, 3)
-  __shared__ parked_ops park;
+  __shared__ parked_ops<unsigned, unsigned> park;
   __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
@@ -670,33 +716,14 @@ __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const un
       }
 
       // --- Park what cannot finish here (convergent). --------------------------------
-      const unsigned parking = __ballot_sync(warp::FULL_MASK, park_it);
-      if (park_it) {
-        const unsigned at = parked + __popc(parking & ((1u << lid) - 1u));
-        park.k[wid][at] = k;
-        park.v[wid][at] = v;
-        park.i[wid][at] = index;
-        phase = IDLE;
-      }
-      parked += __popc(parking);
+      parked = park_lanes(park, wid, lid, parked, park_it, k, v, index);
+      if (park_it) phase = IDLE;
     }
     if (parked < 32) break;
-    __syncwarp();
-    const unsigned at = parked - 32 + lid;
-    run_parked(t, true, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
-    parked -= 32;
-    __syncwarp();
+    parked = run_32_parked(t, park, wid, lid, parked, lane, counts);
   }
   // The rest of the parked inserts, up to 32 at a time.
-  __syncwarp();
-  while (parked > 0) {
-    const unsigned count = parked < 32 ? parked : 32;
-    const bool has = lid < count;
-    const unsigned at = parked - count + (has ? lid : 0);
-    run_parked(t, has, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
-    parked -= count;
-    __syncwarp();
-  }
+  run_all_parked(t, park, wid, lid, parked, lane, counts);
   lane.steps[0] += replaces;
   lane.steps[1] += claims;
   lane.steps[2] += evictions;

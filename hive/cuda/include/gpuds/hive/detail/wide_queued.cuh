@@ -140,7 +140,6 @@ namespace wide_queued {
 // slots, which includes this file but never instantiates it, compiles to the same PTX
 // as without it (a namespace-scope constexpr variable is emitted as a global).
 enum : unsigned {
-  PARK = bulk::PARK,              // parked inserts per warp (at most 31 + 32 at once)
   TRIES = bulk::TRIES,            // tries (lock swaps, lost races) before an insert is parked
   CANDIDATES = bulk::CANDIDATES,  // victims looked at per round of the move
   // What a ring slot holds past the end of the queue (an entry is an index below 2^31
@@ -218,25 +217,10 @@ struct queue_ring : wide_fill::wide_staging<K, V> {
   }
 };
 
-template <typename K, typename V>
-struct parked_ops {
-  K k[bulk::WARPS][PARK];
-  V v[bulk::WARPS][PARK];
-  unsigned long long i[bulk::WARPS][PARK];
-};
-
-// Runs the parked inserts (one per lane with `has`) through insert_alone and the tile
-// code (insert_ops). Called by all lanes of the warp, none holding a lock; out of line,
-// so that the state machine's loop saves few registers.
-template <typename Ref>
-__device__ __noinline__ void run_parked(const Ref& t, bool has, typename Ref::key_type k, typename Ref::value_type v,
-                                        unsigned long long index, tally& lane, tally& counts) {
-  insert_ops(t, has, k, v, index, lane, counts);
-}
-
 // The second kernel for wide slots: the queue's entries (bulk::QUEUE_HEAD; operation
 // offset + index of the batch) through the state machine above, and what it parks
-// through run_parked.
+// through bulk::run_parked (bulk::park_lanes and the runs after it, shared with the
+// packed state machine).
 template <typename Ref>
 __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, const typename Ref::value_type* values,
                              unsigned* queue, unsigned long long offset, tally& lane, tally& counts) {
@@ -247,7 +231,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
   const unsigned long long n = queue[0];
   // The lane's inserts done here: direct moves, claims and replaces of the plain path.
   unsigned evictions = 0, claims = 0, replaces = 0;
-  __shared__ parked_ops<K, V> park;
+  __shared__ bulk::parked_ops<K, V> park;
   __shared__ K ring_k[bulk::WARPS][bulk::RING];
   __shared__ V ring_v[bulk::WARPS][bulk::RING];
   __shared__ unsigned ring_e[bulk::WARPS][bulk::RING];
@@ -576,35 +560,14 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         if (xchg == X_CLAIM || xchg == X_REPLACE) mem::st_release(p.key, k);
       }
       // --- Park what cannot finish here (convergent). --------------------------------
-      // (This and the runs of the parked inserts below are bulk::insert_lanes's, copied
-      // rather than shared so that the packed kernel's code stays as it is.)
-      const unsigned parking = __ballot_sync(warp::FULL_MASK, park_it);
-      if (park_it) {
-        const unsigned at = parked + __popc(parking & ((1u << lid) - 1u));
-        park.k[wid][at] = k;
-        park.v[wid][at] = v;
-        park.i[wid][at] = index;
-        phase = IDLE;
-      }
-      parked += __popc(parking);
+      parked = bulk::park_lanes(park, wid, lid, parked, park_it, k, v, index);
+      if (park_it) phase = IDLE;
     }
     if (parked < 32) break;
-    __syncwarp();
-    const unsigned at = parked - 32 + lid;
-    run_parked(t, true, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
-    parked -= 32;
-    __syncwarp();
+    parked = bulk::run_32_parked(t, park, wid, lid, parked, lane, counts);
   }
   // The rest of the parked inserts, up to 32 at a time.
-  __syncwarp();
-  while (parked > 0) {
-    const unsigned count = parked < 32 ? parked : 32;
-    const bool has = lid < count;
-    const unsigned at = parked - count + (has ? lid : 0);
-    run_parked(t, has, park.k[wid][at], park.v[wid][at], park.i[wid][at], lane, counts);
-    parked -= count;
-    __syncwarp();
-  }
+  bulk::run_all_parked(t, park, wid, lid, parked, lane, counts);
   lane.steps[STEP_REPLACE - 1] += replaces;
   lane.steps[STEP_CLAIM - 1] += claims;
   lane.steps[STEP_EVICT - 1] += evictions;
