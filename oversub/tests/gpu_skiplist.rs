@@ -62,23 +62,28 @@ fn skip_lists_on_every_placement_match_the_oracle() {
 #[test]
 fn every_option_matches_the_oracle() {
     let Some(gpu) = gpu() else { return };
+    // The last field caps the grid (0: every resident block): one block of 4 warps, or
+    // 3, deal every operation of a batch round robin over few warps.
     let options = [
-        (NodeLayout::Unsorted, PoolLayout::Shared, false, 1),
-        (NodeLayout::Sorted, PoolLayout::IndexSeparate, true, 300),
-        (NodeLayout::Unsorted, PoolLayout::PerLayer, true, 180),
-        (NodeLayout::Sorted, PoolLayout::PerLayer, false, 32),
+        (NodeLayout::Unsorted, PoolLayout::Shared, false, 1, 0),
+        (NodeLayout::Sorted, PoolLayout::IndexSeparate, true, 300, 0),
+        (NodeLayout::Unsorted, PoolLayout::PerLayer, true, 180, 3),
+        (NodeLayout::Sorted, PoolLayout::PerLayer, false, 32, 0),
+        (NodeLayout::Sorted, PoolLayout::Shared, false, 1, 1),
     ];
-    for (i, &(layout, pools, pin, kpw)) in options.iter().enumerate() {
+    for (i, &(layout, pools, pin, kpw, max_blocks)) in options.iter().enumerate() {
         let config = SkipListConfig {
             placement: Placement::HostMapped,
             layout,
             pools,
             pin_index_layers: pin,
             keys_per_warp: kpw,
+            max_blocks,
             batch: 2500,
             initial_nodes: 16,
         };
-        let what = format!("skip list {layout:?} {pools:?} pinned {pin} kpw {kpw}");
+        let what =
+            format!("skip list {layout:?} {pools:?} pinned {pin} kpw {kpw} blocks {max_blocks}");
         random_batches(
             &mut skip(&gpu, config),
             10 + i as u64,
@@ -94,6 +99,7 @@ fn every_option_matches_the_oracle() {
         layout: NodeLayout::Unsorted,
         keys_per_range: 1 << 13,
         keys_per_warp: 1,
+        max_blocks: 2,
         batch: 3000,
         initial_nodes: 16,
         ..Default::default()

@@ -7,6 +7,8 @@
 //!   `Tiered` placement with its pools 1.5x its device budget;
 //! - Table 8: SkipList insertion with the block-cyclic deal of keys to warps (keys per
 //!   warp 1–360) over the cyclic deal (1), MI and DU;
+//! - Table 9: SkipList insertion with the cyclic deal over grids of 2^4–2^10 thread
+//!   blocks (128 threads each) against the full resident grid, MI and DU;
 //! - RangeSkipList's keys per warp (1, 32, 180), insert and search, DU and SU;
 //! - Table 10: RangeSkipList with keys per range 2^12–2^27 over the paper's 2^21, insert
 //!   and search, MI and DU;
@@ -33,7 +35,7 @@ use crate::timing::{time_once, Timing};
 /// The `skiplist` experiment.
 pub const EXPERIMENT: Experiment = Experiment {
     name: "skiplist",
-    about: "RangeSkipList vs SkipList (Patel 2026, Fig. 16, Tables 8 and 10, the GFSL options) and in-memory rates",
+    about: "RangeSkipList vs SkipList (Patel 2026, Fig. 16, Tables 8-10, the GFSL options) and in-memory rates",
     accepts: Accepts::KEYS,
     plan,
 };
@@ -62,6 +64,9 @@ fn plan(params: &Params) -> Vec<Case> {
     if !quick {
         cases.push(Case::new("Table 8 keys per warp", move |b| {
             table8_rows(b, n)
+        }));
+        cases.push(Case::new("Table 9 thread blocks", move |b| {
+            table9_rows(b, n)
         }));
         cases.push(Case::new("RangeSkipList keys per warp", move |b| {
             deal_rows(b, n)
@@ -241,6 +246,42 @@ fn table8_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
                 }
                 Some(b) => against(r, "1 key per warp", n, b, ins),
             });
+        }
+    }
+    Ok(rows)
+}
+
+/// Table 9: SkipList insertion, the cyclic deal, over grids capped at 2^4 ... 2^10 blocks
+/// of 128 threads (the paper's blocks are of 512 threads, up to 2^22 of them; a grid
+/// beyond the resident blocks runs like the resident grid here, whose kernels loop over
+/// the deal), each against the uncapped grid in the same case.
+fn table9_rows(bench: &mut Bench, n: usize) -> Result<Vec<Row>> {
+    let gpu = bench.gpu.clone();
+    let mut rows = Vec::new();
+    for s in [Sequence::Mi, Sequence::Du] {
+        let keys = s.keys(n, SEED);
+        let config = |max_blocks| SkipListConfig {
+            keys_per_warp: 1,
+            max_blocks,
+            ..Default::default()
+        };
+        let (base, _) = skip_ops(&gpu, config(0), &keys)?;
+        rows.push(row(
+            format!("Table 9 insert, {}, every resident block", s.name()),
+            "SkipList",
+            n,
+            base,
+        ));
+        for bits in [4u32, 6, 8, 10] {
+            let (ins, _) = skip_ops(&gpu, config(1 << bits), &keys)?;
+            let label = format!("Table 9 insert, {}, 2^{bits} blocks", s.name());
+            rows.push(against(
+                row(label, "SkipList", n, ins),
+                "every resident block",
+                n,
+                base,
+                ins,
+            ));
         }
     }
     Ok(rows)
@@ -460,6 +501,6 @@ mod tests {
     #[test]
     fn plans() {
         assert_eq!(plan(&Params::new(Scale::Quick)).len(), 2);
-        assert_eq!(plan(&Params::new(Scale::Full)).len(), 8);
+        assert_eq!(plan(&Params::new(Scale::Full)).len(), 9);
     }
 }

@@ -131,6 +131,8 @@ pub(crate) struct Shape {
     pub num_lists: u64,
     pub shift: u32,
     pub keys_per_warp: u32,
+    /// The most blocks of a warp kernel's grid (0: no cap but residency).
+    pub max_blocks: u32,
     pub initial_nodes: u64,
     pub with_aux: bool,
     /// `Tiered { device_budget_bytes }`: one pool per list, homed in pinned host memory,
@@ -149,6 +151,8 @@ pub(crate) struct Lists {
     pub num_lists: u64,
     pub shift: u32,
     pub keys_per_warp: u32,
+    /// The most blocks of a warp kernel's grid (0: no cap but residency).
+    pub max_blocks: u32,
     pub aux: Option<Box<Lists>>,
     pub(super) sorter: RadixSorter,
     /// The tiered placement's cache book (range lists with `Shape::tiered`).
@@ -166,6 +170,7 @@ impl Lists {
             num_lists,
             shift,
             keys_per_warp,
+            max_blocks,
             initial_nodes,
             with_aux,
             tiered,
@@ -199,6 +204,7 @@ impl Lists {
                     num_lists: 1,
                     shift: 32,
                     keys_per_warp: 1,
+                    max_blocks: 0,
                     initial_nodes: 64,
                     with_aux: false,
                     tiered: None,
@@ -217,6 +223,7 @@ impl Lists {
             num_lists,
             shift,
             keys_per_warp,
+            max_blocks,
             aux,
             sorter: RadixSorter::new(gpu)?,
             tier,
@@ -253,11 +260,17 @@ impl Lists {
         Ok(self.module.kernel(name)?)
     }
 
-    /// A grid of one warp per `per` operations (at most the resident warps).
+    /// A grid of one warp per `per` operations (at most the resident warps, and at most
+    /// `max_blocks` blocks when that is set): the kernels deal their operations round
+    /// robin over the warps they get.
     pub(super) fn warps_shape(&self, kernel: &Kernel, ops: u64, per: u32) -> Result<LaunchConfig> {
         let warps = ops.div_ceil(u64::from(per.max(1))).max(1);
         let threads = usize::try_from(warps.saturating_mul(32)).unwrap_or(usize::MAX);
-        Ok(self.gpu.grid_for(kernel, threads, BLOCK)?)
+        let mut shape = self.gpu.grid_for(kernel, threads, BLOCK)?;
+        if self.max_blocks > 0 {
+            shape.grid_dim.0 = shape.grid_dim.0.min(self.max_blocks);
+        }
+        Ok(shape)
     }
 
     /// The list descriptors as the device has them. Synchronizes.

@@ -71,6 +71,11 @@ pub struct SkipListConfig {
     /// Consecutive keys of a sorted batch dealt to one warp (1: the cyclic deal; the
     /// paper's block-cyclic deal uses 300 for SL-UVM).
     pub keys_per_warp: u32,
+    /// The most thread blocks (of 128 threads) a kernel that deals keys to warps
+    /// launches; 0 (the default): as many as the operations need, up to every block that
+    /// can be resident at once. Fewer warps each take more keys of the deal (the paper's
+    /// Table 9 varies this).
+    pub max_blocks: u32,
     /// Keys per kernel (the paper's GBS, 2.5 × 10^8); larger calls run in batches.
     pub batch: usize,
     /// Nodes each pool starts with (pools grow by doubling).
@@ -85,6 +90,7 @@ impl Default for SkipListConfig {
             pools: PoolLayout::Shared,
             pin_index_layers: false,
             keys_per_warp: 1,
+            max_blocks: 0,
             batch: 250_000_000,
             initial_nodes: 1 << 12,
         }
@@ -412,6 +418,7 @@ impl SkipList {
                 num_lists: 1,
                 shift: 32,
                 keys_per_warp: config.keys_per_warp.max(1),
+                max_blocks: config.max_blocks,
                 initial_nodes: config.initial_nodes,
                 with_aux: false,
                 tiered: None,
@@ -444,6 +451,10 @@ pub struct RangeSkipListConfig {
     /// Consecutive keys of a sorted batch dealt to one warp (default 1, the cyclic deal,
     /// measured faster here; the paper uses 180 for SL-OVS).
     pub keys_per_warp: u32,
+    /// The most thread blocks a kernel that deals keys to warps launches (0, the
+    /// default: up to every block that can be resident; see
+    /// [`SkipListConfig::max_blocks`]).
+    pub max_blocks: u32,
     /// Keys per kernel (GBS).
     pub batch: usize,
     /// Nodes the shared pool starts with (tiered: each range's pool).
@@ -457,6 +468,7 @@ impl Default for RangeSkipListConfig {
             layout: NodeLayout::Sorted,
             keys_per_range: 1 << 21,
             keys_per_warp: 1,
+            max_blocks: 0,
             batch: 250_000_000,
             initial_nodes: 1 << 12,
         }
@@ -535,6 +547,7 @@ impl RangeSkipList {
                 num_lists: 1u64 << (32 - shift),
                 shift,
                 keys_per_warp: config.keys_per_warp.max(1),
+                max_blocks: config.max_blocks,
                 initial_nodes: config.initial_nodes,
                 with_aux: true,
                 tiered,
