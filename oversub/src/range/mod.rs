@@ -524,8 +524,8 @@ impl RangeTable {
 
 impl Drop for RangeTable {
     fn drop(&mut self) {
-        // Every call leaves the copy stream idle; after a failed one, wait for its
-        // copies before the slots and homes they use are freed.
+        // Every call leaves the copy and write-back streams idle; after a failed one,
+        // wait for its copies before the slots and homes they use are freed.
         if let Some(cache) = &self.cache {
             cache.idle();
         }

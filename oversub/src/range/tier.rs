@@ -17,16 +17,21 @@
 //!
 //! - A copy into a slot, and the write-back out of it, must follow every kernel that
 //!   used the slot. An *early* copy goes to a slot that neither run *i* nor run *i - 1*
-//!   uses, so its last user was run *i - 2* or before: the copy stream (and the
-//!   write-back stream, when the step writes back) waits on `done[i - 1]` (`done[0]` for
-//!   the first run), and the copy overlaps run *i - 1*'s kernel. A *late* copy goes to a
-//!   slot of run *i - 1* and waits on `done[i]`: the serial order, for caches too small
-//!   for two runs at once.
-//! - Write-backs go in groups of [`WRITE_BACK_GROUP`](super::schedule::WRITE_BACK_GROUP) loads: the group's write-backs, an
-//!   event `written[g]` on the write-back stream, then on the copy stream a wait for it
-//!   and the group's copies in. So a slot is read out before it is overwritten, and a
-//!   range's home is written before any later copy reads it (every copy in after the
-//!   group waits, by stream order, behind that event). The write-backs of group *g + 1*
+//!   uses, so its last user was run *i - 2* or before: the copy stream waits on
+//!   `done[i - 1]` (`done[0]` for the first run), as does the write-back stream when an
+//!   early load writes its victim back, and the copy overlaps run *i - 1*'s kernel. A
+//!   *late* copy goes to a slot of run *i - 1*: both streams wait on `done[i]` before
+//!   the late loads (the write-back stream when a late load writes back), the serial
+//!   order, for caches too small for two runs at once.
+//! - Write-backs go in groups of
+//!   [`WRITE_BACK_GROUP`](super::schedule::WRITE_BACK_GROUP) loads: the group's
+//!   write-backs, an event `written[g]` on the write-back stream, then on the copy stream
+//!   a wait for it and the group's copies in. So a slot is read out before it is
+//!   overwritten, and a range's home is written before any later copy reads it (every
+//!   copy in after the group waits, by stream order, behind that event). The other way
+//!   round, a write-back to a home never overtakes an earlier copy in from it: that copy
+//!   was waited for by its run's kernel (`copied`), which the write-back stream waits for
+//!   (`done`) before it writes the range's slot back. The write-backs of group *g + 1*
 //!   run while the copies in of group *g* do: both directions of the link at once, and
 //!   neither copy engine switches direction between two copies (on one stream, a
 //!   write-back and a copy in taking turns cost about 20 us a pair on the H200 for
@@ -62,7 +67,7 @@ use crate::placement::{check, Placement, Region};
 use crate::streams::{self, Stalls, Way};
 
 /// The tiered placement's device cache: slots of one inner table each, their book, the
-/// copy stream and the counters of `stats()`.
+/// copy and write-back streams and the counters of `stats()`.
 pub(super) struct Cache {
     pub map: CacheMap,
     /// Each slot's device memory.
@@ -146,7 +151,8 @@ impl Cache {
     }
 
     /// Fails when an earlier batch's copies were not all enqueued; else waits until the
-    /// copy stream is idle (it normally is: every call ends synchronized).
+    /// copy and write-back streams are idle (they normally are: every call ends
+    /// synchronized).
     pub fn ready(&self) -> Result<()> {
         if self.pending {
             return Err(Error::Invalid(
@@ -213,8 +219,9 @@ impl Cache {
     }
 
     /// Makes the compute stream `s` wait for everything on the copy and write-back
-    /// streams, synchronizes it, and adds the compute stream's waits for copies (`stalls`, event pairs) to
-    /// the counter. Runs whatever `enqueued` says, so that no copy is left unordered.
+    /// streams, synchronizes it, and adds the compute stream's waits for copies
+    /// (`stalls`, event pairs) to the counter. Runs whatever `enqueued` says, so that no
+    /// copy is left unordered.
     fn settle(&mut self, s: &CudaStream, enqueued: Result<Stalls>) -> Result<()> {
         let joined = s.join(&self.copy);
         let joined_out = s.join(&self.out);
