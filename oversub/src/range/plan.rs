@@ -526,20 +526,27 @@ pub(super) mod tests {
     /// early) or of all of it (copies early and late in one step), and batches of keys
     /// per range (0 to 2 each), writing or not.
     pub fn random_batches() -> impl Strategy<Value = (usize, usize, Vec<(Vec<u32>, bool)>)> {
-        let batch = (prop::collection::vec(0u32..3, RANGES), any::<bool>());
-        (
-            1usize..6,
-            any::<bool>(),
-            prop::collection::vec(batch, 1..12),
-        )
-            .prop_map(|(slots, wide, batches)| {
+        random_batches_of(1..6, RANGES, 1..12)
+    }
+
+    /// [`random_batches`]' shape with caches of `slots` slots over `ranges` ranges and
+    /// `batches` batches.
+    pub fn random_batches_of(
+        slots: std::ops::Range<usize>,
+        ranges: usize,
+        batches: std::ops::Range<usize>,
+    ) -> impl Strategy<Value = (usize, usize, Vec<(Vec<u32>, bool)>)> {
+        let batch = (prop::collection::vec(0u32..3, ranges), any::<bool>());
+        (slots, any::<bool>(), prop::collection::vec(batch, batches)).prop_map(
+            |(slots, wide, batches)| {
                 let per_run = if wide {
                     slots
                 } else {
                     CacheMap::new(slots, 1).per_run()
                 };
                 (slots, per_run, batches)
-            })
+            },
+        )
     }
 
     proptest! {

@@ -114,7 +114,7 @@ pub(super) fn schedule(steps: &[Step]) -> Vec<Op> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::range::plan::tests::{random_batches, RANGES};
+    use crate::range::plan::tests::{random_batches, random_batches_of, RANGES};
     use crate::range::plan::{split_runs, CacheMap, Run};
     use proptest::prelude::*;
 
@@ -351,6 +351,23 @@ mod tests {
         assert!(steps
             .iter()
             .any(|s| s.early.len().max(s.late.len()) > WRITE_BACK_GROUP));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        // Caches of 33 to 99 slots over 256 ranges: steps of more loads than a write-back
+        // group, early and late, with dirty victims from earlier batches.
+        fn large_schedules_have_no_race(
+            (slots, per_run, batches) in random_batches_of(33..100, 256, 1..5)
+        ) {
+            let mut map = CacheMap::new(slots, 256);
+            for (counts, write) in &batches {
+                let runs = split_runs(counts, per_run, |_| true);
+                let steps = map.plan(&runs, *write).unwrap();
+                check(&runs, &steps, *write);
+            }
+        }
     }
 
     proptest! {
