@@ -96,24 +96,6 @@ pub(crate) fn bits(words: &[u32], n: usize) -> Vec<bool> {
     (0..n).map(|i| words[i / 32] >> (i % 32) & 1 == 1).collect()
 }
 
-/// A lookup's `n` found flags and, when `want_values`, its values, read back from the
-/// device (synchronizes `stream`).
-pub(crate) fn read_found(
-    stream: &std::sync::Arc<cudarc::driver::CudaStream>,
-    found: &CudaSlice<u32>,
-    values: &CudaSlice<u32>,
-    n: usize,
-    want_values: bool,
-) -> Result<(Vec<bool>, Vec<u32>)> {
-    let found = bits(&stream.clone_dtoh(found)?, n);
-    let values = if want_values {
-        stream.clone_dtoh(values)?
-    } else {
-        Vec::new()
-    };
-    Ok((found, values))
-}
-
 /// The operations a call's kernels did not apply, gathered over its batches and runs,
 /// as positions in the caller's whole batch. A batch's [`NotApplied`] error names
 /// positions inside that batch (its kernels mark the positions the caller gave, not the

@@ -6,7 +6,7 @@ use gpuds_core::failures::CallStatus;
 use gpuds_core::{Gpu, Module};
 
 use crate::batch::{
-    answers, bits, check_device_keys, check_host_keys, check_outputs, read_found, same_len, shape,
+    answers, bits, check_device_keys, check_host_keys, check_outputs, same_len, shape,
 };
 use crate::error::{Error, Result};
 use crate::placement::{Placement, Region};
@@ -247,7 +247,13 @@ impl FlatTable {
         let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
         let mut values = stream.alloc_zeros::<u32>(if want_values { n } else { 1 })?;
         self.run_find(&k, want_values.then_some(&mut values), &mut found)?;
-        read_found(stream, &found, &values, n, want_values)
+        let found = bits(&stream.clone_dtoh(&found)?, n);
+        let values = if want_values {
+            stream.clone_dtoh(&values)?
+        } else {
+            Vec::new()
+        };
+        Ok((found, values))
     }
 
     /// Lookups of a batch on the device (keys checked on the device first): bit `i % 32`
