@@ -228,6 +228,23 @@ __device__ __forceinline__ unsigned scan_words(const unsigned long long (&w)[SLO
   return empty;
 }
 
+// The direct move's target among the candidates (their other buckets `alt`, with those
+// buckets' words `am`): the one with the most free slots whose bucket is unlocked and
+// neither b1 nor b2 (fewer evictions meet on one target); CANDIDATES when none has room.
+__device__ __forceinline__ unsigned pick_target(const unsigned long long (&am)[CANDIDATES],
+                                                const unsigned (&alt)[CANDIDATES], unsigned b1, unsigned b2) {
+  unsigned pick = CANDIDATES, most = 0;
+#pragma unroll
+  for (unsigned c = 0; c < CANDIDATES; ++c) {
+    const unsigned room = __popc(free_of(am[c]));
+    if (alt[c] != b1 && alt[c] != b2 && room > most && (am[c] & META_LOCK) == 0) {
+      most = room;
+      pick = c;
+    }
+  }
+  return pick;
+}
+
 // The group of b1's slots whose keys are the direct move's candidates in round `round`.
 __device__ __forceinline__ unsigned candidate_group(unsigned k, unsigned round) {
   return (k + round) % (SLOTS / CANDIDATES);
@@ -490,15 +507,7 @@ __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const un
         // w still holds b1 (read under the lock): take the candidate whose other bucket
         // has the most room and no lock (fewer evictions meet on one target), and lock
         // that bucket from the word read.
-        unsigned pick = CANDIDATES, most = 0;
-#pragma unroll
-        for (unsigned c = 0; c < CANDIDATES; ++c) {
-          const unsigned room = __popc(free_of(am[c]));
-          if (alt[c] != b1 && alt[c] != b2 && room > most && (am[c] & META_LOCK) == 0) {
-            most = room;
-            pick = c;
-          }
-        }
+        const unsigned pick = pick_target(am, alt, b1, b2);
         if (pick == CANDIDATES) {
           if (++round < SLOTS / CANDIDATES) {
             loads |= L_CAND;  // the next candidates of b1 (or b2)

@@ -417,15 +417,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         } else {
           // Take the candidate whose other bucket has the most room and no lock, and
           // lock that bucket from the word read.
-          unsigned pick = CANDIDATES, most = 0;
-#pragma unroll
-          for (unsigned c = 0; c < CANDIDATES; ++c) {
-            const unsigned room = __popc(free_of(am[c]));
-            if (alt[c] != b1 && alt[c] != b2 && room > most && (am[c] & META_LOCK) == 0) {
-              most = room;
-              pick = c;
-            }
-          }
+          const unsigned pick = bulk::pick_target(am, alt, b1, b2);
           if (pick == CANDIDATES) {
             if (++round < SLOTS / CANDIDATES) {
               // The next candidates of b1: from w where it still holds b1, else read
