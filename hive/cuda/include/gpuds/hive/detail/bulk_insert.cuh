@@ -320,7 +320,7 @@ __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const un
   __shared__ unsigned ring_k[WARPS][RING], ring_v[WARPS][RING], ring_e[WARPS][RING];
   const unsigned wid = threadIdx.x / 32;
   const unsigned lid = threadIdx.x % 32;
-  op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n, queue + 1};
+  op_ring ops{{ring_k[wid], ring_v[wid], ring_e[wid]}, n, queue + 1};
   // An entry is the operation's index in the part, and BOTH_FULL.
   auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
     e = queue[QUEUE_HEAD + at];

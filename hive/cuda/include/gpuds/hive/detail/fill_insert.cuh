@@ -39,7 +39,7 @@ __device__ void insert_lanes(const packed_ref& t, const unsigned* keys, const un
   __shared__ unsigned left_rows[WARPS][64];
   const unsigned wid = threadIdx.x / 32;
   bulk::leftovers left{left_rows[wid], queue};
-  bulk::op_ring ops{ring_k[wid], ring_v[wid], ring_e[wid], n, nullptr};
+  bulk::op_ring ops{{ring_k[wid], ring_v[wid], ring_e[wid]}, n, nullptr};
   // An entry is the operation's index (a part holds fewer than 2^31 operations).
   auto load = [&](unsigned long long at, unsigned& k, unsigned& v, unsigned& e) {
     k = keys[at];

@@ -47,54 +47,13 @@ namespace wide_fill {
 
 constexpr unsigned TRIES = 8;  // reads of b1 before an insert is left to the second kernel
 
-// A warp's ring of staged operations (wide keys and values) in shared memory, which its
-// idle lanes take in order: the part that wide_ring (below) and the second kernel's
-// wide_queued::queue_ring share. Every counter is the same on every lane: `fetched`
-// chunks of 32 were staged, `taken` operations taken. (A copy rather than a template of
-// bulk::op_ring, so that the packed kernels' code stays as it is.)
-template <typename K, typename V>
-struct wide_staging {
-  K (&rk)[bulk::RING];
-  V (&rv)[bulk::RING];
-  unsigned (&re)[bulk::RING];
-  unsigned lid = threadIdx.x % 32;
-  unsigned fetched = 0, taken = 0;  // the same on every lane
-
-  // Whether the ring has room for one more chunk.
-  __device__ bool room() const { return fetched * 32 - taken <= bulk::RING - 32; }
-  // Stages this lane's operation of the next chunk (called by every lane).
-  __device__ void push(K k, V v, unsigned e) {
-    rk[(fetched * 32 + lid) % bulk::RING] = k;
-    rv[(fetched * 32 + lid) % bulk::RING] = v;
-    re[(fetched * 32 + lid) % bulk::RING] = e;
-    fetched += 1;
-  }
-  __device__ bool more() const { return taken < fetched * 32; }
-  // Hands the next staged operations to the lanes with `idle`, in lane order: true where
-  // this lane got one.
-  __device__ bool take(bool idle, K& k, V& v, unsigned& e) {
-    const unsigned want = __ballot_sync(warp::FULL_MASK, idle);
-    const unsigned staged = fetched * 32 - taken;
-    const unsigned rank = __popc(want & ((1u << lid) - 1u));
-    const bool got = idle && rank < staged;
-    if (got) {
-      const unsigned p = (taken + rank) % bulk::RING;
-      k = rk[p];
-      v = rv[p];
-      e = re[p];
-    }
-    taken += __popc(want) < staged ? __popc(want) : staged;
-    return got;
-  }
-};
-
 // A warp's batch pairs of the state machine below (insert_states), as bulk::op_ring for
 // packed tables but with wide keys and values: chunk c holds operations
 // (gw + c * nw) * 32 + lane, each chunk loaded coalesced one chunk ahead and staged in
-// the warp's ring (wide_staging); idle lanes take them in order (k is all ones past the
+// the warp's ring (bulk::ring_staging); idle lanes take them in order (k is all ones past the
 // end of the batch).
 template <typename K, typename V>
-struct wide_ring : wide_staging<K, V> {
+struct wide_ring : bulk::ring_staging<K, V> {
   const K* keys;
   const V* values;
   unsigned long long n;

@@ -173,10 +173,10 @@ enum : unsigned {
 // A warp's queue entries and their pairs, taken by its idle lanes in order: the warps
 // take chunks of 32 entries in turn (one atomic on `next` per chunk, so that a warp whose
 // inserts take long takes fewer, as bulk::op_ring does for packed tables), each loaded
-// coalesced one chunk ahead and staged in the warp's ring (wide_fill::wide_staging).
+// coalesced one chunk ahead and staged in the warp's ring (bulk::ring_staging).
 // An entry past the end of the queue is staged as NO_ENTRY.
 template <typename K, typename V>
-struct queue_ring : wide_fill::wide_staging<K, V> {
+struct queue_ring : bulk::ring_staging<K, V> {
   const K* keys;
   const V* values;
   const unsigned* entries;  // the queue's entries (queue + bulk::QUEUE_HEAD)
