@@ -11,57 +11,9 @@ use gpuds_testkit::gpu;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
-/// The operations both tables share, for one oracle-driven test.
-trait Table {
-    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error>;
-    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error>;
-    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error>;
-    fn len(&self) -> u64;
-    fn check(&self) -> Result<(), Error>;
-    fn pairs(&self) -> Vec<(u32, u32)>;
-}
+mod common;
 
-impl Table for FlatTable {
-    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error> {
-        self.insert_many(k, v)
-    }
-    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error> {
-        self.remove_many(k)
-    }
-    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error> {
-        self.get_many(k)
-    }
-    fn len(&self) -> u64 {
-        FlatTable::len(self).unwrap()
-    }
-    fn check(&self) -> Result<(), Error> {
-        self.validate()
-    }
-    fn pairs(&self) -> Vec<(u32, u32)> {
-        self.to_vec().unwrap()
-    }
-}
-
-impl Table for RangeTable {
-    fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error> {
-        self.insert_many(k, v)
-    }
-    fn remove(&mut self, k: &[u32]) -> Result<Vec<bool>, Error> {
-        self.remove_many(k)
-    }
-    fn get(&mut self, k: &[u32]) -> Result<Vec<Option<u32>>, Error> {
-        self.get_many(k)
-    }
-    fn len(&self) -> u64 {
-        RangeTable::len(self).unwrap()
-    }
-    fn check(&self) -> Result<(), Error> {
-        self.validate()
-    }
-    fn pairs(&self) -> Vec<(u32, u32)> {
-        self.to_vec().unwrap()
-    }
-}
+use common::tables::Table;
 
 /// Keys from a small dense range and a few sparse ones (never reserved).
 fn key(rng: &mut ChaCha8Rng, dense: u32) -> u32 {

@@ -10,6 +10,8 @@ use gpuds_oversub::{Error, RangePairs, RangeSkipList, SkipList};
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
+pub mod tables;
+
 /// The operations both skip lists share, for the oracle-driven tests.
 pub trait Ordered {
     fn insert(&mut self, k: &[u32], v: &[u32]) -> Result<(), Error>;
