@@ -13,10 +13,13 @@ use gpuds_testkit::gpu;
 use rand::rngs::ChaCha8Rng;
 use rand::{RngExt, SeedableRng};
 
-/// The calls this file compares, on either table.
-trait Forms {
-    fn insert(&mut self, k: &[u32], v: &[u32]);
-    fn get(&mut self, k: &[u32]) -> Vec<Option<u32>>;
+mod common;
+
+use common::tables::Table;
+
+/// The device forms this file compares with the host forms of [`Table`], on either
+/// table.
+trait Forms: Table {
     fn get_device(
         &mut self,
         k: &CudaSlice<u32>,
@@ -24,19 +27,11 @@ trait Forms {
         f: &mut CudaSlice<u32>,
     ) -> Result<(), Error>;
     fn remove_device(&mut self, k: &CudaSlice<u32>, r: &mut CudaSlice<u32>) -> Result<(), Error>;
-    fn len(&self) -> u64;
-    fn check(&self);
 }
 
 macro_rules! forms {
     ($t:ty) => {
         impl Forms for $t {
-            fn insert(&mut self, k: &[u32], v: &[u32]) {
-                self.insert_many(k, v).unwrap()
-            }
-            fn get(&mut self, k: &[u32]) -> Vec<Option<u32>> {
-                self.get_many(k).unwrap()
-            }
             fn get_device(
                 &mut self,
                 k: &CudaSlice<u32>,
@@ -51,12 +46,6 @@ macro_rules! forms {
                 r: &mut CudaSlice<u32>,
             ) -> Result<(), Error> {
                 self.remove_many_device(k, r)
-            }
-            fn len(&self) -> u64 {
-                <$t>::len(self).unwrap()
-            }
-            fn check(&self) {
-                self.validate().unwrap()
             }
         }
     };
@@ -83,7 +72,7 @@ fn device_forms_match(gpu: &Gpu, t: &mut dyn Forms, seed: u64, what: &str) {
     keys.sort_unstable();
     keys.dedup();
     let values: Vec<u32> = keys.iter().map(|_| rng.random_range(0..u32::MAX)).collect();
-    t.insert(&keys, &values);
+    t.insert(&keys, &values).unwrap();
     let oracle: HashMap<u32, u32> = keys.iter().copied().zip(values.iter().copied()).collect();
     // Present, absent and repeated queries, in random order; 4,111 is no multiple of 32.
     let queries: Vec<u32> = (0..4111)
@@ -100,7 +89,7 @@ fn device_forms_match(gpu: &Gpu, t: &mut dyn Forms, seed: u64, what: &str) {
         .unwrap();
     t.get_device(&dq, Some(&mut dv), &mut df).unwrap();
     let (got_v, got_f) = (s.clone_dtoh(&dv).unwrap(), s.clone_dtoh(&df).unwrap());
-    let host = t.get(&queries);
+    let host = t.get(&queries).unwrap();
     for (i, q) in queries.iter().enumerate() {
         let want = oracle.get(q).copied();
         assert_eq!(host[i], want, "{what}: host get of {q}");
@@ -177,8 +166,8 @@ fn device_forms_match(gpu: &Gpu, t: &mut dyn Forms, seed: u64, what: &str) {
         (keys.len() - keys.len().div_ceil(2)) as u64,
         "{what}: len"
     );
-    t.check();
-    let after = t.get(&keys);
+    t.check().unwrap();
+    let after = t.get(&keys).unwrap();
     for (i, k) in keys.iter().enumerate() {
         let want = (i % 2 == 1).then(|| oracle[k]);
         assert_eq!(after[i], want, "{what}: key {k} after removal");
