@@ -30,6 +30,7 @@ constexpr unsigned T_ENTRIES = 0;
 constexpr unsigned T_LOOPS = 1;
 constexpr unsigned T_SKIPPED = 2;
 constexpr unsigned T_PRESENT = 3;
+constexpr unsigned TALLY_WORDS = 4;
 // Word of a counter stripe holding self-loop entries (0: live entries, 1: claimed slots).
 constexpr unsigned STRIPE_LOOPS = 2;
 
@@ -40,21 +41,58 @@ __device__ __forceinline__ unsigned long long thread_count() {
   return static_cast<unsigned long long>(gridDim.x) * blockDim.x;
 }
 
-// Adds the warp's sum of x to *to (lane 0, one atomic), all lanes calling.
-__device__ __forceinline__ void warp_add(unsigned long long* to, unsigned long long x) {
-  x = slabhash::detail::warp_sum(x);
-  if (warp::lane_id() == 0 && x != 0ull && to != nullptr) mem::fetch_add_relaxed(to, x);
+// Self-loop entries of the graph, kept in word STRIPE_LOOPS of the counter stripes; one
+// lane of the warp calls it with the warp's change.
+__device__ __forceinline__ void add_loops(const ref_t& g, long long x) {
+  unsigned long long* stripe = g.lists.counters + (warp::global_warp_id() % slabhash::detail::COUNTER_STRIPES) *
+                                                      slabhash::detail::COUNTER_STRIPE_WORDS;
+  mem::fetch_add_relaxed(&stripe[STRIPE_LOOPS], static_cast<unsigned long long>(x));
 }
 
-// Self-loop entries of the graph, kept in word STRIPE_LOOPS of the counter stripes.
-__device__ __forceinline__ void add_loops(const ref_t& g, long long x) {
-  x = static_cast<long long>(slabhash::detail::warp_sum(static_cast<unsigned long long>(x)));
-  if (warp::lane_id() == 0 && x != 0) {
-    unsigned long long* stripe = g.lists.counters + (warp::global_warp_id() % slabhash::detail::COUNTER_STRIPES) *
-                                                        slabhash::detail::COUNTER_STRIPE_WORDS;
-    mem::fetch_add_relaxed(&stripe[STRIPE_LOOPS], static_cast<unsigned long long>(x));
+// The tally of an edge kernel's block, in shared memory: each warp adds its requests'
+// counts there every round (shared atomics), and the block adds them to the batch's
+// tally once at its end. One global atomic per warp and round on the same few words
+// would serialize in L2: 2^17 of them for a batch of 2^22 edges.
+struct block_tally {
+  unsigned long long* words;  // TALLY_WORDS words of shared memory
+
+  // Zeroes the words; every thread of the block calls it before its first add.
+  __device__ void open() const {
+    if (threadIdx.x < TALLY_WORDS) words[threadIdx.x] = 0ull;
+    __syncthreads();
   }
-}
+
+  // Adds the warp's counts of one round, all lanes calling: this lane's entries added or
+  // removed (0-2), whether its request was skipped, present, or a self-loop entry that
+  // was added (sign +1) or removed (-1). One reduction of the four packed counts (each
+  // at most 64 over a warp, so a byte each).
+  __device__ void add(const ref_t& g, unsigned entries, bool skipped, bool present, bool loop, int sign) const {
+    const unsigned packed = entries | (skipped ? 1u << 8 : 0u) | (present ? 1u << 16 : 0u) | (loop ? 1u << 24 : 0u);
+    const unsigned sums = warp::sum(packed);
+    if (warp::lane_id() != 0 || sums == 0u) return;
+#pragma unroll
+    for (unsigned w = 0; w < TALLY_WORDS; ++w) {
+      const unsigned x = (sums >> (8u * byte_of(w))) & 0xFFu;
+      if (x != 0u) atomicAdd(&words[w], static_cast<unsigned long long>(x));
+    }
+    const unsigned loops = sums >> 24;
+    if (loops != 0u) add_loops(g, sign * static_cast<long long>(loops));
+  }
+
+  // Adds the block's words to the batch's tally (null: dropped); every thread calls it
+  // after its last add.
+  __device__ void close(unsigned long long* tally) const {
+    __syncthreads();
+    if (threadIdx.x < TALLY_WORDS && tally != nullptr && words[threadIdx.x] != 0ull) {
+      mem::fetch_add_relaxed(&tally[threadIdx.x], words[threadIdx.x]);
+    }
+  }
+
+  // The byte of the packed counts that holds tally word w.
+  __device__ static constexpr unsigned byte_of(unsigned w) {
+    return w == T_ENTRIES ? 0u : w == T_SKIPPED ? 1u : w == T_PRESENT ? 2u : 3u;
+  }
+};
 
 __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned long long i, unsigned outcome) {
   if (failed != nullptr && active && outcome == OP_FAILED) status::mark_not_applied(failed, i);
@@ -75,8 +113,15 @@ extern "C" __global__ void GPUDS_KERNEL(check_ids)(const unsigned* a, const unsi
       top = top > m ? top : m;
     }
   }
-  if (bad != 0ull) atomicMax(&out[0], bad);
-  if (top != 0ull) atomicMax(&out[1], top);
+  // One atomic per warp and word: every thread's atomic on the same two words would
+  // serialize in L2 (a quarter of a million of them on a full grid) and cost more than
+  // the scan.
+  bad = warp::maximum(bad);
+  top = warp::maximum(top);
+  if (warp::lane_id() == 0) {
+    if (bad != 0ull) atomicMax(&out[0], bad);
+    if (top != 0ull) atomicMax(&out[1], top);
+  }
 }
 
 // Degrees of a COO batch: deg[src] += 1 (and deg[dst] when undirected), self loops
@@ -132,6 +177,9 @@ extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(insert_edges)
     ref_t g, const unsigned* src, const unsigned* dst, const W* values, unsigned long long n,
     unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
   slabhash::detail::on_demand_allocator allocator;
+  __shared__ unsigned long long block_words[TALLY_WORDS];
+  const block_tally counts{block_words};
+  counts.open();
   const unsigned long long stride = thread_count();
   const unsigned long long rounds = (n + stride - 1) / stride;
   for (unsigned long long r = 0; r < rounds; ++r) {
@@ -142,21 +190,21 @@ extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(insert_edges)
     const W value = active && values != nullptr ? values[i] : W(0);
     unsigned added = 0;
     const unsigned outcome = g.insert_edge(allocator, active, u, v, value, added);
-    warp_add(&tally[T_ENTRIES], added);
-    warp_add(&tally[T_SKIPPED], active && outcome == OP_SKIPPED ? 1u : 0u);
-    warp_add(&tally[T_PRESENT], active && outcome == OP_PRESENT ? 1u : 0u);
-    const bool loop = active && u == v && added != 0;
-    warp_add(&tally[T_LOOPS], loop ? 1u : 0u);
-    add_loops(g, loop ? 1 : 0);
+    counts.add(g, added, active && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
+               active && u == v && added != 0, 1);
     if (active && outcomes != nullptr) outcomes[i] = outcome;
     note(failed, active, i, outcome);
   }
+  counts.close(tally);
 }
 
 // Edge deletion, one thread per edge.
 extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(erase_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n,
     unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+  __shared__ unsigned long long block_words[TALLY_WORDS];
+  const block_tally counts{block_words};
+  counts.open();
   const unsigned long long stride = thread_count();
   const unsigned long long rounds = (n + stride - 1) / stride;
   for (unsigned long long r = 0; r < rounds; ++r) {
@@ -166,15 +214,12 @@ extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(erase_edges)(
     const unsigned v = active ? dst[i] : 0u;
     unsigned removed = 0;
     const unsigned outcome = g.erase_edge(active, u, v, removed);
-    warp_add(&tally[T_ENTRIES], removed);
-    warp_add(&tally[T_SKIPPED], active && outcome == OP_SKIPPED ? 1u : 0u);
-    warp_add(&tally[T_PRESENT], active && outcome == OP_PRESENT ? 1u : 0u);
-    const bool loop = active && u == v && removed != 0;
-    warp_add(&tally[T_LOOPS], loop ? 1u : 0u);
-    add_loops(g, loop ? -1 : 0);
+    counts.add(g, removed, active && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
+               active && u == v && removed != 0, -1);
     if (active && outcomes != nullptr) outcomes[i] = outcome;
     note(failed, active, i, outcome);
   }
+  counts.close(tally);
 }
 
 // Edge-exists queries: found bit i (32 per word) and, maps, the value (all ones when

@@ -29,6 +29,28 @@ __device__ __forceinline__ unsigned long long warp_count() {
   return (static_cast<unsigned long long>(gridDim.x) * blockDim.x) / WARP_SIZE;
 }
 
+// The sum of x over the warp, in every lane (all lanes calling): one reduction
+// instruction from compute capability 8.0, five shuffles before it.
+__device__ __forceinline__ unsigned sum(unsigned x) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  return __reduce_add_sync(FULL_MASK, x);
+#else
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(FULL_MASK, x, d);
+  return x;
+#endif
+}
+
+// The largest x over the warp, in every lane (all lanes calling).
+__device__ __forceinline__ unsigned long long maximum(unsigned long long x) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) {
+    const unsigned long long y = __shfl_xor_sync(FULL_MASK, x, d);
+    x = y > x ? y : x;
+  }
+  return x;
+}
+
 // Broadcasts any trivially copyable value from lane `src` to the warp, 32 bits at a time.
 template <typename T>
 __device__ __forceinline__ T broadcast(const T& value, int src, unsigned mask = FULL_MASK) {

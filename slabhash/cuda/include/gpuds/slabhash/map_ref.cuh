@@ -88,7 +88,7 @@ struct map_ref : detail::table {
   }
 
   __device__ unsigned find(bool active, K key, V& value) const {
-    return find_in(active, home_of(active, key), key, value);
+    return find_in(active, fetched_home_of(active, key), key, value);
   }
 
   // find with each lane's home given (a bucket, or the base slab of a list outside this
@@ -138,7 +138,7 @@ struct map_ref : detail::table {
   }
 
   __device__ unsigned erase(bool active, K key, V& value) const {
-    return erase_in(active, home_of(active, key), key, value);
+    return erase_in(active, fetched_home_of(active, key), key, value);
   }
 
   template <class Home>

@@ -67,7 +67,7 @@ struct set_ref : detail::table {
   }
 
   __device__ unsigned erase(bool active, K key) const {
-    return erase_in(active, home_of(active, key), key);
+    return erase_in(active, fetched_home_of(active, key), key);
   }
 
   template <class Home>
@@ -91,7 +91,7 @@ struct set_ref : detail::table {
   }
 
   __device__ unsigned find(bool active, K key) const {
-    return find_in(active, home_of(active, key), key);
+    return find_in(active, fetched_home_of(active, key), key);
   }
 
   template <class Home>
