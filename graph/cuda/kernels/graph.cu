@@ -49,6 +49,13 @@ __device__ __forceinline__ void add_loops(const ref_t& g, long long x) {
   mem::fetch_add_relaxed(&stripe[STRIPE_LOOPS], static_cast<unsigned long long>(x));
 }
 
+// add_loops with every lane of the warp calling with its own change: the warp's sum is
+// added once, by lane 0, and only when it is not zero.
+__device__ __forceinline__ void add_warp_loops(const ref_t& g, long long x) {
+  x = static_cast<long long>(slabhash::detail::warp_sum(static_cast<unsigned long long>(x)));
+  if (warp::lane_id() == 0 && x != 0) add_loops(g, x);
+}
+
 // The tally of an edge kernel's block, in shared memory: each warp adds its requests'
 // counts there every round (shared atomics), and the block adds them to the batch's
 // tally once at its end. One global atomic per warp and round on the same few words
@@ -390,7 +397,7 @@ extern "C" __global__ void GPUDS_KERNEL(empty_tables)(ref_t g, const unsigned* i
     }
     if (lane == 0) g.vertices[u].count = 0u;
     g.lists.count(-live, -claimed);
-    add_loops(g, -loops);
+    add_warp_loops(g, -loops);
   }
   if (lane == 0 && released != 0ull) mem::fetch_add_relaxed(freed, released);
 }
