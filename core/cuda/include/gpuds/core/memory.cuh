@@ -164,8 +164,9 @@ __device__ __forceinline__ unsigned long long ld_nc(const unsigned long long* p)
   return v;
 }
 
-// Asks L2 for the line holding `p` (no value returned, never faults): for data a warp
-// will read later, so that the read finds it in L2.
+// Asks L2 for the line holding `p` (no value returned; `p` must be a valid global
+// address, as every caller's is): for data a warp will read later, so that the read
+// finds it in L2.
 __device__ __forceinline__ void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }

@@ -162,7 +162,7 @@ struct table {
     return active ? bucket_of(key) : 0u;
   }
 
-  // home_of, with the bucket's base slab asked of L2 (no value returned, never faults)
+  // home_of, with the bucket's base slab (a valid address) asked of L2 (no value returned)
   // by each lane for its own request: the walk takes the requests one at a time,
   // reading one base slab ahead, so without it each base slab would wait for DRAM in
   // turn. The lookups and deletions of a table's own buckets use it (H200, 2^24 keys:
