@@ -52,7 +52,7 @@ __device__ __forceinline__ void add_loops(const ref_t& g, long long x) {
 // add_loops with every lane of the warp calling with its own change: the warp's sum is
 // added once, by lane 0, and only when it is not zero.
 __device__ __forceinline__ void add_warp_loops(const ref_t& g, long long x) {
-  x = static_cast<long long>(slabhash::detail::warp_sum(static_cast<unsigned long long>(x)));
+  x = static_cast<long long>(warp::sum(static_cast<unsigned long long>(x)));
   if (warp::lane_id() == 0 && x != 0) add_loops(g, x);
 }
 

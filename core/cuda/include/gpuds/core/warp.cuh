@@ -41,6 +41,13 @@ __device__ __forceinline__ unsigned sum(unsigned x) {
 #endif
 }
 
+// The sum of a 64-bit x over the warp (wrapping), in every lane (all lanes calling).
+__device__ __forceinline__ unsigned long long sum(unsigned long long x) {
+#pragma unroll
+  for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(FULL_MASK, x, d);
+  return x;
+}
+
 // The largest x over the warp, in every lane (all lanes calling).
 __device__ __forceinline__ unsigned long long maximum(unsigned long long x) {
 #pragma unroll

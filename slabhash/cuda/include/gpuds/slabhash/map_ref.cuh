@@ -259,7 +259,7 @@ struct map_ref : detail::table {
           return !advance(slab, word);
         });
     }
-    count(-static_cast<long long>(detail::warp_sum(removed)), 0);
+    count(-static_cast<long long>(warp::sum(static_cast<unsigned long long>(removed))), 0);
     if (outcome_out != nullptr) {
       *outcome_out = outcome == OP_FAILED ? OP_FAILED : (removed != 0 ? OP_PRESENT : OP_ABSENT);
     }

@@ -282,13 +282,6 @@ struct table {
   }
 };
 
-// Sum over the warp.
-__device__ __forceinline__ unsigned long long warp_sum(unsigned long long x) {
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(warp::FULL_MASK, x, d);
-  return x;
-}
-
 }  // namespace detail
 }  // namespace slabhash
 }  // namespace gpuds
