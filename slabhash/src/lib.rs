@@ -141,6 +141,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             include_str!("../cuda/include/gpuds/slabhash/detail/table.cuh"),
         ),
         (
+            "gpuds/slabhash/detail/alone.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/detail/alone.cuh"),
+        ),
+        (
             "gpuds/slabhash/detail/flush.cuh",
             include_str!("../cuda/include/gpuds/slabhash/detail/flush.cuh"),
         ),

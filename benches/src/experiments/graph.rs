@@ -458,7 +458,6 @@ fn edge_rows(bench: &mut Bench, name: &str, coo: &Coo, batches: &[usize]) -> Res
         })
     })?;
     let csr_rate = csr_t.giga_rate(m as f64);
-    let nv = coo.num_vertices.max(2);
     let mut rows = Vec::new();
     if let Some(&batch) = batches.last() {
         // The same batches into the directed graph of the same edges: one table
@@ -467,24 +466,7 @@ fn edge_rows(bench: &mut Bench, name: &str, coo: &Coo, batches: &[usize]) -> Res
             directed: true,
             ..Default::default()
         };
-        let mut g = build(&gpu, coo, &d, directed)?;
-        let ins_t = bench.timer.measure(|rep| {
-            let src = bench_words(&gpu, batch, rep.seed(), nv)?;
-            let dst = bench_words(&gpu, batch, rep.seed() ^ 0x5555, nv)?;
-            rep.time(|| {
-                g.insert_edges_device(&src, &dst, None)
-                    .map(drop)
-                    .map_err(err)
-            })
-        })?;
-        let del_t = bench.timer.measure(|rep| {
-            let pick = sample(coo, batch, rep.seed());
-            let (src, dst) = (
-                gpu.stream().clone_htod(&pick.0)?,
-                gpu.stream().clone_htod(&pick.1)?,
-            );
-            rep.time(|| g.remove_edges_device(&src, &dst).map(drop).map_err(err))
-        })?;
+        let (ins_t, del_t) = edge_batches(bench, coo, &d, directed, batch, 0)?;
         let label = size_label(batch as u64);
         rows.push(
             row(
@@ -510,26 +492,8 @@ fn edge_rows(bench: &mut Bench, name: &str, coo: &Coo, batches: &[usize]) -> Res
         );
     }
     for &batch in batches {
-        let mut g = build(&gpu, coo, &d, GraphConfig::default())?;
-        g.reserve(batch as u64 * 2 * 8).map_err(err)?;
-        let ins_t = bench.timer.measure(|rep| {
-            let src = bench_words(&gpu, batch, rep.seed(), nv)?;
-            let dst = bench_words(&gpu, batch, rep.seed() ^ 0x5555, nv)?;
-            rep.time(|| {
-                g.insert_edges_device(&src, &dst, None)
-                    .map(drop)
-                    .map_err(err)
-            })
-        })?;
-        // Deletion: edges of the graph itself, a fresh sample each repetition.
-        let del_t = bench.timer.measure(|rep| {
-            let pick = sample(coo, batch, rep.seed());
-            let (src, dst) = (
-                gpu.stream().clone_htod(&pick.0)?,
-                gpu.stream().clone_htod(&pick.1)?,
-            );
-            rep.time(|| g.remove_edges_device(&src, &dst).map(drop).map_err(err))
-        })?;
+        let (ins_t, del_t) =
+            edge_batches(bench, coo, &d, GraphConfig::default(), batch, batch as u64 * 2 * 8)?;
         let (ins, del) = (ins_t.giga_rate(batch as f64), del_t.giga_rate(batch as f64));
         let big = batch == 1 << 22;
         rows.push(
@@ -576,6 +540,52 @@ fn edge_rows(bench: &mut Bench, name: &str, coo: &Coo, batches: &[usize]) -> Res
         );
     }
     Ok(rows)
+}
+
+/// One batch of `batch` random edges inserted into, and one of `batch` edges of the
+/// graph deleted from, the graph built from `coo` with `config` (`reserve`: slabs
+/// reserved after the build). Every repetition starts from a freshly built graph (the
+/// build and the batch's upload are not timed), so each one measures the same thing: a
+/// batch into the built graph. Before, the batches of all repetitions went into one
+/// graph, so later repetitions inserted into lists up to four times longer and deleted
+/// edges that an earlier repetition had deleted.
+fn edge_batches(
+    bench: &mut Bench,
+    coo: &Coo,
+    d: &Device,
+    config: GraphConfig,
+    batch: usize,
+    reserve: u64,
+) -> Result<(Timing, Timing)> {
+    let gpu = bench.gpu.clone();
+    let nv = coo.num_vertices.max(2);
+    let fresh = || -> Result<Graph> {
+        let mut g = build(&gpu, coo, d, config.clone())?;
+        if reserve > 0 {
+            g.reserve(reserve).map_err(err)?;
+        }
+        Ok(g)
+    };
+    let ins_t = bench.timer.measure(|rep| {
+        let mut g = fresh()?;
+        let src = bench_words(&gpu, batch, rep.seed(), nv)?;
+        let dst = bench_words(&gpu, batch, rep.seed() ^ 0x5555, nv)?;
+        rep.time(|| {
+            g.insert_edges_device(&src, &dst, None)
+                .map(drop)
+                .map_err(err)
+        })
+    })?;
+    let del_t = bench.timer.measure(|rep| {
+        let mut g = fresh()?;
+        let pick = sample(coo, batch, rep.seed());
+        let (src, dst) = (
+            gpu.stream().clone_htod(&pick.0)?,
+            gpu.stream().clone_htod(&pick.1)?,
+        );
+        rep.time(|| g.remove_edges_device(&src, &dst).map(drop).map_err(err))
+    })?;
+    Ok((ins_t, del_t))
 }
 
 /// `n` random vertex ids below `nv` on the device.

@@ -178,9 +178,17 @@ extern "C" __global__ void GPUDS_KERNEL(place)(ref_t g, const unsigned* ids, uns
   }
 }
 
+// Blocks of 128 threads an SM keeps of the edge kernels (insert, erase, find). Their
+// lanes walk their lists alone first (slabhash's `_alone_in` forms), half a slab of
+// 16-byte loads in flight per lane: at 8 blocks (32 warps an SM, up to 64 registers)
+// no kernel spills, where 16 blocks (32 registers) spill 48-72 bytes a thread.
+#ifndef EDGE_BLOCKS
+#define EDGE_BLOCKS 8
+#endif
+
 // Edge insertion (Algorithm 5.1), one thread per edge. `values` null: every value 0 (or
 // a set). `outcomes` may be null.
-extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(insert_edges)(
+extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(insert_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, const W* values, unsigned long long n,
     unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
   slabhash::detail::on_demand_allocator allocator;
@@ -206,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(insert_edges)
 }
 
 // Edge deletion, one thread per edge.
-extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(erase_edges)(
+extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(erase_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n,
     unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
   __shared__ unsigned long long block_words[TALLY_WORDS];
@@ -231,7 +239,7 @@ extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(erase_edges)(
 
 // Edge-exists queries: found bit i (32 per word) and, maps, the value (all ones when
 // absent) when `values` is not null.
-extern "C" __global__ void __launch_bounds__(128, 16) GPUDS_KERNEL(find_edges)(
+extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(find_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n, W* values,
     unsigned* found, unsigned* failed) {
   const unsigned long long stride = thread_count();

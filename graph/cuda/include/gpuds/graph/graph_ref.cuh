@@ -143,9 +143,9 @@ struct graph_ref {
     if constexpr (IS_SET) {
       (void)value;
       (void)old;
-      outcome = lists.insert_in(allocator, run, h, v);
+      outcome = lists.insert_alone_in(allocator, run, h, v);
     } else {
-      outcome = lists.replace_in(allocator, run, h, v, value, old);
+      outcome = lists.replace_alone_in(allocator, run, h, v, value, old);
     }
     add_counts(run && outcome == OP_ABSENT, u, 1);
     return outcome;
@@ -160,9 +160,9 @@ struct graph_ref {
     unsigned outcome;
     if constexpr (IS_SET) {
       (void)old;
-      outcome = lists.erase_in(run, h, v);
+      outcome = lists.erase_alone_in(run, h, v);
     } else {
-      outcome = lists.erase_in(run, h, v, old);
+      outcome = lists.erase_alone_in(run, h, v, old);
     }
     add_counts(run && outcome == OP_PRESENT, u, -1);
     return outcome;
@@ -219,9 +219,9 @@ struct graph_ref {
     unsigned found;
     if constexpr (IS_SET) {
       (void)value;
-      found = lists.find_in(run, h, v);
+      found = lists.find_alone_in(run, h, v);
     } else {
-      found = lists.find_in(run, h, v, value);
+      found = lists.find_alone_in(run, h, v, value);
     }
     return run ? found : outcome;
   }
@@ -230,10 +230,10 @@ struct graph_ref {
   // OP_ABSENT. The edge-exists query when the caller already has the table's entry.
   __device__ unsigned contains_in(bool active, unsigned* home_slab, unsigned v) const {
     if constexpr (IS_SET) {
-      return lists.find_in(active, home_slab, v);
+      return lists.find_alone_in(active, home_slab, v);
     } else {
       value_type ignored;
-      return lists.find_in(active, home_slab, v, ignored);
+      return lists.find_alone_in(active, home_slab, v, ignored);
     }
   }
 

@@ -46,6 +46,7 @@
 // list cannot take a slab POOL_EXHAUSTED; a request past a cap RETRY_LIMIT. erase_all,
 // find_all and count_of report it through their optional `outcome` pointer.
 #pragma once
+#include <gpuds/slabhash/detail/alone.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
 
 namespace gpuds {
@@ -135,6 +136,87 @@ struct map_ref : detail::table {
            });
     }
     return outcome;
+  }
+
+  // The lane-alone forms of replace_in, erase_in and find_in (detail/alone.cuh; see
+  // set_ref::insert_alone_in): each lane first runs its own request alone, and the
+  // requests it leaves run through the warp walk. Packed pairs (u32/u32) of a table with
+  // unique keys only; for any other table they are the `_in` forms.
+  template <class Allocator, class Home>
+  __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
+                                       V& old) const {
+    if constexpr (layout::WIDE) {
+      return replace_in(allocator, active, home, key, value, old);
+    } else {
+      unsigned outcome = OP_ABSENT;
+      active = admit(active, key, outcome);
+      unsigned was = 0;
+      const bool settled = active && unique_keys != 0 &&
+                           detail::alone<K, V>::replace(*this, home_slab(home), key,
+                                                        static_cast<unsigned>(value), was, outcome);
+      if (settled && outcome == OP_PRESENT) old = static_cast<V>(was);
+      const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
+      count(added, added);
+      const bool left = active && !settled;
+      if (__any_sync(warp::FULL_MASK, left)) {
+        V rest_old{};
+        const unsigned rest = replace_in(allocator, left, home, key, value, rest_old);
+        if (left) {
+          outcome = rest;
+          if (rest == OP_PRESENT) old = rest_old;
+        }
+      }
+      return outcome;
+    }
+  }
+
+  template <class Home>
+  __device__ unsigned erase_alone_in(bool active, Home home, K key, V& value) const {
+    if constexpr (layout::WIDE) {
+      return erase_in(active, home, key, value);
+    } else {
+      unsigned outcome = OP_ABSENT;
+      active = admit(active, key, outcome);
+      unsigned was = 0;
+      const bool settled = active && unique_keys != 0 &&
+                           detail::alone<K, V>::erase(*this, home_slab(home), key, was, outcome);
+      if (settled && outcome == OP_PRESENT) value = static_cast<V>(was);
+      const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_PRESENT));
+      count(-static_cast<long long>(removed), 0);
+      const bool left = active && !settled;
+      if (__any_sync(warp::FULL_MASK, left)) {
+        V rest_value{};
+        const unsigned rest = erase_in(left, home, key, rest_value);
+        if (left) {
+          outcome = rest;
+          if (rest == OP_PRESENT) value = rest_value;
+        }
+      }
+      return outcome;
+    }
+  }
+
+  template <class Home>
+  __device__ unsigned find_alone_in(bool active, Home home, K key, V& value) const {
+    if constexpr (layout::WIDE) {
+      return find_in(active, home, key, value);
+    } else {
+      unsigned outcome = OP_ABSENT;
+      active = admit(active, key, outcome);
+      unsigned was = 0;
+      const bool settled = active && detail::alone<K, V>::find(*this, home_slab(home), key, was, outcome);
+      if (settled && outcome == OP_PRESENT) value = static_cast<V>(was);
+      const bool left = active && !settled;
+      if (__any_sync(warp::FULL_MASK, left)) {
+        V rest_value{};
+        const unsigned rest = find_in(left, home, key, rest_value);
+        if (left) {
+          outcome = rest;
+          if (rest == OP_PRESENT) value = rest_value;
+        }
+      }
+      return outcome;
+    }
   }
 
   __device__ unsigned erase(bool active, K key, V& value) const {

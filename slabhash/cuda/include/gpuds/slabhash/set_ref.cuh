@@ -12,6 +12,7 @@
 // Each returns OP_FAILED for a request that was not applied (a status flag says why:
 // LIST_FULL, POOL_EXHAUSTED, RETRY_LIMIT, RESERVED_KEY).
 #pragma once
+#include <gpuds/slabhash/detail/alone.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
 
 namespace gpuds {
@@ -63,6 +64,58 @@ struct set_ref : detail::table {
         });
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, active && outcome == OP_ABSENT));
     count(added, added);
+    return outcome;
+  }
+
+  // The lane-alone forms of insert_in, erase_in and find_in (detail/alone.cuh): each
+  // lane first runs its own request alone, reading its list with 16-byte loads, which
+  // settles most requests in a few warp instructions for the whole warp; the requests
+  // it leaves (a list that ends full and needs a slab, a list at the step cap) then run
+  // through the warp walk as in the `_in` forms. Same calls, results and counters as
+  // those; for tables whose lanes' lists are mostly one or two slabs (a graph's
+  // adjacency tables), where the warp walk's instructions per request are the cost.
+  template <class Allocator, class Home>
+  __device__ unsigned insert_alone_in(Allocator& allocator, bool active, Home home, K key) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    const bool settled = active && detail::alone<K, no_value>::insert(*this, home_slab(home), key, outcome);
+    const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
+    count(added, added);
+    const bool left = active && !settled;
+    if (__any_sync(warp::FULL_MASK, left)) {
+      const unsigned rest = insert_in(allocator, left, home, key);
+      if (left) outcome = rest;
+    }
+    return outcome;
+  }
+
+  template <class Home>
+  __device__ unsigned erase_alone_in(bool active, Home home, K key) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    unsigned unused = 0;
+    const bool settled = active && detail::alone<K, no_value>::erase(*this, home_slab(home), key, unused, outcome);
+    const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_PRESENT));
+    count(-static_cast<long long>(removed), 0);
+    const bool left = active && !settled;
+    if (__any_sync(warp::FULL_MASK, left)) {
+      const unsigned rest = erase_in(left, home, key);
+      if (left) outcome = rest;
+    }
+    return outcome;
+  }
+
+  template <class Home>
+  __device__ unsigned find_alone_in(bool active, Home home, K key) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    unsigned unused = 0;
+    const bool settled = active && detail::alone<K, no_value>::find(*this, home_slab(home), key, unused, outcome);
+    const bool left = active && !settled;
+    if (__any_sync(warp::FULL_MASK, left)) {
+      const unsigned rest = find_in(left, home, key);
+      if (left) outcome = rest;
+    }
     return outcome;
   }
 

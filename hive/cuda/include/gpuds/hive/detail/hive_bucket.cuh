@@ -123,11 +123,7 @@ __device__ __forceinline__ bool wcme(unsigned long long* bucket, typename S::key
 // may run; each 8-byte half is a relaxed load of its slot word), otherwise plain loads.
 template <bool COHERENT>
 __device__ __forceinline__ ulonglong2 load_slot_pair(const unsigned long long* p) {
-  if (COHERENT) {
-    ulonglong2 v;
-    asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
-    return v;
-  }
+  if (COHERENT) return mem::ld_relaxed_v2(p);
   return *reinterpret_cast<const ulonglong2*>(p);
 }
 
