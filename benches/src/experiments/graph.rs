@@ -492,8 +492,14 @@ fn edge_rows(bench: &mut Bench, name: &str, coo: &Coo, batches: &[usize]) -> Res
         );
     }
     for &batch in batches {
-        let (ins_t, del_t) =
-            edge_batches(bench, coo, &d, GraphConfig::default(), batch, batch as u64 * 2 * 8)?;
+        let (ins_t, del_t) = edge_batches(
+            bench,
+            coo,
+            &d,
+            GraphConfig::default(),
+            batch,
+            batch as u64 * 2 * 8,
+        )?;
         let (ins, del) = (ins_t.giga_rate(batch as f64), del_t.giga_rate(batch as f64));
         let big = batch == 1 << 22;
         rows.push(
