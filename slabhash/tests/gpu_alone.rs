@@ -1,0 +1,322 @@
+//! The lane-alone device operations (`insert_alone_in` / `replace_alone_in`,
+//! `erase_alone_in`, `find_alone_in` of `set_ref` and `map_ref`) from a user kernel, for
+//! every key and value type: batches with duplicate keys, lookups of present and absent
+//! keys, deletions and re-insertions, on tables whose lists are one slab, tens of slabs
+//! (so that lanes walk long lists alone and leave appends to the warp walk) and in
+//! between; `validate()` after every batch, the counters and the host lookups against
+//! an oracle.
+
+mod common;
+
+use std::collections::{HashMap, HashSet};
+
+use gpuds_core::cudarc::driver::{DeviceRepr, PushKernelArg};
+use gpuds_core::{launch, DeviceType, Gpu, Program};
+use gpuds_slabhash::{SlabHashConfig, SlabHashMap, SlabHashSet, SlabKey};
+use gpuds_testkit::gpu;
+
+use common::{n, TestValue};
+
+const ABSENT: u32 = 0;
+const PRESENT: u32 = 1;
+
+/// Distinct keys, then the first `dups` of them again (64-bit keys differ in both words).
+fn batch_keys<K: SlabKey>(distinct: u64, dups: u64) -> Vec<K> {
+    (0..distinct)
+        .chain(0..dups)
+        .map(|i| n((i << 32) | (i * 7 + 3)))
+        .collect()
+}
+
+fn absent_keys<K: SlabKey>(count: u64) -> Vec<K> {
+    (0..count)
+        .map(|i| n(((i + 1_000_003) << 32) | (i + 1_000_003)))
+        .collect()
+}
+
+/// One launch of the kernel `run` with operation `kind` (0 insert, 1 erase, 2 find):
+/// every request's outcome and (maps) value out.
+fn launch_ops<K: DeviceType, V: DeviceType>(
+    gpu: &Gpu,
+    program: &Program,
+    table_ref: &impl DeviceRepr,
+    kind: u32,
+    keys: &[K],
+    values: Option<&[V]>,
+) -> (Vec<u32>, Vec<V>) {
+    let stream = gpu.stream();
+    let kernel = gpu.load(program).unwrap().kernel("run").unwrap();
+    let d_keys = stream.clone_htod(keys).unwrap();
+    let zeros = vec![V::from_u64(0); keys.len()];
+    let d_values = stream.clone_htod(values.unwrap_or(&zeros)).unwrap();
+    let mut outcomes = stream.alloc_zeros::<u32>(keys.len()).unwrap();
+    let mut outs = stream.alloc_zeros::<V>(keys.len()).unwrap();
+    let count = keys.len() as u64;
+    let mut args = stream.launch_builder(kernel.func());
+    args.arg(table_ref)
+        .arg(&kind)
+        .arg(&d_keys)
+        .arg(&d_values)
+        .arg(&count)
+        .arg(&mut outcomes)
+        .arg(&mut outs);
+    // A few blocks of 128, each thread several requests (grid-stride rounds).
+    unsafe { args.launch(launch::shape(24, 128, 0)) }.unwrap();
+    (
+        stream.clone_dtoh(&outcomes).unwrap(),
+        stream.clone_dtoh(&outs).unwrap(),
+    )
+}
+
+const KERNEL: &str = r#"
+using namespace gpuds::slabhash;
+using K = KEY_T;
+using V = VALUE_T;
+extern "C" __global__ void run(REF_T r, unsigned kind, const K* keys, const V* values,
+                               unsigned long long n, unsigned* outcomes, V* outs) {
+  detail::on_demand_allocator alloc;
+  const unsigned long long stride = static_cast<unsigned long long>(gridDim.x) * blockDim.x;
+  const unsigned long long rounds = (n + stride - 1) / stride;
+  for (unsigned long long round = 0; round < rounds; ++round) {
+    const unsigned long long i = round * stride + blockIdx.x * blockDim.x + threadIdx.x;
+    const bool active = i < n;
+    const K key = active ? keys[i] : K(0);
+    const unsigned bucket = r.home_of(active, key);
+    V out = 0;
+    unsigned o;
+#if IS_SET
+    if (kind == 0) o = r.insert_alone_in(alloc, active, bucket, key);
+    else if (kind == 1) o = r.erase_alone_in(active, bucket, key);
+    else o = r.find_alone_in(active, bucket, key);
+#else
+    if (kind == 0) o = r.replace_alone_in(alloc, active, bucket, key, active ? values[i] : V(0), out);
+    else if (kind == 1) o = r.erase_alone_in(active, bucket, key, out);
+    else o = r.find_alone_in(active, bucket, key, out);
+#endif
+    if (active) {
+      outcomes[i] = o;
+      outs[i] = out;
+    }
+  }
+}
+"#;
+
+/// Per distinct key, exactly one request of `outcomes` says `once` and every other
+/// `other` (insertions of one key in one batch: one adds it, the others find it;
+/// deletions: one removes it, the others find it gone).
+fn one_winner_per_key<K: SlabKey>(keys: &[K], outcomes: &[u32], once: u32, other: u32, what: &str) {
+    let mut winners: HashMap<u64, u32> = HashMap::new();
+    for (k, &o) in keys.iter().zip(outcomes) {
+        let w = winners.entry(k.to_u64()).or_default();
+        if o == once {
+            *w += 1;
+        } else {
+            assert_eq!(o, other, "{what}: key {:#x} outcome {o}", k.to_u64());
+        }
+    }
+    for (k, w) in winners {
+        assert_eq!(w, 1, "{what}: key {k:#x} won {w} times");
+    }
+}
+
+const BUCKETS: [u32; 3] = [7, 97, 4096];
+const DISTINCT: u64 = 12_000;
+const DUPS: u64 = 2_000;
+
+for_every_map_type!(map_alone_forms_match_an_oracle);
+
+fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
+    let Some(gpu) = gpu() else { return };
+    let program = Program::new(
+        "alone_map",
+        format!("#include <gpuds/slabhash/map_ref.cuh>\n{KERNEL}"),
+    )
+    .define("KEY_T", K::CUDA_TYPE)
+    .define("VALUE_T", V::CUDA_TYPE)
+    .define(
+        "REF_T",
+        format!("map_ref<{}, {}>", K::CUDA_TYPE, V::CUDA_TYPE),
+    )
+    .define("IS_SET", "0")
+    .headers(gpuds_slabhash::cuda_headers());
+    for buckets in BUCKETS {
+        let config = SlabHashConfig {
+            buckets,
+            ..Default::default()
+        };
+        let mut map = SlabHashMap::<K, V>::with_config(&gpu, config).unwrap();
+        map.reserve((DISTINCT + DUPS) as usize).unwrap();
+        let r = map.device_ref();
+        let keys = batch_keys::<K>(DISTINCT, DUPS);
+        let values: Vec<V> = (0..keys.len() as u64)
+            .map(|i| n((i << 33) | (3 * i + 1)))
+            .collect();
+        // Every value each key was given in the batch.
+        let mut given: HashMap<u64, HashSet<u64>> = HashMap::new();
+        for (k, v) in keys.iter().zip(&values) {
+            given.entry(k.to_u64()).or_default().insert(v.to_u64());
+        }
+
+        // Insert (REPLACE): one request per key adds it, the others replace a value
+        // given in the batch.
+        let (outcomes, olds) = launch_ops(&gpu, &program, &r, 0, &keys, Some(&values));
+        map.refresh().unwrap();
+        map.validate().unwrap();
+        one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "replace");
+        for ((k, &o), old) in keys.iter().zip(&outcomes).zip(&olds) {
+            if o == PRESENT {
+                assert!(
+                    given[&k.to_u64()].contains(&old.to_u64()),
+                    "old value of {:#x}",
+                    k.to_u64()
+                );
+            }
+        }
+        assert_eq!(map.len().unwrap(), DISTINCT as usize, "buckets {buckets}");
+
+        // Find: present keys with a value given to them, absent keys absent.
+        let mut probe = keys[..DISTINCT as usize].to_vec();
+        probe.extend(absent_keys::<K>(3_000));
+        let (outcomes, found) = launch_ops::<K, V>(&gpu, &program, &r, 2, &probe, None);
+        let mut stored: HashMap<u64, u64> = HashMap::new();
+        for (i, k) in probe.iter().enumerate() {
+            if i < DISTINCT as usize {
+                assert_eq!(outcomes[i], PRESENT, "find {:#x}", k.to_u64());
+                assert!(given[&k.to_u64()].contains(&found[i].to_u64()));
+                stored.insert(k.to_u64(), found[i].to_u64());
+            } else {
+                assert_eq!(outcomes[i], ABSENT, "find absent {:#x}", k.to_u64());
+            }
+        }
+        // The host's lookups agree with the kernel's.
+        let host = map.get_many(&probe[..DISTINCT as usize]).unwrap();
+        for (k, v) in probe.iter().zip(&host) {
+            assert_eq!(v.map(|v| v.to_u64()), Some(stored[&k.to_u64()]));
+        }
+
+        // Erase half the keys (some twice, some absent): one request per key removes
+        // it, with its stored value.
+        let half = DISTINCT as usize / 2;
+        let mut erase = keys[..half].to_vec();
+        erase.extend_from_slice(&keys[..500]);
+        erase.extend(absent_keys::<K>(500));
+        let (outcomes, removed) = launch_ops::<K, V>(&gpu, &program, &r, 1, &erase, None);
+        map.refresh().unwrap();
+        map.validate().unwrap();
+        one_winner_per_key(
+            &erase[..half + 500],
+            &outcomes[..half + 500],
+            PRESENT,
+            ABSENT,
+            "erase",
+        );
+        for (i, k) in erase.iter().enumerate().take(half + 500) {
+            if outcomes[i] == PRESENT {
+                assert_eq!(
+                    removed[i].to_u64(),
+                    stored[&k.to_u64()],
+                    "removed value of {:#x}",
+                    k.to_u64()
+                );
+            }
+        }
+        for (k, o) in erase[half + 500..].iter().zip(&outcomes[half + 500..]) {
+            assert_eq!(*o, ABSENT, "erase absent {:#x}", k.to_u64());
+        }
+        assert_eq!(map.len().unwrap(), DISTINCT as usize - half);
+
+        // Find again, then insert the erased keys anew (after their tombstones).
+        let (outcomes, _) =
+            launch_ops::<K, V>(&gpu, &program, &r, 2, &keys[..DISTINCT as usize], None);
+        for (i, o) in outcomes.iter().enumerate() {
+            assert_eq!(
+                *o,
+                if i < half { ABSENT } else { PRESENT },
+                "find after erase, {i}"
+            );
+        }
+        let again: Vec<K> = keys[..half].to_vec();
+        let again_values: Vec<V> = (0..half as u64).map(|i| n(i + 9)).collect();
+        let (outcomes, _) = launch_ops(&gpu, &program, &r, 0, &again, Some(&again_values));
+        map.refresh().unwrap();
+        map.validate().unwrap();
+        assert!(outcomes.iter().all(|&o| o == ABSENT));
+        assert_eq!(map.len().unwrap(), DISTINCT as usize);
+        let host = map.get_many(&again).unwrap();
+        for (v, w) in host.iter().zip(&again_values) {
+            assert_eq!(v.map(|v| v.to_u64()), Some(w.to_u64()));
+        }
+    }
+}
+
+for_every_set_type!(set_alone_forms_match_an_oracle);
+
+fn set_alone_forms_match_an_oracle<K: SlabKey>() {
+    let Some(gpu) = gpu() else { return };
+    let program = Program::new(
+        "alone_set",
+        format!("#include <gpuds/slabhash/set_ref.cuh>\n{KERNEL}"),
+    )
+    .define("KEY_T", K::CUDA_TYPE)
+    .define("VALUE_T", "unsigned")
+    .define("REF_T", format!("set_ref<{}>", K::CUDA_TYPE))
+    .define("IS_SET", "1")
+    .headers(gpuds_slabhash::cuda_headers());
+    for buckets in BUCKETS {
+        let config = SlabHashConfig {
+            buckets,
+            ..Default::default()
+        };
+        let mut set = SlabHashSet::<K>::with_config(&gpu, config).unwrap();
+        set.reserve((DISTINCT + DUPS) as usize).unwrap();
+        let r = set.device_ref();
+        let keys = batch_keys::<K>(DISTINCT, DUPS);
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 0, &keys, None);
+        set.refresh().unwrap();
+        set.validate().unwrap();
+        one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "insert");
+        assert_eq!(set.len().unwrap(), DISTINCT as usize, "buckets {buckets}");
+
+        let mut probe = keys[..DISTINCT as usize].to_vec();
+        probe.extend(absent_keys::<K>(3_000));
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 2, &probe, None);
+        for (i, o) in outcomes.iter().enumerate() {
+            assert_eq!(
+                *o,
+                if i < DISTINCT as usize {
+                    PRESENT
+                } else {
+                    ABSENT
+                },
+                "find {i}"
+            );
+        }
+
+        let half = DISTINCT as usize / 2;
+        let mut erase = keys[..half].to_vec();
+        erase.extend_from_slice(&keys[..500]);
+        erase.extend(absent_keys::<K>(500));
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 1, &erase, None);
+        set.refresh().unwrap();
+        set.validate().unwrap();
+        one_winner_per_key(
+            &erase[..half + 500],
+            &outcomes[..half + 500],
+            PRESENT,
+            ABSENT,
+            "erase",
+        );
+        assert!(outcomes[half + 500..].iter().all(|&o| o == ABSENT));
+        assert_eq!(set.len().unwrap(), DISTINCT as usize - half);
+        let host = set.contains_many(&keys[..DISTINCT as usize]).unwrap();
+        for (i, c) in host.iter().enumerate() {
+            assert_eq!(*c, i >= half, "contains after erase, {i}");
+        }
+
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 0, &keys[..half], None);
+        set.refresh().unwrap();
+        set.validate().unwrap();
+        assert!(outcomes.iter().all(|&o| o == ABSENT));
+        assert_eq!(set.len().unwrap(), DISTINCT as usize);
+    }
+}
