@@ -373,6 +373,101 @@ fn bulk_build_and_triangles_match_the_cpu() {
     }
 }
 
+/// Bulk builds against the oracle: batches full of duplicates (the same edge in both
+/// directions, 50 edges 40 times each, one edge tens of thousands of times), self loops
+/// kept and dropped, directed and undirected, sets and both map value types; and each
+/// batch rebuilt into one graph reused across them (a rebuild with a reserved id first,
+/// refused with the graph unchanged).
+fn bulk_build_case<W: EdgeValue>(gpu: &Gpu, directed: bool, keep_loops: bool, seed: u64) {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let n = 3000u32;
+    let config = GraphConfig {
+        directed,
+        keep_self_loops: keep_loops,
+        ..Default::default()
+    };
+    let mut batches: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
+    // Random edges, each listed once more reversed and a tenth of them again, some loops.
+    let mut src: Vec<u32> = (0..20_000).map(|_| rng.random_range(0..n)).collect();
+    let mut dst: Vec<u32> = (0..20_000)
+        .map(|i| {
+            if i % 97 == 0 {
+                src[i]
+            } else {
+                rng.random_range(0..n)
+            }
+        })
+        .collect();
+    let (s0, d0) = (src.clone(), dst.clone());
+    src.extend(&d0);
+    dst.extend(&s0);
+    src.extend(&s0[..2000]);
+    dst.extend(&d0[..2000]);
+    batches.push((src, dst));
+    // 50 edges 40 times each, from one vertex.
+    let hub: Vec<(u32, u32)> = (0..50).map(|i| (7, 100 + i)).collect();
+    let (a, b): (Vec<u32>, Vec<u32>) = (0..40).flat_map(|_| hub.iter().copied()).unzip();
+    batches.push((a, b));
+    // One edge 30,000 times.
+    batches.push((vec![11; 30_000], vec![12; 30_000]));
+    let mut reused: Option<DynamicGraph<W>> = None;
+    for (k, (src, dst)) in batches.iter().enumerate() {
+        let values = random_values::<W>(&mut rng, src.len());
+        let g = DynamicGraph::<W>::from_edges(
+            gpu,
+            config.clone(),
+            n,
+            src,
+            dst,
+            (!W::SET).then_some(&values[..]),
+        )
+        .unwrap();
+        let mut o = Oracle::<W>::new(directed, n);
+        o.keep_loops = keep_loops;
+        o.insert(src, dst, if W::SET { &[] } else { &values });
+        let what = format!(
+            "{} bulk build {k}, directed {directed}, loops {keep_loops}",
+            W::SUFFIX
+        );
+        let mut again = o.clone();
+        agree(&g, &mut o, &what);
+        // The same batch rebuilt into one graph reused across the batches (after a
+        // rebuild with a reserved id, refused with the graph unchanged).
+        let stream = gpu.stream();
+        let (d_src, d_dst) = (
+            stream.clone_htod(src).unwrap(),
+            stream.clone_htod(dst).unwrap(),
+        );
+        let device_values: Vec<W::Device> = values.iter().map(|w| w.to_device()).collect();
+        let d_values = stream.clone_htod(&device_values).unwrap();
+        let d_values = (!W::SET).then_some(&d_values);
+        match reused.as_mut() {
+            None => reused = Some(g),
+            Some(r) => {
+                let before = contents(r);
+                let bad = stream.clone_htod(&[u32::MAX; 1]).unwrap();
+                assert!(r.rebuild_from_device_edges(n, &bad, &bad, None).is_err());
+                assert_eq!(contents(r), before);
+                r.rebuild_from_device_edges(n, &d_src, &d_dst, d_values)
+                    .unwrap();
+                agree(r, &mut again, &format!("{what}, rebuilt"));
+            }
+        }
+    }
+}
+
+#[test]
+fn bulk_builds_and_rebuilds_with_duplicates_and_loops_match_the_oracle() {
+    let Some(gpu) = gpu() else { return };
+    for directed in [false, true] {
+        for keep_loops in [false, true] {
+            bulk_build_case::<()>(&gpu, directed, keep_loops, 1);
+            bulk_build_case::<u32>(&gpu, directed, keep_loops, 2);
+            bulk_build_case::<u64>(&gpu, directed, keep_loops, 3);
+        }
+    }
+}
+
 #[test]
 fn a_hub_beside_degree_one_vertices() {
     let Some(gpu) = gpu() else { return };

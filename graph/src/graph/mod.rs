@@ -230,6 +230,47 @@ impl<W: EdgeValue> DynamicGraph<W> {
         Ok(g)
     }
 
+    /// Replaces the graph's contents with a bulk build of these edges (as
+    /// [`from_device_edges`](Self::from_device_edges), with the graph's configuration),
+    /// reusing its dictionary and slab pool instead of making new ones: for programs that
+    /// build a graph again and again (a sliding window of edges, say), where setting up
+    /// a graph's memory would cost about as much as the build. Vertex ids become
+    /// `0..max(num_vertices, largest id + 1)`; deleted ids are forgotten. Bad input (a
+    /// reserved id, lengths that differ) is refused before anything changes.
+    /// Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_graph::{DynamicGraph, GraphConfig};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let stream = gpu.stream();
+    /// let (src, dst) = (stream.clone_htod(&[0u32, 1])?, stream.clone_htod(&[1u32, 2])?);
+    /// let mut g = DynamicGraph::<()>::from_device_edges(&gpu, GraphConfig::default(), 3, &src, &dst, None)?;
+    /// let (src, dst) = (stream.clone_htod(&[2u32])?, stream.clone_htod(&[0u32])?);
+    /// g.rebuild_from_device_edges(3, &src, &dst, None)?;
+    /// assert_eq!(g.num_edges()?, 1);
+    /// # Ok::<(), gpuds_graph::Error>(())
+    /// ```
+    pub fn rebuild_from_device_edges(
+        &mut self,
+        num_vertices: u32,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+    ) -> Result<()> {
+        same_len("src and dst", src.len(), dst.len())?;
+        if let Some(v) = values {
+            same_len("src and values", src.len(), v.len())?;
+        }
+        let top = self.check_ids(src, Some(dst))?;
+        // Empty: no tables, every slab of the pool free, zero counters and status.
+        self.chunks.clear();
+        self.num_ids = 0;
+        self.deleted = IdSet::new();
+        self.alloc.reset()?;
+        self.gpu.stream().memset_zeros(&mut self.control)?;
+        self.build_checked(num_vertices.max(top), src, dst, values)
+    }
+
     fn bare(gpu: &Gpu, config: GraphConfig) -> Result<Self> {
         config.validate()?;
         let module = gpu.load(&kernels::program::<W>())?;
@@ -262,7 +303,17 @@ impl<W: EdgeValue> DynamicGraph<W> {
             same_len("src and values", src.len(), v.len())?;
         }
         let top = self.check_ids(src, Some(dst))?;
-        let n_ids = num_vertices.max(top);
+        self.build_checked(num_vertices.max(top), src, dst, values)
+    }
+
+    /// build_from_device on ids already checked: ids `0..n_ids`.
+    fn build_checked(
+        &mut self,
+        n_ids: u32,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+    ) -> Result<()> {
         if n_ids > 0 {
             let degrees = self.degrees_of_batch(src, dst, n_ids)?;
             let ids: Option<&CudaSlice<u32>> = None;
