@@ -468,6 +468,71 @@ fn bulk_builds_and_rebuilds_with_duplicates_and_loops_match_the_oracle() {
     }
 }
 
+/// A rebuild forgets everything of the graph before it: its deleted ids, its id range
+/// (smaller and larger), its collision slabs (tables at load factor 3 chain two or three
+/// slabs, and `validate()` checks that the pool holds exactly the slabs the lists reach),
+/// its counts. Refused rebuilds (lengths that differ, too many vertices) change nothing.
+#[test]
+fn rebuilds_forget_the_graph_before() {
+    let Some(gpu) = gpu() else { return };
+    for directed in [false, true] {
+        let config = GraphConfig {
+            directed,
+            load_factor: 3.0,
+            ..Default::default()
+        };
+        let mut rng = StdRng::seed_from_u64(11);
+        let edges = |rng: &mut StdRng, n: u32, m: usize| -> (Vec<u32>, Vec<u32>) {
+            (0..m)
+                .map(|_| (rng.random_range(0..n), rng.random_range(0..n)))
+                .unzip()
+        };
+        let (src, dst) = edges(&mut rng, 3000, 60_000);
+        let mut g =
+            DynamicGraph::<()>::from_edges(&gpu, config.clone(), 3000, &src, &dst, None).unwrap();
+        assert!(g.stats().unwrap().max_chain >= 2, "tables chain slabs");
+        g.remove_edges(&src[..5000], &dst[..5000]).unwrap();
+        g.remove_vertices(&[1, 2, 3, 2999]).unwrap();
+        g.validate().unwrap();
+        let stream = gpu.stream();
+        for (n, m) in [(1000u32, 20_000usize), (5000, 90_000), (3000, 60_000)] {
+            // Refused: nothing changes.
+            let (edges_before, ids_before) = (g.num_edges().unwrap(), g.vertex_ids());
+            let before = contents(&g);
+            let short = stream.clone_htod(&[0u32; 2]).unwrap();
+            let one = stream.clone_htod(&[1u32; 1]).unwrap();
+            assert!(matches!(
+                g.rebuild_from_device_edges(n, &short, &one, None),
+                Err(Error::LengthMismatch { .. })
+            ));
+            assert!(g
+                .rebuild_from_device_edges(u32::MAX, &one, &one, None)
+                .is_err());
+            assert_eq!(contents(&g), before);
+            assert_eq!(g.num_edges().unwrap(), edges_before);
+            assert_eq!(g.vertex_ids(), ids_before);
+            g.validate().unwrap();
+            // Rebuilt: the oracle of this batch alone.
+            let (src, dst) = edges(&mut rng, n, m);
+            let (d_src, d_dst) = (
+                stream.clone_htod(&src).unwrap(),
+                stream.clone_htod(&dst).unwrap(),
+            );
+            g.rebuild_from_device_edges(n, &d_src, &d_dst, None)
+                .unwrap();
+            let mut o = Oracle::<()>::new(directed, n);
+            o.insert(&src, &dst, &[]);
+            agree(
+                &g,
+                &mut o,
+                &format!("rebuild to {n} ids, directed {directed}"),
+            );
+            assert_eq!(g.vertex_ids(), n);
+            assert!((0..n).all(|u| !g.is_deleted(u)));
+        }
+    }
+}
+
 #[test]
 fn a_hub_beside_degree_one_vertices() {
     let Some(gpu) = gpu() else { return };

@@ -1,14 +1,17 @@
 //! The lane-alone device operations (`insert_alone_in` / `replace_alone_in`,
 //! `erase_alone_in`, `find_alone_in` of `set_ref` and `map_ref`) from a user kernel, for
-//! every key and value type: batches with duplicate keys, lookups of present and absent
-//! keys, deletions and re-insertions, on tables whose lists are one slab, tens of slabs
+//! every key and value type (sets and u32/u32 maps run alone; the wide maps' forms are
+//! the warp walk's, checked the same way): batches with each duplicate key right after
+//! its original (racing in one warp; a replacement must return exactly the value the
+//! other request stored), lookups of present and absent keys, deletions and
+//! re-insertions, on tables whose lists are one slab, tens of slabs
 //! (so that lanes walk long lists alone and leave appends to the warp walk) and in
 //! between; `validate()` after every batch, the counters and the host lookups against
 //! an oracle.
 
 mod common;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use gpuds_core::cudarc::driver::{DeviceRepr, PushKernelArg};
 use gpuds_core::{launch, DeviceType, Gpu, Program};
@@ -66,6 +69,35 @@ fn launch_ops<K: DeviceType, V: DeviceType>(
         stream.clone_dtoh(&outcomes).unwrap(),
         stream.clone_dtoh(&outs).unwrap(),
     )
+}
+
+/// Request order with the `twins` duplicates `first..first + twins` of requests
+/// `0..twins` each right after its original (so they race in one warp), the rest after.
+fn adjacent_order(len: usize, first: usize, twins: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..twins).flat_map(|i| [i, first + i]).collect();
+    order.extend(twins..first);
+    order.extend(first + twins..len);
+    order
+}
+
+/// launch_ops with the requests in `order`, the results back in the requests' order.
+fn launch_ordered<K: DeviceType, V: DeviceType>(
+    gpu: &Gpu,
+    program: &Program,
+    table_ref: &impl DeviceRepr,
+    kind: u32,
+    (keys, values): (&[K], Option<&[V]>),
+    order: &[usize],
+) -> (Vec<u32>, Vec<V>) {
+    let k: Vec<K> = order.iter().map(|&i| keys[i]).collect();
+    let v: Option<Vec<V>> = values.map(|v| order.iter().map(|&i| v[i]).collect());
+    let (o, x) = launch_ops(gpu, program, table_ref, kind, &k, v.as_deref());
+    let (mut outcomes, mut outs) = (vec![0u32; o.len()], vec![V::from_u64(0); x.len()]);
+    for (j, &i) in order.iter().enumerate() {
+        outcomes[i] = o[j];
+        outs[i] = x[j];
+    }
+    (outcomes, outs)
 }
 
 const KERNEL: &str = r#"
@@ -151,26 +183,33 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         let values: Vec<V> = (0..keys.len() as u64)
             .map(|i| n((i << 33) | (3 * i + 1)))
             .collect();
-        // Every value each key was given in the batch.
-        let mut given: HashMap<u64, HashSet<u64>> = HashMap::new();
-        for (k, v) in keys.iter().zip(&values) {
-            given.entry(k.to_u64()).or_default().insert(v.to_u64());
-        }
-
-        // Insert (REPLACE): one request per key adds it, the others replace a value
-        // given in the batch.
-        let (outcomes, olds) = launch_ops(&gpu, &program, &r, 0, &keys, Some(&values));
+        // Insert (REPLACE), each duplicate right after its original: one request per
+        // key adds it, the other replaces exactly the value the first stored, and the
+        // key keeps the second one's value (`last`).
+        let order = adjacent_order(keys.len(), DISTINCT as usize, DUPS as usize);
+        let (outcomes, olds) =
+            launch_ordered(&gpu, &program, &r, 0, (&keys, Some(&values)), &order);
         map.refresh().unwrap();
         map.validate().unwrap();
         one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "replace");
-        for ((k, &o), old) in keys.iter().zip(&outcomes).zip(&olds) {
-            if o == PRESENT {
-                assert!(
-                    given[&k.to_u64()].contains(&old.to_u64()),
-                    "old value of {:#x}",
-                    k.to_u64()
-                );
-            }
+        let mut last: HashMap<u64, u64> = HashMap::new();
+        for i in 0..DISTINCT as usize {
+            last.insert(keys[i].to_u64(), values[i].to_u64());
+        }
+        for i in 0..DUPS as usize {
+            let (a, b) = (i, DISTINCT as usize + i);
+            let (first, second) = if outcomes[a] == ABSENT {
+                (a, b)
+            } else {
+                (b, a)
+            };
+            assert_eq!(
+                olds[second].to_u64(),
+                values[first].to_u64(),
+                "old value of {:#x}",
+                keys[a].to_u64()
+            );
+            last.insert(keys[a].to_u64(), values[second].to_u64());
         }
         assert_eq!(map.len().unwrap(), DISTINCT as usize, "buckets {buckets}");
 
@@ -182,7 +221,12 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         for (i, k) in probe.iter().enumerate() {
             if i < DISTINCT as usize {
                 assert_eq!(outcomes[i], PRESENT, "find {:#x}", k.to_u64());
-                assert!(given[&k.to_u64()].contains(&found[i].to_u64()));
+                assert_eq!(
+                    found[i].to_u64(),
+                    last[&k.to_u64()],
+                    "value of {:#x}",
+                    k.to_u64()
+                );
                 stored.insert(k.to_u64(), found[i].to_u64());
             } else {
                 assert_eq!(outcomes[i], ABSENT, "find absent {:#x}", k.to_u64());
@@ -200,7 +244,9 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         let mut erase = keys[..half].to_vec();
         erase.extend_from_slice(&keys[..500]);
         erase.extend(absent_keys::<K>(500));
-        let (outcomes, removed) = launch_ops::<K, V>(&gpu, &program, &r, 1, &erase, None);
+        let order = adjacent_order(erase.len(), half, 500);
+        let (outcomes, removed) =
+            launch_ordered::<K, V>(&gpu, &program, &r, 1, (&erase, None), &order);
         map.refresh().unwrap();
         map.validate().unwrap();
         one_winner_per_key(
@@ -271,7 +317,8 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
         set.reserve((DISTINCT + DUPS) as usize).unwrap();
         let r = set.device_ref();
         let keys = batch_keys::<K>(DISTINCT, DUPS);
-        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 0, &keys, None);
+        let order = adjacent_order(keys.len(), DISTINCT as usize, DUPS as usize);
+        let (outcomes, _) = launch_ordered::<K, u32>(&gpu, &program, &r, 0, (&keys, None), &order);
         set.refresh().unwrap();
         set.validate().unwrap();
         one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "insert");
@@ -296,7 +343,8 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
         let mut erase = keys[..half].to_vec();
         erase.extend_from_slice(&keys[..500]);
         erase.extend(absent_keys::<K>(500));
-        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 1, &erase, None);
+        let order = adjacent_order(erase.len(), half, 500);
+        let (outcomes, _) = launch_ordered::<K, u32>(&gpu, &program, &r, 1, (&erase, None), &order);
         set.refresh().unwrap();
         set.validate().unwrap();
         one_winner_per_key(

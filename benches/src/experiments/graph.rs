@@ -227,9 +227,10 @@ fn build_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
         })
     })?;
     let csr_rate = csr_t.giga_rate(m as f64);
-    // The graph is rebuilt into one reused graph, as the CSR builder reuses its buffers;
-    // a build from scratch (the graph's memory set up and freed inside the timing) is
-    // in the note.
+    // The graph is rebuilt into one reused graph (its dictionary and slab pool; the base
+    // slabs and the build's scratch arrays are allocated afresh), as the CSR builder
+    // reuses its buffers; a build from scratch (the graph's memory set up and freed
+    // inside the timing) is in the note.
     let mut g = build(&gpu, coo, &d, GraphConfig::default())?;
     let graph_t = bench.timer.measure(|rep| {
         rep.time(|| {

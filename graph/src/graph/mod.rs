@@ -158,6 +158,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// An empty graph with vertex ids `0..num_vertices` and the given configuration: the
     /// incremental build of a graph of known vertex capacity. Synchronizes.
     pub fn with_config(gpu: &Gpu, num_vertices: u32, config: GraphConfig) -> Result<Self> {
+        check_vertex_count(num_vertices)?;
         let mut g = Self::bare(gpu, config)?;
         g.grow_ids(num_vertices)?;
         Ok(g)
@@ -235,9 +236,13 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// reusing its dictionary and slab pool instead of making new ones: for programs that
     /// build a graph again and again (a sliding window of edges, say), where setting up
     /// a graph's memory would cost about as much as the build. Vertex ids become
-    /// `0..max(num_vertices, largest id + 1)`; deleted ids are forgotten. Bad input (a
-    /// reserved id, lengths that differ) is refused before anything changes.
-    /// Synchronizes.
+    /// `0..max(num_vertices, largest id + 1)`; deleted ids are forgotten, and so are
+    /// status flags user kernels left (`take_device_status`). The dictionary and the pool
+    /// are reused; the tables' base slabs are allocated afresh, sized for the new
+    /// degrees. Bad input (a reserved id, more than `MAX_VERTEX_ID + 1` vertices, lengths
+    /// that differ) is refused before anything changes. A build that fails on the
+    /// device's resources (memory, the pool's `max_units`) leaves the graph valid with
+    /// part of the batch, or none of it. Synchronizes.
     ///
     /// ```no_run
     /// use gpuds_graph::{DynamicGraph, GraphConfig};
@@ -257,6 +262,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<()> {
+        check_vertex_count(num_vertices)?;
         same_len("src and dst", src.len(), dst.len())?;
         if let Some(v) = values {
             same_len("src and values", src.len(), v.len())?;
@@ -298,6 +304,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<()> {
+        check_vertex_count(num_vertices)?;
         same_len("src and dst", src.len(), dst.len())?;
         if let Some(v) = values {
             same_len("src and values", src.len(), v.len())?;
@@ -542,6 +549,20 @@ pub(crate) fn stored_edges(
     } else {
         std::borrow::Cow::Borrowed(coo)
     }
+}
+
+/// Refuses a vertex count whose ids would pass [`MAX_VERTEX_ID`] (the two values above
+/// it are the tables' sentinels).
+pub(crate) fn check_vertex_count(num_vertices: u32) -> Result<()> {
+    if num_vertices > MAX_VERTEX_ID + 1 {
+        return Err(gpuds_core::Error::InvalidArgument(format!(
+            "{num_vertices} vertex ids pass the largest count, {} (ids above {MAX_VERTEX_ID} \
+             are reserved); nothing was changed",
+            MAX_VERTEX_ID + 1
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 pub(crate) fn same_len(what: &'static str, a: usize, b: usize) -> Result<()> {

@@ -6,8 +6,9 @@
 // SlabAlloc pool for their collision slabs; their base slabs live in a few large
 // allocations (chunks), B_u consecutive base slabs for vertex u. A table is a view
 // (base slab, bucket count) inside those chunks: the slab-list operations of
-// gpuds-slabhash run on it through their `_in` forms, which take each lane's list by
-// its base slab, so the lanes of one warp may work on the tables of different vertices.
+// gpuds-slabhash run on it through their `_alone_in` and `_in` forms, which take each
+// lane's list by its base slab, so the lanes of one warp may work on the tables of
+// different vertices (the `_alone_in` forms run each lane's request alone first).
 //
 // Trivially copyable and non-owning; Rust mirror: gpuds_graph::GraphRef. Every
 // operation is warp-cooperative: all 32 lanes of a converged warp call it, each with its

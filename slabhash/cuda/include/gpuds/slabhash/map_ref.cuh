@@ -140,8 +140,9 @@ struct map_ref : detail::table {
 
   // The lane-alone forms of replace_in, erase_in and find_in (detail/alone.cuh; see
   // set_ref::insert_alone_in): each lane first runs its own request alone, and the
-  // requests it leaves run through the warp walk. Packed pairs (u32/u32) of a table with
-  // unique keys only; for any other table they are the `_in` forms.
+  // requests it leaves run through the warp walk. Packed pairs (u32/u32) only; replace
+  // and erase also need unique keys (find runs alone with duplicates too: the first
+  // instance in list order is the least recent one); otherwise they are the `_in` forms.
   template <class Allocator, class Home>
   __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
                                        V& old) const {

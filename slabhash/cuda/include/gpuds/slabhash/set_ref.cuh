@@ -70,7 +70,8 @@ struct set_ref : detail::table {
   // The lane-alone forms of insert_in, erase_in and find_in (detail/alone.cuh): each
   // lane first runs its own request alone, reading its list with 16-byte loads, which
   // settles most requests in a few warp instructions for the whole warp; the requests
-  // it leaves (a list that ends full and needs a slab, a list at the step cap) then run
+  // it leaves (a list that ends full and needs a slab, a list longer than the step cap,
+  // a claim that lost every remaining slot of its slab) then run
   // through the warp walk as in the `_in` forms. Same calls, results and counters as
   // those; for tables whose lanes' lists are mostly one or two slabs (a graph's
   // adjacency tables), where the warp walk's instructions per request are the cost.

@@ -11,7 +11,8 @@
 // nothing applied, to the warp walk that its caller (the `_alone_in` operations of
 // set_ref and map_ref) runs next for the lanes left: a list that ends full (a slab must
 // be appended, which takes the warp's allocator), a list longer than the step cap, a
-// replacement that keeps losing its CAS.
+// claim that lost every remaining slot of its slab, a replacement that keeps losing its
+// CAS or whose key was deleted meanwhile.
 //
 // The protocol is the warp walk's, word for word, so both run side by side on one table
 // (and on one list) in any mix:
@@ -21,8 +22,8 @@
 //   empty slots a suffix;
 // - a claim that loses learns the slot's word from the CAS: that word is the key (it is
 //   present: a set is done; a map replaces it there) or another key or a tombstone, and
-//   the lane tries the next slot the same way, each CAS telling it the next slot's
-//   word, so a lost claim costs one atomic, not a second read of the slab;
+//   the lane tries the next slot the same way, each CAS telling it the word of the slot
+//   it tried, so a lost claim costs one atomic, not a second read of the slab;
 // - a replacement is a CAS of the whole pair from the pair it saw; a deletion a CAS of the
 //   key to a tombstone (sets) or an exchange of the pair for one (maps), as in the warp
 //   walk's deletion of a unique key: a slot seen holding k holds k (perhaps with a newer
@@ -64,7 +65,7 @@ struct alone {
 
   // Where a look at a list stopped.
   static constexpr unsigned HIT = 0;    // a slot holding the key
-  static constexpr unsigned EMPTY = 1;  // the first empty slot (the key is not before it)
+  static constexpr unsigned FIRST_EMPTY = 1;  // the first empty slot (the key is not before it)
   static constexpr unsigned END = 2;    // the list ends full (`slab` is its tail)
   static constexpr unsigned CUT = 3;    // the step cap was reached
 
@@ -124,7 +125,7 @@ struct alone {
         if (targets != 0u) {
           const unsigned at = static_cast<unsigned>(__ffs(targets) - 1);
           slot = half * HALF + at;
-          return ((hits >> at) & 1u) != 0u ? HIT : EMPTY;
+          return ((hits >> at) & 1u) != 0u ? HIT : FIRST_EMPTY;
         }
         if (half == 1u) next = static_cast<unsigned>(u[7] >> 32);  // lane 31's word
       }
@@ -156,7 +157,7 @@ struct alone {
       outcome = OP_PRESENT;
       return true;
     }
-    if (where != EMPTY) return false;
+    if (where != FIRST_EMPTY) return false;
     word_t seen;
     const unsigned r = claim(slab, slot, static_cast<word_t>(k), k, seen);
     if (r == 0xFFFFFFFFu) return false;
@@ -172,15 +173,15 @@ struct alone {
     const word_t desired = pack_pair(static_cast<unsigned>(k), value);
     unsigned slot = 0;
     word_t seen = 0;
-    unsigned where = look(t, slab, k, slot, seen);
-    if (where == EMPTY) {
+    const unsigned where = look(t, slab, k, slot, seen);
+    if (where == FIRST_EMPTY) {
       const unsigned r = claim(slab, slot, desired, k, seen);
       if (r == OP_ABSENT) {
         outcome = OP_ABSENT;
         return true;
       }
       if (r != OP_PRESENT) return false;
-      where = HIT;  // k claimed there meanwhile: replace its value (`seen` is its pair)
+      // k was claimed there meanwhile: replace its value (`seen` is its pair).
     } else if (where != HIT) {
       return false;
     }
