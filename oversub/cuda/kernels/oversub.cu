@@ -15,10 +15,9 @@ __device__ __forceinline__ unsigned long long thread_count() {
   return static_cast<unsigned long long>(gridDim.x) * blockDim.x;
 }
 
+// Adds the warp's sum of `delta` to *count once (lane 0), all lanes calling.
 __device__ __forceinline__ void add_count(unsigned long long* count, long long delta) {
-  unsigned long long x = static_cast<unsigned long long>(delta);
-#pragma unroll
-  for (int d = 16; d > 0; d >>= 1) x += __shfl_xor_sync(warp::FULL_MASK, x, d);
+  const unsigned long long x = warp::sum(static_cast<unsigned long long>(delta));
   if (warp::lane_id() == 0 && x != 0ull && count != nullptr) atomicAdd(count, x);
 }
 
