@@ -231,6 +231,35 @@ impl<W: EdgeValue> DynamicGraph<W> {
         Ok(g)
     }
 
+    /// [`rebuild_from_device_edges`](Self::rebuild_from_device_edges) from host slices
+    /// (as [`from_edges`](Self::from_edges)). Synchronizes.
+    ///
+    /// ```no_run
+    /// use gpuds_graph::{DynamicGraph, GraphConfig};
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let mut g = DynamicGraph::<u32>::from_edges(&gpu, GraphConfig::default(), 3, &[0], &[1], Some(&[5]))?;
+    /// g.rebuild_from_edges(4, &[2, 3], &[3, 1], Some(&[7, 8]))?;
+    /// assert_eq!((g.num_edges()?, g.vertex_ids()), (2, 4));
+    /// assert_eq!(g.edge_values_many(&[3, 0], &[2, 1])?, vec![Some(7), None]);
+    /// # Ok::<(), gpuds_graph::Error>(())
+    /// ```
+    pub fn rebuild_from_edges(
+        &mut self,
+        num_vertices: u32,
+        src: &[u32],
+        dst: &[u32],
+        values: Option<&[W]>,
+    ) -> Result<()> {
+        check_vertex_count(num_vertices)?;
+        let staged = self.stage(src, dst, values)?;
+        self.rebuild_from_device_edges(
+            num_vertices,
+            &staged.src,
+            &staged.dst,
+            staged.values.as_ref(),
+        )
+    }
+
     /// Replaces the graph's contents with a bulk build of these edges (as
     /// [`from_device_edges`](Self::from_device_edges), with the graph's configuration),
     /// reusing its dictionary and slab pool instead of making new ones: for programs that
