@@ -535,6 +535,10 @@ fn rebuilds_forget_the_graph_before() {
             assert_eq!(g.vertex_ids(), n);
             assert!((0..n).all(|u| !g.is_deleted(u)));
         }
+        // No edges: ids with empty tables.
+        g.rebuild_from_edges(10, &[], &[], None).unwrap();
+        g.validate().unwrap();
+        assert_eq!((g.num_edges().unwrap(), g.vertex_ids()), (0, 10));
     }
 }
 

@@ -251,6 +251,11 @@ impl<W: EdgeValue> DynamicGraph<W> {
         values: Option<&[W]>,
     ) -> Result<()> {
         check_vertex_count(num_vertices)?;
+        if src.is_empty() && dst.is_empty() && values.is_none_or(|v| v.is_empty()) {
+            // No edges (and no device arrays of length zero): every id a one-bucket table.
+            self.clear_contents()?;
+            return self.grow_ids(num_vertices);
+        }
         let staged = self.stage(src, dst, values)?;
         self.rebuild_from_device_edges(
             num_vertices,
@@ -297,13 +302,19 @@ impl<W: EdgeValue> DynamicGraph<W> {
             same_len("src and values", src.len(), v.len())?;
         }
         let top = self.check_ids(src, Some(dst))?;
-        // Empty: no tables, every slab of the pool free, zero counters and status.
+        self.clear_contents()?;
+        self.build_checked(num_vertices.max(top), src, dst, values)
+    }
+
+    /// Empties the graph for a rebuild: no ids, no tables, every slab of the pool free,
+    /// zero counters and status (the dictionary's memory and the pool are kept).
+    fn clear_contents(&mut self) -> Result<()> {
         self.chunks.clear();
         self.num_ids = 0;
         self.deleted = IdSet::new();
         self.alloc.reset()?;
         self.gpu.stream().memset_zeros(&mut self.control)?;
-        self.build_checked(num_vertices.max(top), src, dst, values)
+        Ok(())
     }
 
     fn bare(gpu: &Gpu, config: GraphConfig) -> Result<Self> {
