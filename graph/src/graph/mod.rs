@@ -296,14 +296,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<()> {
-        check_vertex_count(num_vertices)?;
-        same_len("src and dst", src.len(), dst.len())?;
-        if let Some(v) = values {
-            same_len("src and values", src.len(), v.len())?;
-        }
-        let top = self.check_ids(src, Some(dst))?;
+        let n_ids = self.check_build(num_vertices, src, dst, values)?;
         self.clear_contents()?;
-        self.build_checked(num_vertices.max(top), src, dst, values)
+        self.build_checked(n_ids, src, dst, values)
     }
 
     /// Empties the graph for a rebuild: no ids, no tables, every slab of the pool free,
@@ -344,13 +339,27 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<()> {
+        let n_ids = self.check_build(num_vertices, src, dst, values)?;
+        self.build_checked(n_ids, src, dst, values)
+    }
+
+    /// The checks of a bulk build, before anything changes: the vertex count, the
+    /// arrays' lengths, every id. Returns the build's ids, `max(num_vertices, largest
+    /// id + 1)`.
+    fn check_build(
+        &self,
+        num_vertices: u32,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+    ) -> Result<u32> {
         check_vertex_count(num_vertices)?;
         same_len("src and dst", src.len(), dst.len())?;
         if let Some(v) = values {
             same_len("src and values", src.len(), v.len())?;
         }
         let top = self.check_ids(src, Some(dst))?;
-        self.build_checked(num_vertices.max(top), src, dst, values)
+        Ok(num_vertices.max(top))
     }
 
     /// build_from_device on ids already checked: ids `0..n_ids`.
