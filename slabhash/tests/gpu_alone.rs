@@ -151,6 +151,19 @@ fn one_winner_per_key<K: SlabKey>(keys: &[K], outcomes: &[u32], once: u32, other
     }
 }
 
+/// The deletion batch of each test: the first half of the `DISTINCT` keys, the first
+/// `ERASED_TWICE` of them again (each right after its original, so the two race in one
+/// warp), then `ERASED_TWICE` absent keys; and the order to launch it in.
+fn erase_batch<K: SlabKey>(keys: &[K]) -> (Vec<K>, Vec<usize>) {
+    let half = DISTINCT as usize / 2;
+    let mut erase = keys[..half].to_vec();
+    erase.extend_from_slice(&keys[..ERASED_TWICE]);
+    erase.extend(absent_keys::<K>(ERASED_TWICE as u64));
+    let order = adjacent_order(erase.len(), half, ERASED_TWICE);
+    (erase, order)
+}
+
+const ERASED_TWICE: usize = 500;
 const BUCKETS: [u32; 3] = [7, 97, 4096];
 const DISTINCT: u64 = 12_000;
 const DUPS: u64 = 2_000;
@@ -241,22 +254,19 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         // Erase half the keys (some twice, some absent): one request per key removes
         // it, with its stored value.
         let half = DISTINCT as usize / 2;
-        let mut erase = keys[..half].to_vec();
-        erase.extend_from_slice(&keys[..500]);
-        erase.extend(absent_keys::<K>(500));
-        let order = adjacent_order(erase.len(), half, 500);
+        let (erase, order) = erase_batch(&keys);
         let (outcomes, removed) =
             launch_ordered::<K, V>(&gpu, &program, &r, 1, (&erase, None), &order);
         map.refresh().unwrap();
         map.validate().unwrap();
         one_winner_per_key(
-            &erase[..half + 500],
-            &outcomes[..half + 500],
+            &erase[..half + ERASED_TWICE],
+            &outcomes[..half + ERASED_TWICE],
             PRESENT,
             ABSENT,
             "erase",
         );
-        for (i, k) in erase.iter().enumerate().take(half + 500) {
+        for (i, k) in erase.iter().enumerate().take(half + ERASED_TWICE) {
             if outcomes[i] == PRESENT {
                 assert_eq!(
                     removed[i].to_u64(),
@@ -266,7 +276,10 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
                 );
             }
         }
-        for (k, o) in erase[half + 500..].iter().zip(&outcomes[half + 500..]) {
+        for (k, o) in erase[half + ERASED_TWICE..]
+            .iter()
+            .zip(&outcomes[half + ERASED_TWICE..])
+        {
             assert_eq!(*o, ABSENT, "erase absent {:#x}", k.to_u64());
         }
         assert_eq!(map.len().unwrap(), DISTINCT as usize - half);
@@ -340,21 +353,18 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
         }
 
         let half = DISTINCT as usize / 2;
-        let mut erase = keys[..half].to_vec();
-        erase.extend_from_slice(&keys[..500]);
-        erase.extend(absent_keys::<K>(500));
-        let order = adjacent_order(erase.len(), half, 500);
+        let (erase, order) = erase_batch(&keys);
         let (outcomes, _) = launch_ordered::<K, u32>(&gpu, &program, &r, 1, (&erase, None), &order);
         set.refresh().unwrap();
         set.validate().unwrap();
         one_winner_per_key(
-            &erase[..half + 500],
-            &outcomes[..half + 500],
+            &erase[..half + ERASED_TWICE],
+            &outcomes[..half + ERASED_TWICE],
             PRESENT,
             ABSENT,
             "erase",
         );
-        assert!(outcomes[half + 500..].iter().all(|&o| o == ABSENT));
+        assert!(outcomes[half + ERASED_TWICE..].iter().all(|&o| o == ABSENT));
         assert_eq!(set.len().unwrap(), DISTINCT as usize - half);
         let host = set.contains_many(&keys[..DISTINCT as usize]).unwrap();
         for (i, c) in host.iter().enumerate() {
