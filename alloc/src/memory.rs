@@ -118,7 +118,15 @@ impl VirtualRange {
         let prop = Self::prop(device);
         let mut handle: sys::CUmemGenericAllocationHandle = 0;
         // SAFETY: valid out pointer and property struct; size is a granularity multiple.
-        check(unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) })?;
+        let mut created = unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) };
+        if created == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+            // The stream-ordered pool may be keeping freed memory (gpuds_core::Gpu keeps
+            // it for reuse): give it back and try once more.
+            gpuds_core::trim_memory_pool(&self.ctx)?;
+            // SAFETY: as above.
+            created = unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) };
+        }
+        check(created)?;
         let ptr = self.base + start as u64;
         // SAFETY: [ptr, ptr + size) lies inside our reservation and is not mapped yet.
         if let Err(e) = check(unsafe { sys::cuMemMap(ptr, size, 0, handle, 0) }) {

@@ -129,6 +129,7 @@ impl Gpu {
             warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
         };
         let stream = ctx.default_stream();
+        set_pool_release_threshold(&ctx, u64::MAX);
         Ok(Self {
             inner: Arc::new(Inner {
                 ctx,
@@ -209,7 +210,46 @@ impl Gpu {
     /// # Ok::<(), gpuds_core::Error>(())
     /// ```
     pub fn memory_info(&self) -> Result<(usize, usize)> {
+        trim_memory_pool(&self.inner.ctx)?;
         Ok(self.inner.ctx.mem_get_info()?)
+    }
+
+    /// How much freed memory the device's stream-ordered pool keeps for reuse, in bytes.
+    ///
+    /// gpuds allocates its scratch and its structures' arrays from the device's
+    /// stream-ordered pool (`cuMemAllocAsync`). By default the driver hands every freed
+    /// byte back to the device at the next synchronization, and the next allocation maps
+    /// it again: a bulk build that allocates and frees its scratch each call spends about
+    /// as long on that as on its kernels. [`Gpu::new`] therefore lets the pool keep what
+    /// is freed (no limit), as caching allocators do; this sets a limit instead (`0`: the
+    /// driver's default). The setting belongs to the device's pool, so it holds for
+    /// every handle and every library of the process that allocates from it.
+    /// [`memory_info`](Self::memory_info) and [`release_cached_memory`](Self::release_cached_memory)
+    /// give the kept memory back.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// gpu.set_cached_memory_limit(1 << 30)?; // keep at most 1 GiB of freed memory
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
+    pub fn set_cached_memory_limit(&self, bytes: u64) -> Result<()> {
+        set_pool_release_threshold(&self.inner.ctx, bytes);
+        Ok(())
+    }
+
+    /// Gives the freed memory the device's stream-ordered pool keeps (see
+    /// [`set_cached_memory_limit`](Self::set_cached_memory_limit)) back to the device,
+    /// as far as the frees are complete, so that other processes and allocations outside
+    /// the pool (mapped slab pools, managed memory) can use it.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// gpu.synchronize()?;
+    /// gpu.release_cached_memory()?;
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
+    pub fn release_cached_memory(&self) -> Result<()> {
+        trim_memory_pool(&self.inner.ctx)
     }
 
     /// Waits until all work on the default stream has finished.
@@ -222,4 +262,46 @@ impl Gpu {
     pub fn synchronize(&self) -> Result<()> {
         Ok(self.inner.stream.synchronize()?)
     }
+}
+
+/// The device's current stream-ordered memory pool, or `None` where the device has none.
+fn memory_pool(ctx: &CudaContext) -> Option<cudarc::driver::sys::CUmemoryPool> {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: the device handle is the context's; the driver writes `pool`.
+    let r = unsafe { sys::cuDeviceGetMemPool(&mut pool, ctx.cu_device()) };
+    (r == sys::CUresult::CUDA_SUCCESS && !pool.is_null()).then_some(pool)
+}
+
+/// Sets the release threshold of the device's pool (best effort: a device without
+/// stream-ordered pools, whose allocations are not pooled, has nothing to set).
+fn set_pool_release_threshold(ctx: &CudaContext, bytes: u64) {
+    use cudarc::driver::sys;
+    if let Some(pool) = memory_pool(ctx) {
+        let mut value = bytes;
+        // SAFETY: the attribute's value is a cuuint64_t, read by the driver.
+        let _ = unsafe {
+            sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut value as *mut u64).cast(),
+            )
+        };
+    }
+}
+
+/// Releases the freed memory the device's pool keeps, as far as it safely can.
+///
+/// Public for the crates that map memory outside the pool (a failed mapping may
+/// succeed once the pool has given its cached memory back).
+pub fn trim_memory_pool(ctx: &CudaContext) -> Result<()> {
+    use cudarc::driver::sys;
+    if let Some(pool) = memory_pool(ctx) {
+        // SAFETY: a pool of this device; 0 bytes kept.
+        let r = unsafe { sys::cuMemPoolTrimTo(pool, 0) };
+        if r != sys::CUresult::CUDA_SUCCESS {
+            return Err(cudarc::driver::DriverError(r).into());
+        }
+    }
+    Ok(())
 }

@@ -72,7 +72,7 @@ pub use compile::{
     Output, Program,
 };
 pub use error::{checked_bytes, Error, Result};
-pub use gpu::{DeviceInfo, Gpu};
+pub use gpu::{trim_memory_pool, DeviceInfo, Gpu};
 pub use keys::{DeviceKey, DeviceType, DeviceValue};
 pub use libs::{ensure_driver, ensure_nvrtc};
 pub use status::{Status, StatusWord};

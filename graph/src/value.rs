@@ -21,6 +21,9 @@ pub trait EdgeValue:
     const SET: bool;
     /// Edges per slab.
     const SLOTS: u32;
+    /// Whether an entry is one word that one store writes (sets and `u32` values; a
+    /// `u64` value makes a 12-byte entry): the bulk build places such entries directly.
+    const PACKED: bool;
     /// The kernel module's suffix.
     const SUFFIX: &'static str;
     /// The value as the device stores it.
@@ -33,6 +36,7 @@ impl EdgeValue for () {
     type Device = u32;
     const SET: bool = true;
     const SLOTS: u32 = 30;
+    const PACKED: bool = true;
     const SUFFIX: &'static str = "set";
     fn to_device(self) -> u32 {
         0
@@ -44,6 +48,7 @@ impl EdgeValue for u32 {
     type Device = u32;
     const SET: bool = false;
     const SLOTS: u32 = 15;
+    const PACKED: bool = true;
     const SUFFIX: &'static str = "map_u32";
     fn to_device(self) -> u32 {
         self
@@ -57,6 +62,7 @@ impl EdgeValue for u64 {
     type Device = u64;
     const SET: bool = false;
     const SLOTS: u32 = 10;
+    const PACKED: bool = false;
     const SUFFIX: &'static str = "map_u64";
     fn to_device(self) -> u64 {
         self

@@ -12,6 +12,8 @@ fn every_module_has_its_kernels_for_every_target() {
         "degrees",
         "buckets_of",
         "place",
+        "bulk_claim",
+        "bulk_settle",
         "insert_edges",
         "erase_edges",
         "find_edges",

@@ -410,6 +410,17 @@ fn bulk_build_case<W: EdgeValue>(gpu: &Gpu, directed: bool, keep_loops: bool, se
     batches.push((a, b));
     // One edge 30,000 times.
     batches.push((vec![11; 30_000], vec![12; 30_000]));
+    // Sorted by source, as files list edges: every vertex with 7 random destinations and
+    // its first two listed again next to them (dense enough for the bulk build to place
+    // entries directly: the lanes of a warp share base slabs, and duplicates share a warp).
+    let (a, b): (Vec<u32>, Vec<u32>) = (0..n)
+        .flat_map(|u| {
+            let d: Vec<u32> = (0..7).map(|_| rng.random_range(0..n)).collect();
+            let listed = [d[0], d[0], d[1], d[1], d[2], d[3], d[4], d[5], d[6]];
+            listed.into_iter().map(move |v| (u, v))
+        })
+        .unzip();
+    batches.push((a, b));
     let mut reused: Option<DynamicGraph<W>> = None;
     for (k, (src, dst)) in batches.iter().enumerate() {
         let values = random_values::<W>(&mut rng, src.len());

@@ -120,8 +120,23 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<EdgeTally> {
+        self.run_edges_of(edit, src, dst, values, None)
+    }
+
+    /// run_edges on the edges `picks` lists (the first `count` of its edge indices;
+    /// `None`: every edge). Insertions only take picks.
+    pub(super) fn run_edges_of(
+        &mut self,
+        edit: Edit,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+        picks: Option<(&CudaSlice<u64>, usize)>,
+    ) -> Result<EdgeTally> {
         let n = src.len();
-        if n == 0 {
+        // Requests: the picked edges, or every edge.
+        let requests = picks.map_or(n, |(_, count)| count);
+        if requests == 0 {
             return Ok(EdgeTally::default());
         }
         let entries = if self.config.directed {
@@ -137,9 +152,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let call = CallStatus::new(&self.gpu, n)?;
             let mut tally = stream.alloc_zeros::<u64>(TALLY_WORDS)?;
             let kernel = self.kernel(edit.kernel())?;
-            let shape = self.item_shape(&kernel, n)?;
+            let shape = self.item_shape(&kernel, requests)?;
             let r = self.graph_ref(call.status_ptr());
-            let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
+            let (n64, null, failed) = (requests as u64, 0u64, call.bits_ptr());
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&r).arg(src).arg(dst);
             if edit == Edit::Insert {
@@ -148,9 +163,17 @@ impl<W: EdgeValue> DynamicGraph<W> {
                     None => args.arg(&null),
                 };
             }
-            args.arg(&n64).arg(&mut tally).arg(&null).arg(&failed);
-            // SAFETY: reads src/dst(/values)[..n] (every id below num_ids, checked), writes
-            // the tally's words and the call's failure bits.
+            args.arg(&n64);
+            if edit == Edit::Insert {
+                match picks {
+                    Some((list, _)) => args.arg(list),
+                    None => args.arg(&null),
+                };
+            }
+            args.arg(&mut tally).arg(&null).arg(&failed);
+            // SAFETY: reads src/dst(/values)[..n] (every id below num_ids, checked; picks
+            // hold edge indices below n), writes the tally's words and the call's failure
+            // bits (of n edges).
             unsafe { args.launch(shape) }?;
             let words = stream.clone_dtoh(&tally)?;
             for (t, w) in total.iter_mut().zip(&words) {
