@@ -186,20 +186,22 @@ extern "C" __global__ void GPUDS_KERNEL(place)(ref_t g, const unsigned* ids, uns
 // slots with one atomic add on the slab's auxiliary word (all ones in a fresh slab, so
 // the add that returns all ones plus k hands out slots k + 1 on), one slot each in lane
 // order. An edge with an arc whose source has more buckets, or whose base slab had no
-// slot left, is appended to `spill` (edge indices; `spilled` counts them, one atomic per
-// warp): the host inserts those edges the ordinary way after step 2, and an arc of
+// slot left, gets its bit in `spill` (bit i of word i / 32; `spilled` counts such
+// edges): the host inserts those edges the ordinary way after step 2, and an arc of
 // theirs already placed is found present. Duplicate arcs may take two slots here; step 2
-// keeps one. (Taking both arcs' slots together, two atomics in flight, measured slower
-// on the H200: 314 against 237 us on rgg_n_2_20_s0, ncu.)
+// keeps one.
 extern "C" __global__ void GPUDS_KERNEL(bulk_claim)(ref_t g, const unsigned* src, const unsigned* dst,
                                                     const W* values, unsigned long long n,
-                                                    unsigned long long* spill, unsigned long long* spilled) {
+                                                    unsigned* spill, unsigned long long* spilled) {
   if constexpr (layout::PACKED) {
     const bool keep_loops = (g.flags & KEEP_SELF_LOOPS) != 0u;
     const unsigned lane = warp::lane_id();
     const unsigned long long stride = thread_count();
     const unsigned long long rounds = (n + stride - 1) / stride;
+    unsigned long long spills = 0;
     for (unsigned long long r = 0; r < rounds; ++r) {
+      // Lane 0's edge index is a multiple of 32: the warp's edges are the 32 bits of one
+      // spill word.
       const unsigned long long i = r * stride + thread_index();
       const bool active = i < n;
       const unsigned u = active ? src[i] : 0u, v = active ? dst[i] : 0u;
@@ -210,7 +212,6 @@ extern "C" __global__ void GPUDS_KERNEL(bulk_claim)(ref_t g, const unsigned* src
       for (unsigned side = 0; side < 2u; ++side) {
         const unsigned a = side == 0u ? u : v, b = side == 0u ? v : u;
         const bool arc = wanted && (side == 0u || (g.undirected() && !loop));
-        // The arc's base slab (null: no arc, or a table of more buckets).
         unsigned* slab = nullptr;
         if (arc) {
           const vertex_entry e = g.entry(a);
@@ -239,92 +240,61 @@ extern "C" __global__ void GPUDS_KERNEL(bulk_claim)(ref_t g, const unsigned* src
           }
         }
       }
-      // The warp's spilled edges take consecutive places of the list.
       const unsigned bits = __ballot_sync(warp::FULL_MASK, spill_edge);
-      if (bits != 0u) {
-        unsigned long long at = 0;
-        if (lane == 0u) at = atomicAdd(spilled, static_cast<unsigned long long>(__popc(bits)));
-        at = __shfl_sync(warp::FULL_MASK, at, 0);
-        if (spill_edge) spill[at + __popc(bits & slabhash::lanes_below())] = i;
+      if (lane == 0u && bits != 0u) {
+        spill[i / 32u] = bits;
+        spills += static_cast<unsigned long long>(__popc(bits));
       }
     }
+    if (lane == 0u && spills != 0ull) atomicAdd(spilled, spills);
   }
 }
 
-// Settles one slab of bulk_claim (see bulk_settle), `word` its lane's word, `u` its
-// vertex: returns the entries kept, and adds the self-loop entries among them to `loops`.
-__device__ __forceinline__ unsigned settle_slab(const ref_t& g, unsigned* slab, unsigned word, unsigned u,
-                                                unsigned long long& loops) {
-  const unsigned lane = warp::lane_id();
-  const unsigned taken = __shfl_sync(warp::FULL_MASK, word, slabhash::AUX_LANE) + 1u;
-  if (taken == 0u) return 0u;  // no arc took a slot: the slab is as placed
-  const unsigned held = taken < layout::SLOTS ? taken : layout::SLOTS;
-  const unsigned value = __shfl_down_sync(warp::FULL_MASK, word, 1);
-  const bool is_key = (layout::KEY_LANES >> lane & 1u) != 0u && layout::slot_of(lane) < held;
-  // Lanes without a key offer all ones, which no key equals (a reserved id).
-  const unsigned peers = __match_any_sync(warp::FULL_MASK, is_key ? word : slabhash::EMPTY_KEY);
-  const bool keep = is_key && (peers & slabhash::lanes_below()) == 0u;
-  const unsigned kept = __ballot_sync(warp::FULL_MASK, keep);
-  const unsigned count = __popc(kept);
-  const unsigned rank = __popc(kept & slabhash::lanes_below());
-  loops += __popc(__ballot_sync(warp::FULL_MASK, keep && word == u));
-  __syncwarp();
-#if GRAPH_SET
-  if (keep) slab[rank] = word;
-  if (lane >= count && lane < held) slab[lane] = slabhash::EMPTY_KEY;
-#else
-  if (keep) *reinterpret_cast<unsigned long long*>(slab + 2u * rank) = slabhash::pack_pair(word, value);
-  if (lane % 2u == 0u && lane / 2u >= count && lane / 2u < held) {
-    *reinterpret_cast<unsigned long long*>(slab + lane) = slabhash::pack_pair(slabhash::EMPTY_KEY, slabhash::EMPTY_VALUE);
-  }
-#endif
-  if (lane == slabhash::AUX_LANE) slab[lane] = slabhash::FRESH_WORD;
-  if (lane == 0u) g.vertices[u].count = count;
-  return count;
-}
-
-// Slabs bulk_settle reads before it settles any of them (loads in flight together).
-constexpr unsigned SETTLE_AHEAD = 4;
-
-// Bulk build, step 2: the warps take vertices `first + w` (w < n) 32 at a time (each lane
-// reads one vertex's entry); each one-bucket table among them gets its base slab made a
-// valid slab list again, SETTLE_AHEAD slabs read at a time: the entries step 1 stored
-// (the first min(taken, SLOTS) slots) keep one instance of each destination (the lowest
-// slot; __match_any_sync finds the others), packed to the front in slot order, the slots
-// after them empty and the auxiliary word all ones again. The vertex's count is set to
-// the entries kept, and the graph's counters get them (and the self-loop entries among
+// Bulk build, step 2: one warp per vertex `first + w` (w < n) with a one-bucket table
+// makes its base slab a valid slab list again: the entries step 1 stored (the first
+// min(taken, SLOTS) slots) keep one instance of each destination (the lowest slot;
+// __match_any_sync finds the others), packed to the front in slot order, the slots after
+// them empty and the auxiliary word all ones again. The vertex's count is set to the
+// entries kept, and the graph's counters get them (and the self-loop entries among
 // them) once per warp. Tables of more buckets were left alone by step 1.
 extern "C" __global__ void GPUDS_KERNEL(bulk_settle)(ref_t g, unsigned first, unsigned long long n) {
   if constexpr (layout::PACKED) {
     const unsigned lane = warp::lane_id();
     const unsigned long long warps = thread_count() / 32u;
     unsigned long long entries = 0, loops = 0;
-    for (unsigned long long w0 = thread_index() / 32u * 32u; w0 < n; w0 += warps * 32u) {
-      const unsigned long long mine = w0 + lane;
-      const vertex_entry e = mine < n ? g.entry(first + static_cast<unsigned>(mine)) : vertex_entry{};
-      unsigned todo = __ballot_sync(warp::FULL_MASK, mine < n && (e.buckets & BUCKET_MASK) == 1u);
-      while (todo != 0u) {
-        unsigned* slabs[SETTLE_AHEAD];
-        unsigned words[SETTLE_AHEAD];
-        unsigned ids[SETTLE_AHEAD];
-#pragma unroll
-        for (unsigned k = 0; k < SETTLE_AHEAD; ++k) {
-          slabs[k] = nullptr;
-          words[k] = 0u;
-          ids[k] = 0u;
-          if (todo != 0u) {
-            const unsigned j = static_cast<unsigned>(__ffs(todo) - 1);
-            todo &= todo - 1u;
-            slabs[k] = reinterpret_cast<unsigned*>(__shfl_sync(warp::FULL_MASK, e.base, j));
-            ids[k] = first + static_cast<unsigned>(w0) + j;
-            words[k] = slabs[k][lane];
-          }
-        }
-#pragma unroll
-        for (unsigned k = 0; k < SETTLE_AHEAD; ++k) {
-          if (slabs[k] != nullptr) entries += settle_slab(g, slabs[k], words[k], ids[k], loops);
-        }
+    for (unsigned long long w = thread_index() / 32u; w < n; w += warps) {
+      const unsigned u = first + static_cast<unsigned>(w);
+      const vertex_entry e = g.entry(u);
+      if ((e.buckets & BUCKET_MASK) != 1u) continue;
+      unsigned* const slab = reinterpret_cast<unsigned*>(e.base);
+      const unsigned word = slab[lane];
+      const unsigned taken = __shfl_sync(warp::FULL_MASK, word, slabhash::AUX_LANE) + 1u;
+      if (taken == 0u) continue;  // no arc took a slot: the slab is as placed
+      const unsigned held = taken < layout::SLOTS ? taken : layout::SLOTS;
+      const unsigned value = __shfl_down_sync(warp::FULL_MASK, word, 1);
+      const bool is_key = (layout::KEY_LANES >> lane & 1u) != 0u && layout::slot_of(lane) < held;
+      // Lanes without a key offer all ones, which no key equals (a reserved id).
+      const unsigned peers = __match_any_sync(warp::FULL_MASK, is_key ? word : slabhash::EMPTY_KEY);
+      const bool keep = is_key && (peers & slabhash::lanes_below()) == 0u;
+      const unsigned kept = __ballot_sync(warp::FULL_MASK, keep);
+      const unsigned count = __popc(kept);
+      const unsigned rank = __popc(kept & slabhash::lanes_below());
+      const unsigned self = __popc(__ballot_sync(warp::FULL_MASK, keep && word == u));
+      __syncwarp();
+#if GRAPH_SET
+      if (keep) slab[rank] = word;
+      if (lane >= count && lane < held) slab[lane] = slabhash::EMPTY_KEY;
+#else
+      if (keep) *reinterpret_cast<unsigned long long*>(slab + 2u * rank) = slabhash::pack_pair(word, value);
+      if (lane % 2u == 0u && lane / 2u >= count && lane / 2u < held) {
+        *reinterpret_cast<unsigned long long*>(slab + lane) =
+            slabhash::pack_pair(slabhash::EMPTY_KEY, slabhash::EMPTY_VALUE);
       }
+#endif
+      if (lane == slabhash::AUX_LANE) slab[lane] = slabhash::FRESH_WORD;
+      if (lane == 0u) g.vertices[u].count = count;
+      entries += count;
+      loops += self;
     }
     g.lists.count(static_cast<long long>(entries), static_cast<long long>(entries));
     if (lane == 0u && loops != 0ull) add_loops(g, static_cast<long long>(loops));
@@ -339,12 +309,12 @@ extern "C" __global__ void GPUDS_KERNEL(bulk_settle)(ref_t g, unsigned first, un
 #define EDGE_BLOCKS 8
 #endif
 
-// Edge insertion (Algorithm 5.1), one thread per request. `values` null: every value 0
-// (or a set). `picks` null: request i is edge i (n edges); else it is edge picks[i] (n
-// picks), and outcomes and failure bits are those of the edge. `outcomes` may be null.
+// Edge insertion (Algorithm 5.1), one thread per edge. `values` null: every value 0 (or
+// a set). `only` null: every edge; else the edges whose bit is set (bit i of word i / 32).
+// `outcomes` may be null.
 extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(insert_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, const W* values, unsigned long long n,
-    const unsigned long long* picks, unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+    const unsigned* only, unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
   slabhash::detail::on_demand_allocator allocator;
   __shared__ unsigned long long block_words[TALLY_WORDS];
   const block_tally counts{block_words};
@@ -352,9 +322,8 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(inse
   const unsigned long long stride = thread_count();
   const unsigned long long rounds = (n + stride - 1) / stride;
   for (unsigned long long r = 0; r < rounds; ++r) {
-    const unsigned long long request = r * stride + thread_index();
-    const bool active = request < n;
-    const unsigned long long i = active && picks != nullptr ? picks[request] : request;
+    const unsigned long long i = r * stride + thread_index();
+    const bool active = i < n && (only == nullptr || ((only[i / 32u] >> (i % 32u)) & 1u) != 0u);
     const unsigned u = active ? src[i] : 0u;
     const unsigned v = active ? dst[i] : 0u;
     const W value = active && values != nullptr ? values[i] : W(0);

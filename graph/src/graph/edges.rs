@@ -123,20 +123,18 @@ impl<W: EdgeValue> DynamicGraph<W> {
         self.run_edges_of(edit, src, dst, values, None)
     }
 
-    /// run_edges on the edges `picks` lists (the first `count` of its edge indices;
-    /// `None`: every edge). Insertions only take picks.
+    /// run_edges on the edges whose bit is set in `only` (bit i of word i / 32; `None`:
+    /// every edge). Insertions only take a mask.
     pub(super) fn run_edges_of(
         &mut self,
         edit: Edit,
         src: &CudaSlice<u32>,
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
-        picks: Option<(&CudaSlice<u64>, usize)>,
+        only: Option<&CudaSlice<u32>>,
     ) -> Result<EdgeTally> {
         let n = src.len();
-        // Requests: the picked edges, or every edge.
-        let requests = picks.map_or(n, |(_, count)| count);
-        if requests == 0 {
+        if n == 0 {
             return Ok(EdgeTally::default());
         }
         let entries = if self.config.directed {
@@ -152,9 +150,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let call = CallStatus::new(&self.gpu, n)?;
             let mut tally = stream.alloc_zeros::<u64>(TALLY_WORDS)?;
             let kernel = self.kernel(edit.kernel())?;
-            let shape = self.item_shape(&kernel, requests)?;
+            let shape = self.item_shape(&kernel, n)?;
             let r = self.graph_ref(call.status_ptr());
-            let (n64, null, failed) = (requests as u64, 0u64, call.bits_ptr());
+            let (n64, null, failed) = (n as u64, 0u64, call.bits_ptr());
             let mut args = stream.launch_builder(kernel.func());
             args.arg(&r).arg(src).arg(dst);
             if edit == Edit::Insert {
@@ -165,15 +163,15 @@ impl<W: EdgeValue> DynamicGraph<W> {
             }
             args.arg(&n64);
             if edit == Edit::Insert {
-                match picks {
-                    Some((list, _)) => args.arg(list),
+                match only {
+                    Some(bits) => args.arg(bits),
                     None => args.arg(&null),
                 };
             }
             args.arg(&mut tally).arg(&null).arg(&failed);
-            // SAFETY: reads src/dst(/values)[..n] (every id below num_ids, checked; picks
-            // hold edge indices below n), writes the tally's words and the call's failure
-            // bits (of n edges).
+            // SAFETY: reads src/dst(/values)[..n] (every id below num_ids, checked) and
+            // the mask's words of n edges, writes the tally's words and the call's failure
+            // bits.
             unsafe { args.launch(shape) }?;
             let words = stream.clone_dtoh(&tally)?;
             for (t, w) in total.iter_mut().zip(&words) {

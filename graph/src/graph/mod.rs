@@ -417,11 +417,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
             return Ok(());
         }
         let stream = self.gpu.stream().clone();
-        // SAFETY: bulk_claim writes the first `spilled` entries; only those are read.
-        let mut spill = unsafe {
-            self.gpu
-                .alloc_uninit::<u64>(n, "the bulk build's spill list")
-        }?;
+        let mut spill = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
         let mut spilled = stream.alloc_zeros::<u64>(1)?;
         let r = self.graph_ref(self.control_ptr());
         let (null, n64) = (0u64, n as u64);
@@ -435,7 +431,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         };
         args.arg(&n64).arg(&mut spill).arg(&mut spilled);
         // SAFETY: reads the batch (ids checked below n_ids, whose tables were just
-        // placed); writes base slabs of those tables and up to n spill entries.
+        // placed); writes base slabs of those tables and the spill words of n edges.
         unsafe { args.launch(shape) }?;
         let kernel = self.kernel("bulk_settle")?;
         let shape = self.warp_shape(&kernel, n_ids as usize)?;
@@ -445,9 +441,8 @@ impl<W: EdgeValue> DynamicGraph<W> {
         // SAFETY: rewrites the base slabs of the one-bucket tables of ids 0..n_ids and
         // their counts.
         unsafe { args.launch(shape) }?;
-        let count = stream.clone_dtoh(&spilled)?[0] as usize;
-        if count > 0 {
-            self.run_edges_of(Edit::Insert, src, dst, values, Some((&spill, count)))?;
+        if stream.clone_dtoh(&spilled)?[0] > 0 {
+            self.run_edges_of(Edit::Insert, src, dst, values, Some(&spill))?;
         }
         Ok(())
     }
