@@ -48,9 +48,10 @@ const TALLY_WORDS: usize = 4;
 const GROWTH_ROUNDS: usize = 4;
 /// The bulk build places entries directly (`place_batch`) when the batch has at least
 /// this many arcs per vertex: its second step reads and rewrites every one-bucket base
-/// slab, which sparser tables do not repay (H200, 2^20 vertices, rebuilt in place, same
-/// run: rgg_n_2_20_s0's 13 arcs per vertex 1.24x, delaunay_n20's 6 0.87x, road_usa's 2.4
-/// 0.74x, the hollywood shape's 68 (most on hubs' larger tables) 0.98x).
+/// slab, which sparser tables do not repay (H200, 2^20 vertices, rebuilt in place,
+/// placement for every build against the ordinary insertion in the same run:
+/// rgg_n_2_20_s0's 13 arcs per vertex 1.15x, delaunay_n20's 6 0.85x, road_usa's 2.4
+/// 0.78x; the hollywood shape's 68, most of them on hubs' larger tables, 0.91x).
 const PLACE_MIN_ARCS: u64 = 8;
 
 /// What an edge batch did.
