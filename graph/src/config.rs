@@ -37,6 +37,34 @@ pub struct GraphConfig {
     pub seed: u64,
     /// The slab pool of the collision slabs (its initial and maximum size).
     pub alloc: SlabAllocConfig,
+    /// How a bulk build inserts its edges (see [`BulkPlacement`]).
+    pub bulk_placement: BulkPlacement,
+}
+
+/// How a bulk build (`from_edges`, `from_device_edges`, `from_coo`, the rebuilds) puts
+/// its edges into the tables it has just sized.
+///
+/// The result is the same graph either way; only the speed differs. Direct placement
+/// applies to packed entries (sets and `u32` values); graphs with `u64` values always
+/// take the ordinary insertion.
+///
+/// ```
+/// use gpuds_graph::{BulkPlacement, GraphConfig};
+/// let config = GraphConfig { bulk_placement: BulkPlacement::Never, ..Default::default() };
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BulkPlacement {
+    /// Direct placement when the batch has at least 8 arcs (table entries) per vertex,
+    /// the ordinary insertion otherwise.
+    #[default]
+    Auto,
+    /// Direct placement whatever the density: every arc of a one-bucket table takes the
+    /// next slot of its base slab, a second step removes duplicates, and the other
+    /// edges go through the ordinary insertion.
+    Always,
+    /// The ordinary insertion (the batch path of `insert_edges`).
+    Never,
 }
 
 impl Default for GraphConfig {
@@ -52,6 +80,7 @@ impl Default for GraphConfig {
                 initial_units: 1 << 16,
                 ..SlabAllocConfig::default()
             },
+            bulk_placement: BulkPlacement::Auto,
         }
     }
 }

@@ -45,7 +45,7 @@ mod refs;
 pub mod sorted;
 mod value;
 
-pub use config::GraphConfig;
+pub use config::{BulkPlacement, GraphConfig};
 pub use error::{Error, Result};
 pub use graph::{Adjacency, Csr, DynamicGraph, EdgeList, EdgeTally};
 pub use image::GraphStats;

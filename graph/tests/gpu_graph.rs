@@ -7,7 +7,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use gpuds_core::cudarc::driver::PushKernelArg;
 use gpuds_core::{assert_layout, launch, Gpu, Program};
-use gpuds_graph::{DynamicGraph, EdgeValue, Error, GraphConfig, GraphRef, VertexEntry};
+use gpuds_graph::{
+    BulkPlacement, DynamicGraph, EdgeValue, Error, GraphConfig, GraphRef, VertexEntry,
+};
 use gpuds_slabhash::TableRef;
 use gpuds_testkit::gpu;
 use rand::rngs::ChaCha8Rng as StdRng;
@@ -442,6 +444,26 @@ fn bulk_build_case<W: EdgeValue>(gpu: &Gpu, directed: bool, keep_loops: bool, se
         );
         let mut again = o.clone();
         agree(&g, &mut o, &what);
+        // The same batch with direct placement forced on and off: the same graph.
+        for placement in [BulkPlacement::Always, BulkPlacement::Never] {
+            let forced = DynamicGraph::<W>::from_edges(
+                gpu,
+                GraphConfig {
+                    bulk_placement: placement,
+                    ..config.clone()
+                },
+                n,
+                src,
+                dst,
+                (!W::SET).then_some(&values[..]),
+            )
+            .unwrap();
+            agree(
+                &forced,
+                &mut again.clone(),
+                &format!("{what}, {placement:?}"),
+            );
+        }
         // The same batch rebuilt into one graph reused across the batches (after a
         // rebuild with a reserved id, refused with the graph unchanged).
         let stream = gpu.stream();

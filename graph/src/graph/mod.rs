@@ -19,7 +19,7 @@ use gpuds_core::hash::Universal;
 use gpuds_core::{primitives, Gpu, Kernel, Module, Status};
 use gpuds_slabhash::TableRef;
 
-use crate::config::GraphConfig;
+use crate::config::{BulkPlacement, GraphConfig};
 use crate::error::{Error, Result};
 use crate::kernels;
 use crate::refs::{GraphRef, VertexEntry, HAS_DELETED, KEEP_SELF_LOOPS, UNDIRECTED};
@@ -46,10 +46,11 @@ const TALLY_WORDS: usize = 4;
 
 /// How many pool growths a batch may take before it reports exhaustion.
 const GROWTH_ROUNDS: usize = 4;
-/// The bulk build places entries directly (`place_batch`) when the batch has at least
-/// this many arcs per vertex: its second step reads and rewrites every one-bucket base
-/// slab, which sparser tables do not repay (H200, 2^20 vertices, rebuilt in place,
-/// placement for every build against the ordinary insertion in the same run:
+/// The bulk build places entries directly (`place_batch`, [`BulkPlacement::Auto`]) when
+/// the batch has at least this many arcs per vertex: its second step reads and rewrites
+/// every one-bucket base slab, which sparser tables do not repay (H200, 2^20 vertices,
+/// rebuilt in place, placement for every build against the ordinary insertion in the
+/// same run:
 /// rgg_n_2_20_s0's 13 arcs per vertex 1.15x, delaunay_n20's 6 0.85x, road_usa's 2.4
 /// 0.78x; the hollywood shape's 68, most of them on hubs' larger tables, 0.91x).
 const PLACE_MIN_ARCS: u64 = 8;
@@ -392,7 +393,12 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let slabs = buckets / 8 + (buckets as f64 * over).ceil() as u64;
             self.alloc.reserve_within_max(slabs.saturating_add(warps))?;
             let arcs = if self.config.directed { 1 } else { 2 } * src.len() as u64;
-            if W::PACKED && arcs >= PLACE_MIN_ARCS * u64::from(n_ids) {
+            let place = match self.config.bulk_placement {
+                BulkPlacement::Auto => arcs >= PLACE_MIN_ARCS * u64::from(n_ids),
+                BulkPlacement::Always => true,
+                BulkPlacement::Never => false,
+            };
+            if W::PACKED && place {
                 return self.place_batch(n_ids, src, dst, values);
             }
         }
