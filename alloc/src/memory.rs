@@ -121,8 +121,11 @@ impl VirtualRange {
         let mut created = unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) };
         if created == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
             // The stream-ordered pool may be keeping freed memory (gpuds_core::Gpu keeps
-            // it for reuse): give it back and try once more.
-            gpuds_core::trim_memory_pool(&self.ctx)?;
+            // it for reuse): once the frees queued on the stream have completed, give it
+            // back and try once more. Whatever fails here, the error reported is the
+            // mapping's own.
+            let _ = self.stream.synchronize();
+            let _ = gpuds_core::trim_memory_pool(&self.ctx);
             // SAFETY: as above.
             created = unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) };
         }

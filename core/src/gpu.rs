@@ -129,7 +129,7 @@ impl Gpu {
             warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
         };
         let stream = ctx.default_stream();
-        set_pool_release_threshold(&ctx, u64::MAX);
+        keep_freed_memory(&ctx);
         Ok(Self {
             inner: Arc::new(Inner {
                 ctx,
@@ -203,6 +203,12 @@ impl Gpu {
 
     /// Free and total device memory in bytes, as the driver reports them now.
     ///
+    /// It first gives the device the freed memory its stream-ordered pool keeps (see
+    /// [`set_cached_memory_limit`](Self::set_cached_memory_limit)), so that the free
+    /// figure counts it: as far as the frees have completed (frees still queued on a
+    /// stream stay with the pool until a synchronization). The pool's next allocations
+    /// map that memory again.
+    ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
     /// let (free, total) = gpu.memory_info()?;
@@ -214,27 +220,34 @@ impl Gpu {
         Ok(self.inner.ctx.mem_get_info()?)
     }
 
-    /// How much freed memory the device's stream-ordered pool keeps for reuse, in bytes.
+    /// How much memory the device's stream-ordered pool may hold, in bytes, before it
+    /// gives freed memory back to the device at a synchronization: the pool's
+    /// reservation, the memory in use included (the driver's release threshold).
     ///
     /// gpuds allocates its scratch and its structures' arrays from the device's
     /// stream-ordered pool (`cuMemAllocAsync`). By default the driver hands every freed
     /// byte back to the device at the next synchronization, and the next allocation maps
     /// it again: a bulk build that allocates and frees its scratch each call spends about
     /// as long on that as on its kernels. [`Gpu::new`] therefore lets the pool keep what
-    /// is freed (no limit), as caching allocators do; this sets a limit instead (`0`: the
-    /// driver's default). The setting belongs to the device's pool, so it holds for
-    /// every handle and every library of the process that allocates from it.
-    /// [`memory_info`](Self::memory_info) and [`release_cached_memory`](Self::release_cached_memory)
-    /// give the kept memory back.
+    /// is freed (no limit), as caching allocators do, unless the pool already has a
+    /// limit (set by this method or by another library); this sets one. `0` is the
+    /// driver's default, which a later [`Gpu::new`] raises again: `1` keeps nothing for
+    /// good. The setting belongs to the device's pool, so it
+    /// holds for every handle and every library of the process that allocates from it.
+    /// [`memory_info`](Self::memory_info) and
+    /// [`release_cached_memory`](Self::release_cached_memory) give the kept memory back.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;
-    /// gpu.set_cached_memory_limit(1 << 30)?; // keep at most 1 GiB of freed memory
+    /// // Keep freed memory only while the pool holds less than 8 GiB in all.
+    /// gpu.set_cached_memory_limit(8 << 30)?;
     /// # Ok::<(), gpuds_core::Error>(())
     /// ```
     pub fn set_cached_memory_limit(&self, bytes: u64) -> Result<()> {
-        set_pool_release_threshold(&self.inner.ctx, bytes);
-        Ok(())
+        match memory_pool(&self.inner.ctx) {
+            Some(pool) => set_release_threshold(pool, bytes),
+            None => Ok(()),
+        }
     }
 
     /// Gives the freed memory the device's stream-ordered pool keeps (see
@@ -273,20 +286,48 @@ fn memory_pool(ctx: &CudaContext) -> Option<cudarc::driver::sys::CUmemoryPool> {
     (r == sys::CUresult::CUDA_SUCCESS && !pool.is_null()).then_some(pool)
 }
 
-/// Sets the release threshold of the device's pool (best effort: a device without
-/// stream-ordered pools, whose allocations are not pooled, has nothing to set).
-fn set_pool_release_threshold(ctx: &CudaContext, bytes: u64) {
+/// The pool's release threshold.
+fn release_threshold(pool: cudarc::driver::sys::CUmemoryPool) -> Result<u64> {
     use cudarc::driver::sys;
+    let mut value: u64 = 0;
+    // SAFETY: the attribute's value is a cuuint64_t, written by the driver.
+    let r = unsafe {
+        sys::cuMemPoolGetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut value as *mut u64).cast(),
+        )
+    };
+    r.result()?;
+    Ok(value)
+}
+
+/// Sets the pool's release threshold.
+fn set_release_threshold(pool: cudarc::driver::sys::CUmemoryPool, bytes: u64) -> Result<()> {
+    use cudarc::driver::sys;
+    let mut value = bytes;
+    // SAFETY: the attribute's value is a cuuint64_t, read by the driver.
+    let r = unsafe {
+        sys::cuMemPoolSetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut value as *mut u64).cast(),
+        )
+    };
+    r.result()?;
+    Ok(())
+}
+
+/// Lets the device's pool keep freed memory (no release threshold) when its threshold is
+/// still the driver's default (0): a limit set before (by
+/// [`Gpu::set_cached_memory_limit`] or another library) stays. Best effort: a device
+/// without stream-ordered pools, whose allocations are not pooled, has nothing to set,
+/// and a pool that refuses the attribute keeps the driver's behaviour.
+fn keep_freed_memory(ctx: &CudaContext) {
     if let Some(pool) = memory_pool(ctx) {
-        let mut value = bytes;
-        // SAFETY: the attribute's value is a cuuint64_t, read by the driver.
-        let _ = unsafe {
-            sys::cuMemPoolSetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&mut value as *mut u64).cast(),
-            )
-        };
+        if matches!(release_threshold(pool), Ok(0)) {
+            let _ = set_release_threshold(pool, u64::MAX);
+        }
     }
 }
 
@@ -298,10 +339,7 @@ pub fn trim_memory_pool(ctx: &CudaContext) -> Result<()> {
     use cudarc::driver::sys;
     if let Some(pool) = memory_pool(ctx) {
         // SAFETY: a pool of this device; 0 bytes kept.
-        let r = unsafe { sys::cuMemPoolTrimTo(pool, 0) };
-        if r != sys::CUresult::CUDA_SUCCESS {
-            return Err(cudarc::driver::DriverError(r).into());
-        }
+        unsafe { sys::cuMemPoolTrimTo(pool, 0) }.result()?;
     }
     Ok(())
 }

@@ -44,7 +44,8 @@ pub struct GraphConfig {
 /// How a bulk build (`from_edges`, `from_device_edges`, `from_coo`, the rebuilds) puts
 /// its edges into the tables it has just sized.
 ///
-/// The result is the same graph either way; only the speed differs. Direct placement
+/// Either way the graph has the same edges (duplicates of an edge in the batch keep one
+/// of their values, not necessarily the same one); only the speed differs. Direct placement
 /// applies to packed entries (sets and `u32` values); graphs with `u64` values always
 /// take the ordinary insertion.
 ///

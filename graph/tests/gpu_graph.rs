@@ -380,12 +380,19 @@ fn bulk_build_and_triangles_match_the_cpu() {
 /// kept and dropped, directed and undirected, sets and both map value types; and each
 /// batch rebuilt into one graph reused across them (a rebuild with a reserved id first,
 /// refused with the graph unchanged).
-fn bulk_build_case<W: EdgeValue>(gpu: &Gpu, directed: bool, keep_loops: bool, seed: u64) {
+fn bulk_build_case<W: EdgeValue>(
+    gpu: &Gpu,
+    directed: bool,
+    keep_loops: bool,
+    seed: u64,
+    load_factor: f32,
+) {
     let mut rng = StdRng::seed_from_u64(seed);
     let n = 3000u32;
     let config = GraphConfig {
         directed,
         keep_self_loops: keep_loops,
+        load_factor,
         ..Default::default()
     };
     let mut batches: Vec<(Vec<u32>, Vec<u32>)> = Vec::new();
@@ -494,10 +501,15 @@ fn bulk_builds_and_rebuilds_with_duplicates_and_loops_match_the_oracle() {
     let Some(gpu) = gpu() else { return };
     for directed in [false, true] {
         for keep_loops in [false, true] {
-            bulk_build_case::<()>(&gpu, directed, keep_loops, 1);
-            bulk_build_case::<u32>(&gpu, directed, keep_loops, 2);
-            bulk_build_case::<u64>(&gpu, directed, keep_loops, 3);
+            bulk_build_case::<()>(&gpu, directed, keep_loops, 1, 0.7);
+            bulk_build_case::<u32>(&gpu, directed, keep_loops, 2, 0.7);
+            bulk_build_case::<u64>(&gpu, directed, keep_loops, 3, 0.7);
         }
+        // At load factor 4 a one-bucket table takes up to 120 (sets) or 60 (u32 maps)
+        // arcs: the direct placement's base slabs overflow, and their edges spill to the
+        // ordinary insertion.
+        bulk_build_case::<()>(&gpu, directed, true, 4, 4.0);
+        bulk_build_case::<u32>(&gpu, directed, true, 5, 4.0);
     }
 }
 

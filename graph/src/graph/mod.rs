@@ -47,8 +47,9 @@ const TALLY_WORDS: usize = 4;
 /// How many pool growths a batch may take before it reports exhaustion.
 const GROWTH_ROUNDS: usize = 4;
 /// The bulk build places entries directly (`place_batch`, [`BulkPlacement::Auto`]) when
-/// the batch has at least this many arcs per vertex: its second step reads and rewrites
-/// every one-bucket base slab, which sparser tables do not repay (H200, 2^20 vertices,
+/// the batch has at least this many arcs per vertex: its second step reads every
+/// one-bucket base slab and rewrites those that took arcs, which sparser tables do not
+/// repay (H200, 2^20 vertices,
 /// rebuilt in place, placement for every build against the ordinary insertion in the
 /// same run:
 /// rgg_n_2_20_s0's 13 arcs per vertex 1.15x, delaunay_n20's 6 0.85x, road_usa's 2.4
@@ -428,8 +429,12 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let mut spilled = stream.alloc_zeros::<u64>(1)?;
         let r = self.graph_ref(self.control_ptr());
         let (null, n64) = (0u64, n as u64);
+        // Both kernels and shapes before the first launch: once bulk_claim has run, the
+        // slabs are valid lists only after bulk_settle.
         let kernel = self.kernel("bulk_claim")?;
         let shape = self.item_shape(&kernel, n)?;
+        let settle = self.kernel("bulk_settle")?;
+        let settle_shape = self.warp_shape(&settle, n_ids as usize)?;
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r).arg(src).arg(dst);
         match values {
@@ -440,14 +445,12 @@ impl<W: EdgeValue> DynamicGraph<W> {
         // SAFETY: reads the batch (ids checked below n_ids, whose tables were just
         // placed); writes base slabs of those tables and the spill words of n edges.
         unsafe { args.launch(shape) }?;
-        let kernel = self.kernel("bulk_settle")?;
-        let shape = self.warp_shape(&kernel, n_ids as usize)?;
         let (first, ids64) = (0u32, u64::from(n_ids));
-        let mut args = stream.launch_builder(kernel.func());
+        let mut args = stream.launch_builder(settle.func());
         args.arg(&r).arg(&first).arg(&ids64);
         // SAFETY: rewrites the base slabs of the one-bucket tables of ids 0..n_ids and
         // their counts.
-        unsafe { args.launch(shape) }?;
+        unsafe { args.launch(settle_shape) }?;
         if stream.clone_dtoh(&spilled)?[0] > 0 {
             self.run_edges_of(Edit::Insert, src, dst, values, Some(&spill))?;
         }
