@@ -245,7 +245,7 @@ impl Gpu {
     /// ```
     pub fn set_cached_memory_limit(&self, bytes: u64) -> Result<()> {
         match memory_pool(&self.inner.ctx) {
-            Some(pool) => set_release_threshold(pool, bytes),
+            Some(pool) => threshold(pool, Some(bytes)).map(drop),
             None => Ok(()),
         }
     }
@@ -279,43 +279,23 @@ impl Gpu {
 
 /// The device's current stream-ordered memory pool, or `None` where the device has none.
 fn memory_pool(ctx: &CudaContext) -> Option<cudarc::driver::sys::CUmemoryPool> {
-    use cudarc::driver::sys;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: the device handle is the context's; the driver writes `pool`.
-    let r = unsafe { sys::cuDeviceGetMemPool(&mut pool, ctx.cu_device()) };
-    (r == sys::CUresult::CUDA_SUCCESS && !pool.is_null()).then_some(pool)
+    // SAFETY: the device handle is the context's.
+    let pool = unsafe { cudarc::driver::result::device::get_mem_pool(ctx.cu_device()) };
+    pool.ok().filter(|p| !p.is_null())
 }
 
-/// The pool's release threshold.
-fn release_threshold(pool: cudarc::driver::sys::CUmemoryPool) -> Result<u64> {
-    use cudarc::driver::sys;
-    let mut value: u64 = 0;
-    // SAFETY: the attribute's value is a cuuint64_t, written by the driver.
-    let r = unsafe {
-        sys::cuMemPoolGetAttribute(
-            pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut value as *mut u64).cast(),
-        )
-    };
-    r.result()?;
+/// The pool's release threshold, read (`set`: None) or set.
+fn threshold(pool: cudarc::driver::sys::CUmemoryPool, set: Option<u64>) -> Result<u64> {
+    use cudarc::driver::{result::mem_pool, sys::CUmemPool_attribute as A};
+    let attr = A::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD;
+    let mut value = set.unwrap_or(0);
+    let ptr = (&mut value as *mut u64).cast();
+    // SAFETY: a pool of this device; the attribute's value is a cuuint64_t.
+    match set {
+        Some(_) => unsafe { mem_pool::set_attribute(pool, attr, ptr) }?,
+        None => unsafe { mem_pool::get_attribute(pool, attr, ptr) }?,
+    }
     Ok(value)
-}
-
-/// Sets the pool's release threshold.
-fn set_release_threshold(pool: cudarc::driver::sys::CUmemoryPool, bytes: u64) -> Result<()> {
-    use cudarc::driver::sys;
-    let mut value = bytes;
-    // SAFETY: the attribute's value is a cuuint64_t, read by the driver.
-    let r = unsafe {
-        sys::cuMemPoolSetAttribute(
-            pool,
-            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-            (&mut value as *mut u64).cast(),
-        )
-    };
-    r.result()?;
-    Ok(())
 }
 
 /// Lets the device's pool keep freed memory (no release threshold) when its threshold is
@@ -325,8 +305,8 @@ fn set_release_threshold(pool: cudarc::driver::sys::CUmemoryPool, bytes: u64) ->
 /// and a pool that refuses the attribute keeps the driver's behaviour.
 fn keep_freed_memory(ctx: &CudaContext) {
     if let Some(pool) = memory_pool(ctx) {
-        if matches!(release_threshold(pool), Ok(0)) {
-            let _ = set_release_threshold(pool, u64::MAX);
+        if matches!(threshold(pool, None), Ok(0)) {
+            let _ = threshold(pool, Some(u64::MAX));
         }
     }
 }
@@ -336,10 +316,9 @@ fn keep_freed_memory(ctx: &CudaContext) {
 /// Public for the crates that map memory outside the pool (a failed mapping may
 /// succeed once the pool has given its cached memory back).
 pub fn trim_memory_pool(ctx: &CudaContext) -> Result<()> {
-    use cudarc::driver::sys;
     if let Some(pool) = memory_pool(ctx) {
         // SAFETY: a pool of this device; 0 bytes kept.
-        unsafe { sys::cuMemPoolTrimTo(pool, 0) }.result()?;
+        unsafe { cudarc::driver::result::mem_pool::trim_to(pool, 0) }?;
     }
     Ok(())
 }

@@ -498,3 +498,65 @@ fn universal_hash_layout_matches_its_cpp_twin() {
     let prelude = Program::new("layout_universal", "#include <gpuds/core/hash.cuh>");
     assert_layout!(&gpu, prelude, Universal, "gpuds::hash::universal", a, b, p);
 }
+
+/// Bytes the device's stream-ordered pool holds (in use and kept): this process's own.
+fn pool_reserved(gpu: &Gpu) -> u64 {
+    use gpuds_core::cudarc::driver::{result, sys::CUmemPool_attribute as A};
+    let mut value = 0u64;
+    // SAFETY: the device is the handle's; the attribute's value is a cuuint64_t.
+    unsafe {
+        let pool = result::device::get_mem_pool(gpu.context().cu_device()).unwrap();
+        result::mem_pool::get_attribute(
+            pool,
+            A::CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT,
+            (&mut value as *mut u64).cast(),
+        )
+        .unwrap();
+    }
+    value
+}
+
+/// The stream-ordered pool keeps freed memory (Gpu::new), gives it back on request and
+/// before `memory_info` reads the free memory, and keeps a limit set before a later
+/// `Gpu::new`.
+#[test]
+fn freed_memory_is_kept_and_given_back() {
+    let _serial = serial();
+    let Some(gpu) = gpuds_testkit::gpu() else {
+        return;
+    };
+    let gib = 1u64 << 30;
+    let free_a_gib = |gpu: &Gpu| {
+        let held = gpu.stream().alloc_zeros::<u8>(gib as usize).unwrap();
+        drop(held);
+        gpu.synchronize().unwrap();
+    };
+    gpu.synchronize().unwrap();
+    gpu.release_cached_memory().unwrap();
+    let base = pool_reserved(&gpu);
+    free_a_gib(&gpu);
+    assert!(
+        pool_reserved(&gpu) >= base + gib,
+        "the pool keeps the freed GiB"
+    );
+    gpu.memory_info().unwrap();
+    assert!(
+        pool_reserved(&gpu) < base + gib,
+        "memory_info gives the kept memory back"
+    );
+    free_a_gib(&gpu);
+    gpu.release_cached_memory().unwrap();
+    assert!(
+        pool_reserved(&gpu) < base + gib,
+        "release_cached_memory gives it back"
+    );
+    // A limit stays across a later handle; 1 byte keeps nothing.
+    gpu.set_cached_memory_limit(1).unwrap();
+    let again = Gpu::new(gpu.info().ordinal).unwrap();
+    free_a_gib(&again);
+    assert!(
+        pool_reserved(&again) < base + gib,
+        "with a limit of 1 byte the pool gives freed memory back at the synchronization"
+    );
+    gpu.set_cached_memory_limit(u64::MAX).unwrap();
+}
