@@ -216,7 +216,8 @@ impl Gpu {
     /// # Ok::<(), gpuds_core::Error>(())
     /// ```
     pub fn memory_info(&self) -> Result<(usize, usize)> {
-        trim_memory_pool(&self.inner.ctx)?;
+        // Best effort: a pool that cannot be trimmed leaves the figure without it.
+        let _ = trim_memory_pool(&self.inner.ctx);
         Ok(self.inner.ctx.mem_get_info()?)
     }
 
@@ -232,8 +233,8 @@ impl Gpu {
     /// is freed (no limit), as caching allocators do, unless the pool already has a
     /// limit (set by this method or by another library); this sets one. `0` is the
     /// driver's default, which a later [`Gpu::new`] raises again: `1` keeps nothing for
-    /// good. The setting belongs to the device's pool, so it
-    /// holds for every handle and every library of the process that allocates from it.
+    /// good. The setting belongs to the device's pool, so it holds for every handle and
+    /// every library of the process that allocates from it.
     /// [`memory_info`](Self::memory_info) and
     /// [`release_cached_memory`](Self::release_cached_memory) give the kept memory back.
     ///
@@ -314,7 +315,15 @@ fn keep_freed_memory(ctx: &CudaContext) {
 /// Releases the freed memory the device's pool keeps, as far as it safely can.
 ///
 /// Public for the crates that map memory outside the pool (a failed mapping may
-/// succeed once the pool has given its cached memory back).
+/// succeed once the pool has given its cached memory back);
+/// [`Gpu::release_cached_memory`] is the same for a handle.
+///
+/// ```no_run
+/// let gpu = gpuds_core::Gpu::new(0)?;
+/// gpu.synchronize()?;
+/// gpuds_core::trim_memory_pool(gpu.context())?;
+/// # Ok::<(), gpuds_core::Error>(())
+/// ```
 pub fn trim_memory_pool(ctx: &CudaContext) -> Result<()> {
     if let Some(pool) = memory_pool(ctx) {
         // SAFETY: a pool of this device; 0 bytes kept.

@@ -45,9 +45,9 @@ pub struct GraphConfig {
 /// its edges into the tables it has just sized.
 ///
 /// Either way the graph has the same edges (duplicates of an edge in the batch keep one
-/// of their values, not necessarily the same one); only the speed differs. Direct placement
-/// applies to packed entries (sets and `u32` values); graphs with `u64` values always
-/// take the ordinary insertion.
+/// of their values, not necessarily the same one); only the speed differs. Direct
+/// placement applies to packed entries (sets and `u32` values); graphs with `u64` values
+/// always take the ordinary insertion.
 ///
 /// ```
 /// use gpuds_graph::{BulkPlacement, GraphConfig};

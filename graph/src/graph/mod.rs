@@ -49,11 +49,10 @@ const GROWTH_ROUNDS: usize = 4;
 /// The bulk build places entries directly (`place_batch`, [`BulkPlacement::Auto`]) when
 /// the batch has at least this many arcs per vertex: its second step reads every
 /// one-bucket base slab and rewrites those that took arcs, which sparser tables do not
-/// repay (H200, 2^20 vertices,
-/// rebuilt in place, placement for every build against the ordinary insertion in the
-/// same run:
-/// rgg_n_2_20_s0's 13 arcs per vertex 1.15x, delaunay_n20's 6 0.85x, road_usa's 2.4
-/// 0.78x; the hollywood shape's 68, most of them on hubs' larger tables, 0.91x).
+/// repay (H200, 2^20 vertices, rebuilt in place, placement for every build against the
+/// ordinary insertion in the same run: rgg_n_2_20_s0's 13 arcs per vertex 1.15x,
+/// delaunay_n20's 6 0.85x, road_usa's 2.4 0.78x; the hollywood shape's 68, most of them
+/// on hubs' larger tables, 0.91x).
 const PLACE_MIN_ARCS: u64 = 8;
 
 /// What an edge batch did.
