@@ -56,8 +56,9 @@ pub struct GraphConfig {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BulkPlacement {
-    /// Direct placement when the batch has at least 8 arcs (table entries) per vertex,
-    /// the ordinary insertion otherwise.
+    /// Direct placement when the batch has at least
+    /// [`PLACE_MIN_ARCS`](crate::PLACE_MIN_ARCS) arcs (table entries) per vertex, the
+    /// ordinary insertion otherwise.
     #[default]
     Auto,
     /// Direct placement whatever the density: every arc of a one-bucket table takes the

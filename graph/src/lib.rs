@@ -55,6 +55,21 @@ pub use value::EdgeValue;
 /// The largest vertex id (the slab hash reserves all ones and all ones minus one).
 pub const MAX_VERTEX_ID: u32 = u32::MAX - 2;
 
+/// Arcs (table entries) per vertex from which a bulk build with
+/// [`BulkPlacement::Auto`] places its entries directly: the second step of the placement
+/// reads every one-bucket base slab and rewrites those that took arcs, which sparser
+/// tables do not repay (H200, 2^20 vertices, rebuilt in place, placement for every
+/// build against the ordinary insertion in the same run: rgg_n_2_20_s0's 13 arcs per
+/// vertex 1.15x, delaunay_n20's 6 0.85x, road_usa's 2.4 0.78x; the hollywood shape's
+/// 68, most of them on hubs' larger tables, 0.91x).
+///
+/// ```
+/// // The rgg_n_2_20_s0 shape, undirected: two arcs an edge, about 13 a vertex.
+/// let (edges, vertices) = (6_898_119u64, 1u64 << 20);
+/// assert!(2 * edges >= gpuds_graph::PLACE_MIN_ARCS * vertices); // placed directly
+/// ```
+pub const PLACE_MIN_ARCS: u64 = 8;
+
 /// The most buckets one vertex's table may have (31 bits of its dictionary entry).
 pub const MAX_BUCKETS: u32 = 0x7FFF_FFFF;
 

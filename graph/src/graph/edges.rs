@@ -137,11 +137,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         if n == 0 {
             return Ok(EdgeTally::default());
         }
-        let entries = if self.config.directed {
-            n as u64
-        } else {
-            2 * n as u64
-        };
+        let entries = self.entries_of(n);
         // The pool is not grown ahead of a batch (counting its slabs in use costs a
         // synchronization): a batch that runs out grows it and runs again.
         let stream = self.gpu.stream().clone();

@@ -46,14 +46,6 @@ const TALLY_WORDS: usize = 4;
 
 /// How many pool growths a batch may take before it reports exhaustion.
 const GROWTH_ROUNDS: usize = 4;
-/// The bulk build places entries directly (`place_batch`, [`BulkPlacement::Auto`]) when
-/// the batch has at least this many arcs per vertex: its second step reads every
-/// one-bucket base slab and rewrites those that took arcs, which sparser tables do not
-/// repay (H200, 2^20 vertices, rebuilt in place, placement for every build against the
-/// ordinary insertion in the same run: rgg_n_2_20_s0's 13 arcs per vertex 1.15x,
-/// delaunay_n20's 6 0.85x, road_usa's 2.4 0.78x; the hollywood shape's 68, most of them
-/// on hubs' larger tables, 0.91x).
-const PLACE_MIN_ARCS: u64 = 8;
 
 /// What an edge batch did.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -392,9 +384,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let over = f64::from((self.config.load_factor - 0.7).max(0.0));
             let slabs = buckets / 8 + (buckets as f64 * over).ceil() as u64;
             self.alloc.reserve_within_max(slabs.saturating_add(warps))?;
-            let arcs = if self.config.directed { 1 } else { 2 } * src.len() as u64;
+            let arcs = self.entries_of(src.len());
             let place = match self.config.bulk_placement {
-                BulkPlacement::Auto => arcs >= PLACE_MIN_ARCS * u64::from(n_ids),
+                BulkPlacement::Auto => arcs >= crate::PLACE_MIN_ARCS * u64::from(n_ids),
                 BulkPlacement::Always => true,
                 BulkPlacement::Never => false,
             };
@@ -601,6 +593,15 @@ impl<W: EdgeValue> DynamicGraph<W> {
 
     fn kernel(&self, name: &str) -> Result<Kernel> {
         Ok(self.module.kernel(&format!("{name}_{}", W::SUFFIX))?)
+    }
+
+    /// Table entries a batch of `n` edges asks for: one an edge, two when undirected.
+    fn entries_of(&self, n: usize) -> u64 {
+        if self.config.directed {
+            n as u64
+        } else {
+            2 * n as u64
+        }
     }
 
     fn item_shape(&self, kernel: &Kernel, n: usize) -> Result<LaunchConfig> {
