@@ -11,6 +11,7 @@ fn every_module_has_its_kernels_for_every_target() {
     let map = [
         "first_reserved",
         "insert",
+        "insert_dup",
         "find",
         "erase",
         "apply",
@@ -63,11 +64,13 @@ fn modules_build_as_cubin() {
     gpuds_testkit::assert_cubins(&gpuds_slabhash::programs());
 }
 
-/// The search kernel's loop reads each slab with one 32-bit load per lane and nothing
-/// else from memory, for every key and value type (a 64-bit key is two lanes of the same
-/// 128-byte line): the hot path the search rate depends on.
+/// The search kernels' hot paths, for every key and value type. Wide pairs (u32/u64,
+/// u64/u32, u64/u64): the warp walk reads each slab with one 32-bit load per lane and
+/// nothing else from memory (a 64-bit key is two lanes of the same 128-byte line). Packed
+/// pairs (u32/u32): each lane reads its own request's slab half at a time, four 16-byte
+/// loads a half (detail/alone.cuh), before the warp walk takes what it left.
 #[test]
-fn search_reads_one_word_per_lane_per_slab() {
+fn search_reads_slabs_as_designed() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
@@ -83,14 +86,26 @@ fn search_reads_one_word_per_lane_per_slab() {
         let body = &text[start..];
         let body = &body[..body.find("\n}\n").expect("end of kernel")];
         let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
-        // Three slab reads (the first request's base slab, the next request's base slab
-        // read ahead, the following slabs of a list) and the status-word reads of the
-        // three reports (refused batch, reserved key, step cap) are the only relaxed loads.
+        let vector_loads = body.matches("ld.relaxed.gpu.global.v2.u64").count();
+        // Three slab reads of the warp walk (the first request's base slab, the next
+        // request's base slab read ahead, the following slabs of a list) and the
+        // status-word reads of the three reports (refused batch, reserved key, step cap)
+        // are the only relaxed 32-bit loads; the packed form reports a reserved key from
+        // its lane-alone pass and from the warp walk, one read more.
+        let most = if types == "u32_u32" { 7 } else { 6 };
         assert!(
-            slab_loads <= 6,
+            slab_loads <= most,
             "{slab_loads} relaxed loads in find {types}"
         );
-        assert!(!body.contains("ld.relaxed.gpu.global.u64"), "find {types}");
+        if types == "u32_u32" {
+            assert!(
+                vector_loads >= 4 && vector_loads.is_multiple_of(4),
+                "{vector_loads} 16-byte loads in find {types}"
+            );
+        } else {
+            assert_eq!(vector_loads, 0, "find {types}");
+            assert!(!body.contains("ld.relaxed.gpu.global.u64"), "find {types}");
+        }
     }
 }
 
@@ -143,12 +158,13 @@ fn a_user_kernel_compiles_against_the_refs() {
     }
 }
 
-/// The per-request kernels keep full occupancy (32 registers, from their launch bounds)
-/// without spilling where it costs: no search kernel spills, and no insert kernel spills
-/// more than the few prologue bytes measured with NVRTC 13 (0-28 bytes at the wide types,
-/// whose store loops once spilled 40-104 bytes and reloaded a register per request). The
-/// assembler's own report (`--ptxas-options=-v`) for sm_90; its numbers are checked with
-/// NVRTC 13 or later and only printed with an older one.
+/// The per-request kernels stay within the registers of their launch bounds without
+/// spilling where it costs: the searches and a multimap's INSERT (`insert_dup`, the warp
+/// walk) keep full occupancy (32 registers), a search spilling at most the few bytes
+/// measured with NVRTC 13 (the packed lane-alone lookup: 0-8); REPLACE and a set's insert
+/// (`insert`, each lane alone first) run at half occupancy (64 registers) and spill
+/// nothing. The assembler's own report (`--ptxas-options=-v`) for sm_90; its numbers are
+/// checked with NVRTC 13 or later and only printed with an older one.
 #[test]
 fn per_request_kernels_spill_at_most_prologue_bytes() {
     if !gpuds_testkit::nvrtc() {
@@ -163,16 +179,20 @@ fn per_request_kernels_spill_at_most_prologue_bytes() {
             .unwrap_or_else(|e| panic!("{}: {e}", program.name()))
             .log;
         for (kernel, registers, spill) in ptxas_usage(&log) {
-            let Some(bound) = [("find_", 0), ("insert_", 32)]
-                .iter()
-                .find(|(prefix, _)| kernel.starts_with(prefix))
-                .map(|&(_, bound)| bound)
-            else {
+            // (prefix, registers, spill bytes), the first prefix that matches.
+            let Some(&(_, most, bound)) = [
+                ("find_all", 32, 0),
+                ("find_", 32, 8),
+                ("insert_dup_", 32, 32),
+                ("insert_", 64, 0),
+            ]
+            .iter()
+            .find(|(prefix, _, _)| kernel.starts_with(prefix)) else {
                 continue;
             };
             println!("{kernel}: {registers} registers, {spill} spill bytes");
             if enforce {
-                assert!(registers <= 32, "{kernel}: {registers} registers");
+                assert!(registers <= most, "{kernel}: {registers} registers");
                 assert!(spill <= bound, "{kernel}: {spill} spill bytes");
             }
         }

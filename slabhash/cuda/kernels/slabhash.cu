@@ -65,12 +65,27 @@ __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned lon
   if (active && outcome == OP_FAILED) status::mark_not_applied(failed, i);
 }
 
-// REPLACE or INSERT (maps: `unique` picks; sets: always unique). `outcomes` and `olds`
-// may be null.
-extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values,
-                                                unsigned long long n, unsigned unique,
-                                                unsigned* outcomes, V* olds,
-    const unsigned long long* guard, unsigned* failed) {
+// Blocks per SM of the per-request kernels. The warp walk (map_ref / set_ref) serves a
+// warp's requests one at a time with one slab read in flight, so its rate is the resident
+// warps over the memory latency: full occupancy (32 registers). The lane-alone forms
+// (detail/alone.cuh, alone_wide.cuh) keep up to 32 requests in flight per warp and hold
+// half a slab per lane: half occupancy (64 registers), which measured faster for inserts
+// (u32/u32 13.6 against 10.6 G keys/s at full) and the same for lookups, which therefore
+// keep full occupancy with the warp walk of wide entries.
+constexpr unsigned FULL_BLOCKS = 2048 / ITEM_BLOCK;
+constexpr unsigned HALF_BLOCKS = FULL_BLOCKS / 2;
+// DELETE runs alone for packed entries only.
+constexpr unsigned ERASE_BLOCKS = layout::WIDE ? FULL_BLOCKS : HALF_BLOCKS;
+
+// REPLACE or INSERT (maps: `unique` picks; sets: always unique). ALONE: REPLACE and a
+// set's insert run each lane alone first (the `_alone_in` forms); INSERT is always the
+// warp walk. `outcomes` and `olds` may be null. Run by `insert` (ALONE, half occupancy:
+// REPLACE and sets) and `insert_dup` (the warp walk alone, full occupancy: the INSERT of
+// a multimap).
+template <bool ALONE>
+__device__ __forceinline__ void store_batch(const ref_t& ref, const K* keys, const V* values,
+                                            unsigned long long n, unsigned unique, unsigned* outcomes,
+                                            V* olds, const unsigned long long* guard, unsigned* failed) {
   // The request is loaded before the guard is read, so that the two loads overlap.
   const unsigned long long i = item_index();
   const bool active = i < n;
@@ -84,24 +99,41 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
   (void)values;
   (void)unique;
   (void)olds;
-  const unsigned outcome = ref.insert(allocator, active, key);
+  const unsigned outcome = ref.insert_alone_in(allocator, active, ref.home_of(active, key), key);
 #else
   V old = V(0);
-  const unsigned outcome = unique ? ref.replace(allocator, active, key, value, old)
-                                  : ref.insert(allocator, active, key, value);
-#endif
-#if !SLAB_SET
+  unsigned outcome;
+  if (!unique) {
+    outcome = ref.insert(allocator, active, key, value);
+  } else if constexpr (ALONE) {
+    outcome = ref.replace_alone_in(allocator, active, ref.home_of(active, key), key, value, old);
+  } else {
+    outcome = ref.replace(allocator, active, key, value, old);
+  }
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;
   note(failed, active, i, outcome);
 }
 
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, HALF_BLOCKS)
+    GPUDS_KERNEL(insert)(ref_t ref, const K* keys, const V* values, unsigned long long n, unsigned unique,
+                         unsigned* outcomes, V* olds, const unsigned long long* guard, unsigned* failed) {
+  store_batch<true>(ref, keys, values, n, unique, outcomes, olds, guard, failed);
+}
+
+#if !SLAB_SET
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FULL_BLOCKS)
+    GPUDS_KERNEL(insert_dup)(ref_t ref, const K* keys, const V* values, unsigned long long n, unsigned unique,
+                             unsigned* outcomes, V* olds, const unsigned long long* guard, unsigned* failed) {
+  store_batch<false>(ref, keys, values, n, unique, outcomes, olds, guard, failed);
+}
+#endif
+
 // SEARCH. Maps write each value (NOT_FOUND_VALUE when missing) if `values` is not null;
-// `found` (if not null) gets one bit per request, 32 requests per word.
-// Full occupancy: each warp has one slab read in flight at a time, so the search rate is
-// the number of resident warps over the memory latency.
-extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
+// `found` (if not null) gets one bit per request, 32 requests per word. Sets and packed
+// pairs: each lane alone first; wide pairs: the warp walk. Full occupancy (FULL_BLOCKS).
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FULL_BLOCKS) GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
                                               V* values, unsigned* found,
     const unsigned long long* guard, unsigned* failed) {
   if (refused(ref, guard)) return;
@@ -110,10 +142,15 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
   const K key = active ? keys[i] : K(0);
 #if SLAB_SET
   (void)values;
-  const unsigned outcome = ref.find(active, key);
+  const unsigned outcome = ref.find_alone_in(active, ref.home_of(active, key), key);
 #else
   V value = not_found_value<V>;
-  const unsigned outcome = ref.find(active, key, value);
+  unsigned outcome;
+  if constexpr (layout::WIDE) {
+    outcome = ref.find(active, key, value);  // the warp walk, base slabs asked of L2 first
+  } else {
+    outcome = ref.find_alone_in(active, ref.home_of(active, key), key, value);
+  }
   if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : not_found_value<V>;
 #endif
   const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);
@@ -121,8 +158,9 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
   note(failed, active, i, outcome);
 }
 
-// DELETE (the least recent instance). `outcomes` and `olds` may be null.
-extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
+// DELETE (the least recent instance). `outcomes` and `olds` may be null. Sets and
+// packed pairs: each lane alone first (half occupancy); wide pairs: the warp walk (full).
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, ERASE_BLOCKS) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
                                                unsigned* outcomes, V* olds,
     const unsigned long long* guard, unsigned* failed) {
   const unsigned long long i = item_index();
@@ -131,10 +169,15 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, 2048 / ITEM_BLOCK) GPUD
   if (refused(ref, guard)) return;
 #if SLAB_SET
   (void)olds;
-  const unsigned outcome = ref.erase(active, key);
+  const unsigned outcome = ref.erase_alone_in(active, ref.home_of(active, key), key);
 #else
   V old = V(0);
-  const unsigned outcome = ref.erase(active, key, old);
+  unsigned outcome;
+  if constexpr (layout::WIDE) {
+    outcome = ref.erase(active, key, old);  // the warp walk, base slabs asked of L2 first
+  } else {
+    outcome = ref.erase_alone_in(active, ref.home_of(active, key), key, old);
+  }
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;

@@ -195,7 +195,11 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
         let v = values.stage(&gpu)?;
         self.table.reserve_for(n)?;
         let call = self.table.begin_call(n, true)?;
-        let kernel = self.table.kernel("insert")?;
+        // REPLACE runs each lane alone first at half occupancy, INSERT (a multimap's) the
+        // warp walk at full: one body, two entry points (slabhash.cu).
+        let kernel = self
+            .table
+            .kernel(if unique { "insert" } else { "insert_dup" })?;
         let r = self.table.call_ref(&call);
         let (n64, unique, null, failed) = (n as u64, unique as u32, 0u64, call.bits_ptr());
         let (kv, vv) = (k.view(), v.view());

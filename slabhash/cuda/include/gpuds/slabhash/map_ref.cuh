@@ -47,6 +47,7 @@
 // find_all and count_of report it through their optional `outcome` pointer.
 #pragma once
 #include <gpuds/slabhash/detail/alone.cuh>
+#include <gpuds/slabhash/detail/alone_wide.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
 
 namespace gpuds {
@@ -138,37 +139,43 @@ struct map_ref : detail::table {
     return outcome;
   }
 
-  // The lane-alone forms of replace_in, erase_in and find_in (detail/alone.cuh; see
+  // The lane-alone forms of replace_in, erase_in and find_in (see
   // set_ref::insert_alone_in): each lane first runs its own request alone, and the
-  // requests it leaves run through the warp walk. Packed pairs (u32/u32) only; replace
-  // and erase also need unique keys (find runs alone with duplicates too: the first
-  // instance in list order is the least recent one); otherwise they are the `_in` forms.
+  // requests it leaves run through the warp walk. Packed pairs (u32/u32) run all three
+  // alone (detail/alone.cuh); wide pairs run replace alone (detail/alone_wide.cuh, which
+  // says why not their lookups and deletions). Replace and erase need unique keys (find
+  // runs alone with duplicates too: the first instance in list order is the least recent
+  // one); otherwise they are the `_in` forms.
   template <class Allocator, class Home>
   __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
                                        V& old) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    bool settled = false;
     if constexpr (layout::WIDE) {
-      return replace_in(allocator, active, home, key, value, old);
+      V was{};
+      settled = active && unique_keys != 0 &&
+                detail::alone_wide<K, V>::replace(*this, home_slab(home), key, value, was, outcome);
+      if (settled && outcome == OP_PRESENT) old = was;
     } else {
-      unsigned outcome = OP_ABSENT;
-      active = admit(active, key, outcome);
       unsigned was = 0;
-      const bool settled = active && unique_keys != 0 &&
-                           detail::alone<K, V>::replace(*this, home_slab(home), key,
-                                                        static_cast<unsigned>(value), was, outcome);
+      settled = active && unique_keys != 0 &&
+                detail::alone<K, V>::replace(*this, home_slab(home), key, static_cast<unsigned>(value), was,
+                                             outcome);
       if (settled && outcome == OP_PRESENT) old = static_cast<V>(was);
-      const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
-      count(added, added);
-      const bool left = active && !settled;
-      if (__any_sync(warp::FULL_MASK, left)) {
-        V rest_old{};
-        const unsigned rest = replace_in(allocator, left, home, key, value, rest_old);
-        if (left) {
-          outcome = rest;
-          if (rest == OP_PRESENT) old = rest_old;
-        }
-      }
-      return outcome;
     }
+    const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
+    count(added, added);
+    const bool left = active && !settled;
+    if (__any_sync(warp::FULL_MASK, left)) {
+      V rest_old{};
+      const unsigned rest = replace_in(allocator, left, home, key, value, rest_old);
+      if (left) {
+        outcome = rest;
+        if (rest == OP_PRESENT) old = rest_old;
+      }
+    }
+    return outcome;
   }
 
   template <class Home>

@@ -1,0 +1,154 @@
+// gpuds/slabhash/detail/alone_wide.cuh: REPLACE by one lane alone, for wide map entries
+// (u64/u64, u64/u32, u32/u64 pairs: layout.cuh) of tables with unique keys; alone.cuh is
+// the packed counterpart and says why a lane alone (one warp instruction serves up to 32
+// requests instead of one).
+//
+// A lane reads a slab's key lanes and its last 16 bytes (the busy word and the next
+// address) with 16-byte loads issued together (lanes 0-15 and 28-31 at u64/u64, 0-19 and
+// 28-31 at u64/u32, 0-11 and 28-31 at u32/u64), all in the one line the warp walk reads;
+// an insert reads no value. What it cannot settle alone it leaves untouched to the warp
+// walk its caller runs next (map_ref::replace_alone_in): a list that ends full, the step
+// cap, a slot whose busy bit is set (a claim not yet published, a replacement or deletion
+// in flight), a claim that lost every remaining slot of its slab.
+//
+// Lookups and deletions of wide entries stay with the warp walk: run alone (the key lanes
+// and the tail, then the value; or the whole slab in eight 16-byte loads) they were
+// slower on the H200 (2^24 keys, u64/u64: present-key lookups 11.0 and 7.9 G/s against
+// the warp walk's 11.6-11.8), as each lane's 16-byte loads of a line of its own cost the
+// load unit more than a warp's one load of a line; REPLACE, whose claim needs the
+// atomics anyway, gained 1.2-1.45x.
+//
+// The protocol is the warp walk's (map_ref.cuh), so both run on one table in any mix:
+// - a claim CASes the key word from EMPTY at the list's first empty slot, after every
+//   earlier slot was seen holding another key (keys stay unique, empty slots a suffix);
+//   the slot's busy bit is still set from the fresh slab, so no reader uses the entry
+//   until the claimer has stored the value and cleared the bit with a release
+//   (release_slot: the value store and the release in one thread are a release pattern).
+//   A lost CAS returns the slot's key: k (claimed meanwhile: replace it there) or another
+//   key or a tombstone (try the next slot);
+// - a replacement takes the slot's busy bit (take_slot: an acquire OR that found it
+//   clear), reads the old value, stores the new one and releases the bit. Why the key is
+//   still k once the bit is taken: a key word changes only from EMPTY to a key (a claim,
+//   the bit set until it is published) or from a key to the tombstone (a deletion, which
+//   keeps the bit set), so a bit found clear means a published, undeleted key;
+// - a lane that finds the bit taken by another holder goes to the warp walk at once: it
+//   never waits for a holder, who may be a lane of its own warp (the walk runs after the
+//   whole warp's alone pass, so the claims of its own lanes are published by then).
+// Every loop is bounded: at most `step_cap` slabs and each slot of a slab tried once by
+// a claim.
+#pragma once
+#include <gpuds/core/memory.cuh>
+#include <gpuds/slabhash/detail/table.cuh>
+
+namespace gpuds {
+namespace slabhash {
+namespace detail {
+
+template <class K, class V>
+struct alone_wide {
+  using layout = entry_layout<K, V>;
+  static_assert(layout::WIDE, "a lane alone handles wide entries here (packed ones: alone.cuh)");
+  static constexpr unsigned SLOTS = layout::SLOTS;
+  static constexpr unsigned KW = layout::KW;
+  // 16-byte chunks that hold the key lanes 0 .. SLOTS * KW - 1.
+  static constexpr unsigned KEY_CHUNKS = (SLOTS * KW + 3u) / 4u;
+  static_assert(KEY_CHUNKS < 7, "the keys end before the slab's last 16 bytes");
+
+  // Where a look at a list stopped (as alone.cuh).
+  static constexpr unsigned HIT = 0;
+  static constexpr unsigned FIRST_EMPTY = 1;
+  static constexpr unsigned END = 2;
+  static constexpr unsigned CUT = 3;
+
+  // What a lane read of one slab: its key lanes as 8-byte words (w[i]: lanes 2i and
+  // 2i + 1).
+  struct seen {
+    unsigned long long w[2 * KEY_CHUNKS];
+  };
+
+  __device__ static K key_in(const seen& s, unsigned slot) {
+    if constexpr (KW == 2) {
+      return static_cast<K>(s.w[slot]);
+    } else {
+      return static_cast<K>(static_cast<unsigned>(s.w[slot / 2u] >> (32u * (slot % 2u))));
+    }
+  }
+  __device__ static K* key_ptr(unsigned* slab, unsigned slot) {
+    return layout::key_ptr(slab, layout::key_lane(slot));
+  }
+  __device__ static V* value_ptr(unsigned* slab, unsigned slot) {
+    return reinterpret_cast<V*>(slab + layout::value_lane(slot));
+  }
+
+  // Looks along the list from `slab` for key k: the first slot holding k or the first
+  // empty slot, whichever comes first (`slot`, `slab` moved to its slab, `s` what was
+  // read of it), or the list's end (`slab` its tail) or the step cap.
+  __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, seen& s) {
+    for (unsigned depth = 1;; ++depth) {
+      const unsigned long long* p = reinterpret_cast<const unsigned long long*>(slab);
+#pragma unroll
+      for (unsigned c = 0; c < KEY_CHUNKS; ++c) {
+        const ulonglong2 a = mem::ld_relaxed_v2(p + 2u * c);
+        s.w[2u * c] = a.x;
+        s.w[2u * c + 1u] = a.y;
+      }
+      const ulonglong2 tail = mem::ld_relaxed_v2(p + 14);         // lanes 28-31
+      const unsigned next = static_cast<unsigned>(tail.y >> 32);  // lane 31
+      unsigned targets = 0u, hits = 0u;
+#pragma unroll
+      for (unsigned j = 0; j < SLOTS; ++j) {
+        const K key = key_in(s, j);
+        hits |= (key == k ? 1u : 0u) << j;
+        targets |= (key == k || key == empty_key<K> ? 1u : 0u) << j;
+      }
+      if (targets != 0u) {
+        slot = static_cast<unsigned>(__ffs(targets) - 1);
+        return ((hits >> slot) & 1u) != 0u ? HIT : FIRST_EMPTY;
+      }
+      if (next == NULL_SLAB) return END;
+      if (depth >= t.step_cap) return CUT;
+      slab = t.slab_at(next);
+    }
+  }
+
+  // The slot holding k (a published key): the bit taken, the old value read and the new
+  // one stored, the bit released. False: the slot is busy (nothing applied).
+  __device__ static bool replace_at(unsigned* slab, unsigned slot, V value, V& old) {
+    if (!take_slot(slab, slot)) return false;
+    V* const at = value_ptr(slab, slot);
+    old = mem::ld_relaxed(at);
+    mem::st_relaxed(at, value);
+    release_slot(slab, slot);
+    return true;
+  }
+
+  // REPLACE: true when settled (OP_ABSENT: added; OP_PRESENT: replaced, `old` the value
+  // it had).
+  __device__ static bool replace(const table& t, unsigned* slab, K k, V value, V& old, unsigned& outcome) {
+    unsigned slot = 0;
+    seen s;
+    const unsigned where = look(t, slab, k, slot, s);
+    if (where == FIRST_EMPTY) {
+      for (; slot < SLOTS; ++slot) {
+        const K was = mem::cas_relaxed(key_ptr(slab, slot), empty_key<K>, k);
+        if (was == empty_key<K>) {
+          mem::st_relaxed(value_ptr(slab, slot), value);
+          release_slot(slab, slot);
+          outcome = OP_ABSENT;
+          return true;
+        }
+        if (was == k) break;  // claimed meanwhile: replace it there
+      }
+      if (slot == SLOTS) return false;
+    } else if (where != HIT) {
+      return false;
+    }
+    if (!replace_at(slab, slot, value, old)) return false;
+    outcome = OP_PRESENT;
+    return true;
+  }
+};
+
+}  // namespace detail
+}  // namespace slabhash
+}  // namespace gpuds
