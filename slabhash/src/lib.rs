@@ -149,6 +149,10 @@ pub fn cuda_headers() -> Vec<(&'static str, &'static str)> {
             include_str!("../cuda/include/gpuds/slabhash/detail/alone_wide.cuh"),
         ),
         (
+            "gpuds/slabhash/detail/tile_find.cuh",
+            include_str!("../cuda/include/gpuds/slabhash/detail/tile_find.cuh"),
+        ),
+        (
             "gpuds/slabhash/detail/flush.cuh",
             include_str!("../cuda/include/gpuds/slabhash/detail/flush.cuh"),
         ),

@@ -76,6 +76,10 @@ constexpr unsigned FULL_BLOCKS = 2048 / ITEM_BLOCK;
 constexpr unsigned HALF_BLOCKS = FULL_BLOCKS / 2;
 // DELETE runs alone for packed entries only.
 constexpr unsigned ERASE_BLOCKS = layout::WIDE ? FULL_BLOCKS : HALF_BLOCKS;
+// SEARCH of wide entries runs by tiles of 8 lanes (detail/tile_find.cuh), which at full
+// occupancy spill 24-32 bytes: half occupancy measured faster at u64/u64 (present keys
+// 16.9 against 14.6 G/s) and u32/u64 (17.8 / 17.3), slower at u64/u32 (17.0 / 17.2).
+constexpr unsigned FIND_BLOCKS = layout::WIDE ? HALF_BLOCKS : FULL_BLOCKS;
 
 // REPLACE or INSERT (maps: `unique` picks; sets: always unique). ALONE: REPLACE and a
 // set's insert run each lane alone first (the `_alone_in` forms); INSERT is always the
@@ -132,8 +136,9 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FULL_BLOCKS)
 
 // SEARCH. Maps write each value (NOT_FOUND_VALUE when missing) if `values` is not null;
 // `found` (if not null) gets one bit per request, 32 requests per word. Sets and packed
-// pairs: each lane alone first; wide pairs: the warp walk. Full occupancy (FULL_BLOCKS).
-extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FULL_BLOCKS) GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
+// pairs: each lane alone first (full occupancy); wide pairs: tiles of 8 lanes first (half
+// occupancy); the warp walk takes what they leave.
+extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FIND_BLOCKS) GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
                                               V* values, unsigned* found,
     const unsigned long long* guard, unsigned* failed) {
   if (refused(ref, guard)) return;
@@ -145,12 +150,7 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FULL_BLOCKS) GPUDS_KERN
   const unsigned outcome = ref.find_alone_in(active, ref.home_of(active, key), key);
 #else
   V value = not_found_value<V>;
-  unsigned outcome;
-  if constexpr (layout::WIDE) {
-    outcome = ref.find(active, key, value);  // the warp walk, base slabs asked of L2 first
-  } else {
-    outcome = ref.find_alone_in(active, ref.home_of(active, key), key, value);
-  }
+  const unsigned outcome = ref.find_alone_in(active, ref.home_of(active, key), key, value);
   if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : not_found_value<V>;
 #endif
   const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);

@@ -48,6 +48,7 @@
 #pragma once
 #include <gpuds/slabhash/detail/alone.cuh>
 #include <gpuds/slabhash/detail/alone_wide.cuh>
+#include <gpuds/slabhash/detail/tile_find.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
 
 namespace gpuds {
@@ -142,10 +143,11 @@ struct map_ref : detail::table {
   // The lane-alone forms of replace_in, erase_in and find_in (see
   // set_ref::insert_alone_in): each lane first runs its own request alone, and the
   // requests it leaves run through the warp walk. Packed pairs (u32/u32) run all three
-  // alone (detail/alone.cuh); wide pairs run replace alone (detail/alone_wide.cuh, which
-  // says why not their lookups and deletions). Replace and erase need unique keys (find
-  // runs alone with duplicates too: the first instance in list order is the least recent
-  // one); otherwise they are the `_in` forms.
+  // alone (detail/alone.cuh); wide pairs run replace alone (detail/alone_wide.cuh) and
+  // find by tiles of 8 lanes, one slab per tile (detail/tile_find.cuh), their erase being
+  // the warp walk's. Replace and erase need unique keys (find runs first with duplicates
+  // too: the first instance in list order is the least recent one); otherwise they are the
+  // `_in` forms.
   template <class Allocator, class Home>
   __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
                                        V& old) const {
@@ -206,25 +208,28 @@ struct map_ref : detail::table {
 
   template <class Home>
   __device__ unsigned find_alone_in(bool active, Home home, K key, V& value) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    bool settled = false;
     if constexpr (layout::WIDE) {
-      return find_in(active, home, key, value);
+      V was{};
+      settled = detail::tile_find<K, V>::run(*this, active, home_slab(home), key, was, outcome);
+      if (settled && outcome == OP_PRESENT) value = was;
     } else {
-      unsigned outcome = OP_ABSENT;
-      active = admit(active, key, outcome);
       unsigned was = 0;
-      const bool settled = active && detail::alone<K, V>::find(*this, home_slab(home), key, was, outcome);
+      settled = active && detail::alone<K, V>::find(*this, home_slab(home), key, was, outcome);
       if (settled && outcome == OP_PRESENT) value = static_cast<V>(was);
-      const bool left = active && !settled;
-      if (__any_sync(warp::FULL_MASK, left)) {
-        V rest_value{};
-        const unsigned rest = find_in(left, home, key, rest_value);
-        if (left) {
-          outcome = rest;
-          if (rest == OP_PRESENT) value = rest_value;
-        }
-      }
-      return outcome;
     }
+    const bool left = active && !settled;
+    if (__any_sync(warp::FULL_MASK, left)) {
+      V rest_value{};
+      const unsigned rest = find_in(left, home, key, rest_value);
+      if (left) {
+        outcome = rest;
+        if (rest == OP_PRESENT) value = rest_value;
+      }
+    }
+    return outcome;
   }
 
   __device__ unsigned erase(bool active, K key, V& value) const {

@@ -11,12 +11,12 @@
 // cap, a slot whose busy bit is set (a claim not yet published, a replacement or deletion
 // in flight), a claim that lost every remaining slot of its slab.
 //
-// Lookups and deletions of wide entries stay with the warp walk: run alone (the key lanes
-// and the tail, then the value; or the whole slab in eight 16-byte loads) they were
-// slower on the H200 (2^24 keys, u64/u64: present-key lookups 11.0 and 7.9 G/s against
-// the warp walk's 11.6-11.8), as each lane's 16-byte loads of a line of its own cost the
-// load unit more than a warp's one load of a line; REPLACE, whose claim needs the
-// atomics anyway, gained 1.2-1.45x.
+// Lookups of wide entries are not run alone here: alone (the key lanes and the tail, then
+// the value; or the whole slab in eight 16-byte loads) they were slower on the H200 than
+// the warp walk (2^24 keys, u64/u64: present-key lookups 11.0 and 7.9 G/s against
+// 11.6-11.8), as each lane's 16-byte loads of a line of its own cost the load unit more
+// than a warp's one load of a line; tiles of 8 lanes, one line per tile, serve them
+// (tile_find.cuh). REPLACE, whose claim needs the atomics anyway, gained 1.2-1.45x alone.
 //
 // The protocol is the warp walk's (map_ref.cuh), so both run on one table in any mix:
 // - a claim CASes the key word from EMPTY at the list's first empty slot, after every
