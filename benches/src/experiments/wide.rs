@@ -94,7 +94,7 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
                 ),
                 move |bench| match structure {
                     Structure::SlabHash => {
-                        typed!(bench, n, load, key, value, SlabHashMap)
+                        typed!(bench, n, load, key, value, SlabHashMap, delete_rows)
                     }
                     Structure::Hive => match (key, value) {
                         (Word::U32, Word::U32) => {
@@ -466,6 +466,58 @@ type Extra = fn(&mut Bench, usize, &Measured) -> Result<Vec<Row>>;
 /// No rows of its own.
 fn no_rows(_: &mut Bench, _: usize, _: &Measured) -> Result<Vec<Row>> {
     Ok(Vec::new())
+}
+
+/// SlabHashMap's delete at K, V beside SlabHashMap<u32, u32>'s in the same process: every
+/// key of a fresh table of `n` removed in one batch, the table refilled (untimed) before
+/// each repetition.
+fn delete_rows<K: SlabKey, V: SlabValue>(
+    bench: &mut Bench,
+    n: usize,
+    _: &Measured,
+) -> Result<Vec<Row>> {
+    let narrow = time_delete::<u32, u32>(bench, n)?;
+    let wide = time_delete::<K, V>(bench, n)?;
+    Ok(vec![Row::new(
+        "slabhash",
+        &format!("delete, {}/{}, 64-bit form", K::SUFFIX, V::SUFFIX),
+        n as u64,
+        wide,
+        n as f64,
+        Unit::GigaKeysPerSecond,
+    )
+    .with_structure("SlabHashMap")
+    .with_operation("delete")
+    .with_types(K::SUFFIX, V::SUFFIX)
+    .with_baseline(Some(Baseline {
+        label: "SlabHashMap u32/u32, this run".into(),
+        rate: narrow.giga_rate(n as f64),
+    }))
+    .with_note(
+        "ratio: the wide words' cost against u32 keys and values; table empty after each",
+    )])
+}
+
+/// The delete of every key of a fresh SlabHashMap<K, V> of `n` keys (checked empty).
+fn time_delete<K: SlabKey, V: SlabValue>(bench: &mut Bench, n: usize) -> Result<Timing> {
+    let mut map = SlabHashMap::<K, V>::new(&bench.gpu, n).map_err(core_error)?;
+    let mut inputs = Inputs::<K, V>::new(&bench.gpu, n)?;
+    let timing = bench.timer.measure(|rep| {
+        map.clear().map_err(core_error)?;
+        inputs.generate(0, rep.seed())?;
+        map.insert_many(&inputs.keys, &inputs.values)
+            .map_err(core_error)?;
+        rep.time(|| map.remove_many(&inputs.keys).map_err(core_error))
+    })?;
+    if !map.is_empty().map_err(core_error)? {
+        return Err(Error::InvalidArgument(format!(
+            "SlabHashMap {}/{} not empty after deleting every key",
+            K::SUFFIX,
+            V::SUFFIX
+        )));
+    }
+    map.validate().map_err(core_error)?;
+    Ok(timing)
 }
 
 /// One case: [`rows`], then `extra`'s rows.

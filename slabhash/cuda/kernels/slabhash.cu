@@ -74,12 +74,12 @@ __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned lon
 // keep full occupancy with the warp walk of wide entries.
 constexpr unsigned FULL_BLOCKS = 2048 / ITEM_BLOCK;
 constexpr unsigned HALF_BLOCKS = FULL_BLOCKS / 2;
-// DELETE runs alone for packed entries only.
-constexpr unsigned ERASE_BLOCKS = layout::WIDE ? FULL_BLOCKS : HALF_BLOCKS;
-// SEARCH of wide entries runs by tiles of 8 lanes (detail/tile_find.cuh), which at full
-// occupancy spill 24-32 bytes: half occupancy measured faster at u64/u64 (present keys
-// 16.9 against 14.6 G/s) and u32/u64 (17.8 / 17.3), slower at u64/u32 (17.0 / 17.2).
+// SEARCH and DELETE of wide entries run by tiles of 8 lanes (detail/tile_find.cuh), which
+// at full occupancy spill 24-32 bytes: half occupancy measured faster for lookups at
+// u64/u64 (present keys 16.9 against 14.6 G/s) and u32/u64 (17.8 / 17.3), slower at
+// u64/u32 (17.0 / 17.2).
 constexpr unsigned FIND_BLOCKS = layout::WIDE ? HALF_BLOCKS : FULL_BLOCKS;
+constexpr unsigned ERASE_BLOCKS = HALF_BLOCKS;
 
 // REPLACE or INSERT (maps: `unique` picks; sets: always unique). ALONE: REPLACE and a
 // set's insert run each lane alone first (the `_alone_in` forms); INSERT is always the
@@ -159,7 +159,8 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FIND_BLOCKS) GPUDS_KERN
 }
 
 // DELETE (the least recent instance). `outcomes` and `olds` may be null. Sets and
-// packed pairs: each lane alone first (half occupancy); wide pairs: the warp walk (full).
+// packed pairs: each lane alone first; wide pairs: tiles of 8 lanes first; half
+// occupancy.
 extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, ERASE_BLOCKS) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
                                                unsigned* outcomes, V* olds,
     const unsigned long long* guard, unsigned* failed) {
@@ -172,12 +173,7 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, ERASE_BLOCKS) GPUDS_KER
   const unsigned outcome = ref.erase_alone_in(active, ref.home_of(active, key), key);
 #else
   V old = V(0);
-  unsigned outcome;
-  if constexpr (layout::WIDE) {
-    outcome = ref.erase(active, key, old);  // the warp walk, base slabs asked of L2 first
-  } else {
-    outcome = ref.erase_alone_in(active, ref.home_of(active, key), key, old);
-  }
+  const unsigned outcome = ref.erase_alone_in(active, ref.home_of(active, key), key, old);
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;

@@ -144,10 +144,9 @@ struct map_ref : detail::table {
   // set_ref::insert_alone_in): each lane first runs its own request alone, and the
   // requests it leaves run through the warp walk. Packed pairs (u32/u32) run all three
   // alone (detail/alone.cuh); wide pairs run replace alone (detail/alone_wide.cuh) and
-  // find by tiles of 8 lanes, one slab per tile (detail/tile_find.cuh), their erase being
-  // the warp walk's. Replace and erase need unique keys (find runs first with duplicates
-  // too: the first instance in list order is the least recent one); otherwise they are the
-  // `_in` forms.
+  // find and erase by tiles of 8 lanes, one slab per tile (detail/tile_find.cuh). Replace
+  // and erase need unique keys (find runs first with duplicates too: the first instance in
+  // list order is the least recent one); otherwise they are the `_in` forms.
   template <class Allocator, class Home>
   __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
                                        V& old) const {
@@ -182,28 +181,32 @@ struct map_ref : detail::table {
 
   template <class Home>
   __device__ unsigned erase_alone_in(bool active, Home home, K key, V& value) const {
+    unsigned outcome = OP_ABSENT;
+    active = admit(active, key, outcome);
+    bool settled = false;
     if constexpr (layout::WIDE) {
-      return erase_in(active, home, key, value);
+      V was{};
+      // By every lane (the tiles' ballots): a lane takes part without a request.
+      settled = detail::tile_find<K, V>::erase(*this, active && unique_keys != 0, home_slab(home), key, was,
+                                                outcome);
+      if (settled && outcome == OP_PRESENT) value = was;
     } else {
-      unsigned outcome = OP_ABSENT;
-      active = admit(active, key, outcome);
       unsigned was = 0;
-      const bool settled = active && unique_keys != 0 &&
-                           detail::alone<K, V>::erase(*this, home_slab(home), key, was, outcome);
+      settled = active && unique_keys != 0 && detail::alone<K, V>::erase(*this, home_slab(home), key, was, outcome);
       if (settled && outcome == OP_PRESENT) value = static_cast<V>(was);
-      const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_PRESENT));
-      count(-static_cast<long long>(removed), 0);
-      const bool left = active && !settled;
-      if (__any_sync(warp::FULL_MASK, left)) {
-        V rest_value{};
-        const unsigned rest = erase_in(left, home, key, rest_value);
-        if (left) {
-          outcome = rest;
-          if (rest == OP_PRESENT) value = rest_value;
-        }
-      }
-      return outcome;
     }
+    const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_PRESENT));
+    count(-static_cast<long long>(removed), 0);
+    const bool left = active && !settled;
+    if (__any_sync(warp::FULL_MASK, left)) {
+      V rest_value{};
+      const unsigned rest = erase_in(left, home, key, rest_value);
+      if (left) {
+        outcome = rest;
+        if (rest == OP_PRESENT) value = rest_value;
+      }
+    }
+    return outcome;
   }
 
   template <class Home>
@@ -213,7 +216,7 @@ struct map_ref : detail::table {
     bool settled = false;
     if constexpr (layout::WIDE) {
       V was{};
-      settled = detail::tile_find<K, V>::run(*this, active, home_slab(home), key, was, outcome);
+      settled = detail::tile_find<K, V>::find(*this, active, home_slab(home), key, was, outcome);
       if (settled && outcome == OP_PRESENT) value = was;
     } else {
       unsigned was = 0;

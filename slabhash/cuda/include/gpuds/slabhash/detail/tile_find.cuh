@@ -1,5 +1,5 @@
-// gpuds/slabhash/detail/tile_find.cuh: SEARCH of wide map entries (u64/u64, u64/u32,
-// u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab per tile.
+// gpuds/slabhash/detail/tile_find.cuh: SEARCH and DELETE of wide map entries (u64/u64,
+// u64/u32, u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab per tile.
 //
 // The warp walk (map_ref.cuh) reads a slab with one warp instruction, one word per lane,
 // and serves one request at a time: some 60 warp instructions per request. A lane alone
@@ -12,10 +12,16 @@
 // tile's registers by ballots and shuffles. Each lane asks L2 for its own request's base
 // slab first, as the warp walk's lookups do.
 //
-// Protocol: a reader's, as the warp walk's find (map_ref.cuh): the first slot holding the
-// key in list order (keys fill a slab from its first slot, so a slab with an empty slot
-// ends the search) is used only if its busy bit is clear in the same read; a busy hit and
-// the step cap are left to the warp walk, with nothing returned, which reads again.
+// `look` finds, for each lane's request, the first slot holding the key in list order
+// (keys fill a slab from its first slot, so a slab with an empty slot ends the search),
+// with the busy bit and the value of the same read, or its absence; the step cap is left
+// to the warp walk. SEARCH uses a hit only if its busy bit is clear (as the warp walk's
+// find); a busy hit goes to the warp walk, which reads again. DELETE then runs in the
+// request's own lane, as the warp walk's wide deletion does in the key's lane: it takes
+// the slot's busy bit (an acquire OR that found it clear: the key is still k, since a key
+// word changes only from EMPTY, bit set until published, or to the tombstone, bit kept
+// set), reads the value and tombstones the key, keeping the bit; a bit found set goes to
+// the warp walk, with nothing applied.
 #pragma once
 #include <gpuds/core/memory.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
@@ -37,16 +43,21 @@ struct tile_find {
     return i == 0u ? w[0] : i == 1u ? w[1] : i == 2u ? w[2] : w[3];
   }
 
+  // Where `look` left a request.
+  static constexpr unsigned ABSENT = 0;
+  static constexpr unsigned HIT = 1;   // `slab`, `slot`, `busy` and `value` of the read
+  static constexpr unsigned LEFT = 2;  // the step cap: the warp walk's
+
   // By all 32 lanes: each lane's request (`active`: has one; `home`: its list's base
-  // slab). True where the request was settled (`outcome` OP_PRESENT with `value`, or
-  // OP_ABSENT); false where the warp walk must take it.
-  __device__ static bool run(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome) {
+  // slab). Returns where it stopped (ABSENT for a lane without a request).
+  __device__ static unsigned look(const table& tb, bool active, unsigned* home, K key, unsigned*& hit_slab,
+                                  unsigned& hit_slot, bool& hit_busy, V& value) {
     const unsigned lane = warp::lane_id();
     const unsigned t = lane & (TILE - 1u);
     const unsigned base = lane - t;
     if (active) mem::prefetch_l2(home);
     bool waiting = active;  // this lane's request not taken by its tile yet
-    bool settled = false;
+    unsigned where = ABSENT;
     // The request the tile serves now (the same in its 8 lanes).
     bool serving = false;
     unsigned owner = 0, depth = 0;
@@ -100,13 +111,13 @@ struct tile_find {
       const unsigned lo = __shfl_sync(warp::FULL_MASK, pick(w, at % 4u), base + at / 4u);
       const unsigned hi = layout::VW == 2 ? __shfl_sync(warp::FULL_MASK, pick(w, at % 4u + 1u), base + at / 4u) : 0u;
       if (serving) {
-        bool done = true, ok = true, present = false;
+        unsigned stop = ABSENT;
+        bool done = true;
         if (hits != 0u) {
-          present = ((busy >> slot) & 1u) == 0u;
-          ok = present;  // a busy slot: the warp walk reads again
+          stop = HIT;
         } else if (empties == 0u && next != NULL_SLAB) {
           if (depth >= tb.step_cap) {
-            ok = false;  // the warp walk reports the step cap
+            stop = LEFT;  // the warp walk reports the step cap
           } else {
             done = false;
             slab = tb.slab_at(next);
@@ -115,17 +126,49 @@ struct tile_find {
         }
         if (done) {
           if (t == owner) {
-            settled = ok;
-            if (ok) {
-              outcome = present ? OP_PRESENT : OP_ABSENT;
-              if (present) value = from_words<V>(lo, hi);
-            }
+            where = stop;
+            hit_slab = slab;
+            hit_slot = slot;
+            hit_busy = ((busy >> slot) & 1u) != 0u;
+            value = from_words<V>(lo, hi);
           }
           serving = false;
         }
       }
     }
-    return settled;
+    return where;
+  }
+
+  // SEARCH: true where settled (`outcome` OP_PRESENT with `value`, or OP_ABSENT); false
+  // where the warp walk must take it (a busy hit, the step cap).
+  __device__ static bool find(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome) {
+    unsigned* slab = home;
+    unsigned slot = 0;
+    bool busy = false;
+    V seen{};
+    const unsigned where = look(tb, active, home, key, slab, slot, busy, seen);
+    if (!active || where == LEFT || (where == HIT && busy)) return false;
+    outcome = where == HIT ? OP_PRESENT : OP_ABSENT;
+    if (where == HIT) value = seen;
+    return true;
+  }
+
+  // DELETE (unique keys): true where settled (OP_PRESENT with the removed `value`, or
+  // OP_ABSENT); false where the warp walk must take it (a busy slot, the step cap).
+  __device__ static bool erase(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome) {
+    unsigned* slab = home;
+    unsigned slot = 0;
+    bool busy = false;
+    V seen{};
+    const unsigned where = look(tb, active, home, key, slab, slot, busy, seen);
+    if (!active || where == LEFT || (where == HIT && busy)) return false;
+    outcome = OP_ABSENT;
+    if (where == ABSENT) return true;
+    if (!take_slot(slab, slot)) return false;
+    value = mem::ld_relaxed(reinterpret_cast<V*>(slab + layout::value_lane(slot)));
+    mem::st_relaxed(layout::key_ptr(slab, layout::key_lane(slot)), tombstone_key<K>);  // the bit stays set
+    outcome = OP_PRESENT;
+    return true;
   }
 };
 
