@@ -1,7 +1,7 @@
 //! The lane-alone device operations (`insert_alone_in` / `replace_alone_in`,
 //! `erase_alone_in`, `find_alone_in` of `set_ref` and `map_ref`) from a user kernel, for
 //! every key and value type (sets and u32/u32 maps run all three alone; the wide maps run
-//! `replace_alone_in` alone and their other forms are the warp walk's, checked the same
+//! `replace_alone_in` alone and look up and delete by tiles of 8 lanes, checked the same
 //! way): batches with each duplicate key right after
 //! its original (racing in one warp; a replacement must return exactly the value the
 //! other request stored), lookups of present and absent keys, deletions and

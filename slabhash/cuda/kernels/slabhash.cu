@@ -70,8 +70,8 @@ __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned lon
 // warps over the memory latency: full occupancy (32 registers). The lane-alone forms
 // (detail/alone.cuh, alone_wide.cuh) keep up to 32 requests in flight per warp and hold
 // half a slab per lane: half occupancy (64 registers), which measured faster for inserts
-// (u32/u32 13.6 against 10.6 G keys/s at full) and the same for lookups, which therefore
-// keep full occupancy with the warp walk of wide entries.
+// (u32/u32 13.6 against 10.6 G keys/s at full) and the same for lookups: the packed
+// lookups keep full occupancy (the wide ones' tiles: FIND_BLOCKS below).
 constexpr unsigned FULL_BLOCKS = 2048 / ITEM_BLOCK;
 constexpr unsigned HALF_BLOCKS = FULL_BLOCKS / 2;
 // SEARCH and DELETE of wide entries run by tiles of 8 lanes (detail/tile_find.cuh), which

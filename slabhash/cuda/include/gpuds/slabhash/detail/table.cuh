@@ -165,10 +165,13 @@ struct table {
   // home_of, with the bucket's base slab (a valid address) asked of L2 (no value returned)
   // by each lane for its own request: the walk takes the requests one at a time,
   // reading one base slab ahead, so without it each base slab would wait for DRAM in
-  // turn. The lookups and deletions of a table's own buckets use it (H200, 2^24 keys:
-  // u32 finds and deletions 1.11-1.12x, 64-bit finds 1.07-1.19x; docs/slabhash.md);
-  // inserts do not (u32 1.03x, u64/u64 0.98x), nor do the graph's tables, whose lists
-  // are views (their insertions and deletions were 5-7 % slower with it).
+  // turn. The warp walk's lookups and deletions of a table's own buckets use it (H200,
+  // 2^24 keys: u32 finds and deletions 1.11-1.12x, 64-bit finds 1.07-1.19x;
+  // docs/slabhash.md); inserts do not (u32 1.03x, u64/u64 0.98x), nor do the graph's
+  // tables, whose lists are views (their insertions and deletions were 5-7 % slower with
+  // it). The bulk kernels now run each lane alone or tiles first (map_ref's `_alone_in`
+  // forms): the tiles ask L2 for each lane's base slab themselves, a lane alone reads its
+  // own at once.
   template <class K>
   __device__ unsigned fetched_home_of(bool active, K key) const {
     const unsigned bucket = home_of(active, key);
