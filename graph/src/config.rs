@@ -69,6 +69,27 @@ pub enum BulkPlacement {
     Never,
 }
 
+impl BulkPlacement {
+    /// Whether a bulk build of `arcs` table entries (one an edge, two for an undirected
+    /// edge) over `vertices` ids places them directly (for packed entries; see the
+    /// variants).
+    ///
+    /// ```
+    /// use gpuds_graph::BulkPlacement;
+    /// assert!(BulkPlacement::Auto.places(8 << 20, 1 << 20));
+    /// assert!(!BulkPlacement::Auto.places((8 << 20) - 1, 1 << 20));
+    /// assert!(BulkPlacement::Always.places(0, 1 << 20));
+    /// assert!(!BulkPlacement::Never.places(u64::MAX, 1));
+    /// ```
+    pub fn places(self, arcs: u64, vertices: u32) -> bool {
+        match self {
+            BulkPlacement::Auto => arcs >= crate::PLACE_MIN_ARCS * u64::from(vertices),
+            BulkPlacement::Always => true,
+            BulkPlacement::Never => false,
+        }
+    }
+}
+
 impl Default for GraphConfig {
     fn default() -> Self {
         Self {

@@ -306,7 +306,8 @@ fn build_rows(bench: &mut Bench, name: &str, coo: &Coo) -> Result<Vec<Row>> {
             "rebuilt in place, direct placement forced ({:.2} ms) against the ordinary insertion forced ({:.2} ms), this process; the default chose {}",
             placed_t.median_ms,
             ordinary_t.median_ms,
-            if 2 * m >= gpuds_graph::PLACE_MIN_ARCS * u64::from(coo.num_vertices) { "placement" } else { "the ordinary insertion" }
+            // The default graph is undirected: two arcs an edge.
+            if BulkPlacement::Auto.places(2 * m, coo.num_vertices) { "placement" } else { "the ordinary insertion" }
         )),
     ])
 }

@@ -19,7 +19,7 @@ use gpuds_core::hash::Universal;
 use gpuds_core::{primitives, Gpu, Kernel, Module, Status};
 use gpuds_slabhash::TableRef;
 
-use crate::config::{BulkPlacement, GraphConfig};
+use crate::config::GraphConfig;
 use crate::error::{Error, Result};
 use crate::kernels;
 use crate::refs::{GraphRef, VertexEntry, HAS_DELETED, KEEP_SELF_LOOPS, UNDIRECTED};
@@ -384,12 +384,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let over = f64::from((self.config.load_factor - 0.7).max(0.0));
             let slabs = buckets / 8 + (buckets as f64 * over).ceil() as u64;
             self.alloc.reserve_within_max(slabs.saturating_add(warps))?;
-            let arcs = self.entries_of(src.len());
-            let place = match self.config.bulk_placement {
-                BulkPlacement::Auto => arcs >= crate::PLACE_MIN_ARCS * u64::from(n_ids),
-                BulkPlacement::Always => true,
-                BulkPlacement::Never => false,
-            };
+            let place = self
+                .config
+                .bulk_placement
+                .places(self.entries_of(src.len()), n_ids);
             if W::PACKED && place {
                 return self.place_batch(n_ids, src, dst, values);
             }
