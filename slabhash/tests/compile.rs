@@ -64,22 +64,26 @@ fn modules_build_as_cubin() {
     gpuds_testkit::assert_cubins(&gpuds_slabhash::programs());
 }
 
-/// The search kernels' hot paths, for every key and value type. Packed pairs (u32/u32):
-/// each lane reads its own request's slab half at a time, four 16-byte loads a half
-/// (detail/alone.cuh). Wide pairs (u32/u64, u64/u32, u64/u64): each tile of 8 lanes reads
-/// a slab with one 16-byte load per lane (detail/tile_find.cuh). Then the warp walk, for
-/// what they leave, reads each slab with one 32-bit load per lane (a 64-bit key is two
-/// lanes of the same 128-byte line).
+/// The search kernels' hot paths, for every key and value type: each lane reads its own
+/// request's slab with read-only 16-byte loads (`ld.global.nc`: no writer runs beside a
+/// bulk lookup). Packed pairs (u32/u32): half a slab at a time, four loads a half
+/// (detail/alone.cuh). Wide pairs: the key lanes only (detail/alone_wide.cuh,
+/// `find_quiet`), three loads at u32/u64, five at u64/u32, four at u64/u64. No relaxed
+/// 16-byte load (the tiles, which serve lookups with writers in flight, are not in this
+/// kernel). Then the warp walk, for what the lanes leave, reads each slab with one 32-bit
+/// load per lane (a 64-bit key is two lanes of the same 128-byte line).
 #[test]
 fn search_reads_slabs_as_designed() {
     if !gpuds_testkit::nvrtc() {
         return;
     }
     let programs = gpuds_slabhash::programs();
-    for (program, types) in programs
-        .iter()
-        .zip(["u32_u32", "u32_u64", "u64_u32", "u64_u64"])
-    {
+    for (program, (types, key_loads)) in programs.iter().zip([
+        ("u32_u32", 0),
+        ("u32_u64", 3),
+        ("u64_u32", 5),
+        ("u64_u64", 4),
+    ]) {
         let text = ptx(program, Arch::new(9, 0));
         let start = text
             .find(&format!(".entry find_map_{types}("))
@@ -87,12 +91,12 @@ fn search_reads_slabs_as_designed() {
         let body = &text[start..];
         let body = &body[..body.find("\n}\n").expect("end of kernel")];
         let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
-        let vector_loads = body.matches("ld.relaxed.gpu.global.v2.u64").count();
+        let read_only = body.matches("ld.global.nc.v2.u64").count();
         // Three slab reads of the warp walk (the first request's base slab, the next
         // request's base slab read ahead, the following slabs of a list) and the
         // status-word reads of the three reports (refused batch, reserved key, step cap)
         // are the only relaxed 32-bit loads; a reserved key is reported by the first pass
-        // (lanes alone, or tiles) and by the warp walk, one read more.
+        // and by the warp walk, one read more.
         let most = 7;
         assert!(
             slab_loads <= most,
@@ -100,12 +104,21 @@ fn search_reads_slabs_as_designed() {
         );
         if types == "u32_u32" {
             assert!(
-                vector_loads >= 4 && vector_loads.is_multiple_of(4),
-                "{vector_loads} 16-byte loads in find {types}"
+                read_only >= 4 && read_only.is_multiple_of(4),
+                "{read_only} 16-byte loads in find {types}"
             );
         } else {
-            assert_eq!(vector_loads, 1, "find {types}");
+            // The compiler may peel the first slab of the list off the loop: one copy of
+            // the loads each.
+            assert!(
+                read_only >= key_loads && read_only.is_multiple_of(key_loads),
+                "{read_only} 16-byte loads in find {types}"
+            );
         }
+        assert!(
+            !body.contains("ld.relaxed.gpu.global.v2.u64"),
+            "find {types}"
+        );
         assert!(!body.contains("ld.relaxed.gpu.global.u64"), "find {types}");
     }
 }
@@ -164,7 +177,7 @@ fn a_user_kernel_compiles_against_the_refs() {
 /// searches of packed entries keep full occupancy (32 registers), a search spilling at
 /// most the few bytes measured with NVRTC 13 (the packed lane-alone lookup: 0-8); REPLACE
 /// and a set's insert (`insert`, each lane alone first) and the searches of wide pairs
-/// (tiles of 8 lanes) run at half occupancy (64 registers) and spill nothing. The assembler's own report (`--ptxas-options=-v`) for sm_90; its numbers are
+/// (each lane alone, read-only loads) run at half occupancy (64 registers) and spill nothing. The assembler's own report (`--ptxas-options=-v`) for sm_90; its numbers are
 /// checked with NVRTC 13 or later and only printed with an older one.
 #[test]
 fn per_request_kernels_spill_at_most_prologue_bytes() {

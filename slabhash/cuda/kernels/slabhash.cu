@@ -74,10 +74,11 @@ __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned lon
 // lookups keep full occupancy (the wide ones' tiles: FIND_BLOCKS below).
 constexpr unsigned FULL_BLOCKS = 2048 / ITEM_BLOCK;
 constexpr unsigned HALF_BLOCKS = FULL_BLOCKS / 2;
-// SEARCH and DELETE of wide entries run by tiles of 8 lanes (detail/tile_find.cuh), which
-// at full occupancy spill 24-32 bytes: half occupancy measured faster for lookups at
-// u64/u64 (present keys 16.9 against 14.6 G/s) and u32/u64 (17.8 / 17.3), slower at
-// u64/u32 (17.0 / 17.2).
+// SEARCH of wide entries runs each lane alone with read-only loads (below): at half
+// occupancy it takes 35-38 registers and spills nothing, at full it spills 8 bytes at
+// u64/u64 and measured the same (present keys 19.0-19.2 against 19.2-19.4 G/s on the
+// H200). DELETE of wide entries runs by tiles of 8 lanes (detail/tile_find.cuh), which
+// spill at full occupancy.
 constexpr unsigned FIND_BLOCKS = layout::WIDE ? HALF_BLOCKS : FULL_BLOCKS;
 constexpr unsigned ERASE_BLOCKS = HALF_BLOCKS;
 
@@ -135,9 +136,10 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FULL_BLOCKS)
 #endif
 
 // SEARCH. Maps write each value (NOT_FOUND_VALUE when missing) if `values` is not null;
-// `found` (if not null) gets one bit per request, 32 requests per word. Sets and packed
-// pairs: each lane alone first (full occupancy); wide pairs: tiles of 8 lanes first (half
-// occupancy); the warp walk takes what they leave.
+// `found` (if not null) gets one bit per request, 32 requests per word. Each lane alone
+// first, with read-only non-coherent loads (the QUIET forms: no writer runs beside a bulk
+// lookup, since the map's writes take it mutably and every call runs in stream order);
+// the warp walk takes what the lanes leave (the step cap).
 extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FIND_BLOCKS) GPUDS_KERNEL(find)(ref_t ref, const K* keys, unsigned long long n,
                                               V* values, unsigned* found,
     const unsigned long long* guard, unsigned* failed) {
@@ -147,10 +149,10 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FIND_BLOCKS) GPUDS_KERN
   const K key = active ? keys[i] : K(0);
 #if SLAB_SET
   (void)values;
-  const unsigned outcome = ref.find_alone_in(active, ref.home_of(active, key), key);
+  const unsigned outcome = ref.find_alone_in<true>(active, ref.home_of(active, key), key);
 #else
   V value = not_found_value<V>;
-  const unsigned outcome = ref.find_alone_in(active, ref.home_of(active, key), key, value);
+  const unsigned outcome = ref.find_alone_in<true>(active, ref.home_of(active, key), key, value);
   if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : not_found_value<V>;
 #endif
   const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);

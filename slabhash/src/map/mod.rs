@@ -109,7 +109,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// The device ref for user kernels (`gpuds::slabhash::map_ref<K, V>`). Fetch it
     /// again after any call that may grow the slab pool; call
     /// [`reserve`](Self::reserve) first when the kernel inserts. See the crate
-    /// documentation for a kernel that uses it.
+    /// documentation for a kernel that uses it. A kernel that writes through the ref
+    /// must be done before the map's next call (run it on the map's stream, or
+    /// synchronize, then [`refresh`](Self::refresh)): the bulk lookups read the table
+    /// with read-only loads that assume no writer in flight.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;

@@ -171,6 +171,13 @@ __device__ __forceinline__ unsigned long long ld_nc(const unsigned long long* p)
   return v;
 }
 
+// A 16-byte read-only, non-coherent load (`p` 16-byte aligned; same rule as ld_nc).
+__device__ __forceinline__ ulonglong2 ld_nc_v2(const unsigned long long* p) {
+  ulonglong2 v;
+  asm("ld.global.nc.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p));
+  return v;
+}
+
 // Asks L2 for the line holding `p` (no value returned; `p` must be a valid global
 // address, as every caller's is): for data a warp will read later, so that the read
 // finds it in L2.

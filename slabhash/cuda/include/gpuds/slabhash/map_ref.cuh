@@ -211,16 +211,28 @@ struct map_ref : detail::table {
 
   template <class Home>
   __device__ unsigned find_alone_in(bool active, Home home, K key, V& value) const {
+    return find_alone_in<false>(active, home, key, value);
+  }
+
+  // find_alone_in on a table that no writer changes while the call runs (QUIET: the bulk
+  // lookup kernel): wide pairs are then looked up by each lane alone, reading key lanes
+  // only (detail::alone_wide::find_quiet), instead of by tiles.
+  template <bool QUIET, class Home>
+  __device__ unsigned find_alone_in(bool active, Home home, K key, V& value) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     bool settled = false;
-    if constexpr (layout::WIDE) {
+    if constexpr (layout::WIDE && QUIET) {
+      V was{};
+      settled = active && detail::alone_wide<K, V>::find_quiet(*this, home_slab(home), key, was, outcome);
+      if (settled && outcome == OP_PRESENT) value = was;
+    } else if constexpr (layout::WIDE) {
       V was{};
       settled = detail::tile_find<K, V>::find(*this, active, home_slab(home), key, was, outcome);
       if (settled && outcome == OP_PRESENT) value = was;
     } else {
       unsigned was = 0;
-      settled = active && detail::alone<K, V>::find(*this, home_slab(home), key, was, outcome);
+      settled = active && detail::alone<K, V>::template find<QUIET>(*this, home_slab(home), key, was, outcome);
       if (settled && outcome == OP_PRESENT) value = static_cast<V>(was);
     }
     const bool left = active && !settled;

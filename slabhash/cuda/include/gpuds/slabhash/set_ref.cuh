@@ -108,10 +108,18 @@ struct set_ref : detail::table {
 
   template <class Home>
   __device__ unsigned find_alone_in(bool active, Home home, K key) const {
+    return find_alone_in<false>(active, home, key);
+  }
+
+  // find_alone_in on a table that no writer changes while the call runs (QUIET: the bulk
+  // lookup kernel), with read-only non-coherent loads (map_ref::find_alone_in).
+  template <bool QUIET, class Home>
+  __device__ unsigned find_alone_in(bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     unsigned unused = 0;
-    const bool settled = active && detail::alone<K, no_value>::find(*this, home_slab(home), key, unused, outcome);
+    const bool settled =
+        active && detail::alone<K, no_value>::template find<QUIET>(*this, home_slab(home), key, unused, outcome);
     const bool left = active && !settled;
     if (__any_sync(warp::FULL_MASK, left)) {
       const unsigned rest = find_in(left, home, key);

@@ -11,12 +11,14 @@
 // cap, a slot whose busy bit is set (a claim not yet published, a replacement or deletion
 // in flight), a claim that lost every remaining slot of its slab.
 //
-// Lookups of wide entries are not run alone here: alone (the key lanes and the tail, then
-// the value; or the whole slab in eight 16-byte loads) they were slower on the H200 than
-// the warp walk (2^24 keys, u64/u64: present-key lookups 11.0 and 7.9 G/s against
-// 11.6-11.8), as each lane's 16-byte loads of a line of its own cost the load unit more
-// than a warp's one load of a line; tiles of 8 lanes, one line per tile, serve them
-// (tile_find.cuh). REPLACE, whose claim needs the atomics anyway, gained 1.2-1.45x alone.
+// Lookups with writers in flight (user kernels through map_ref::find_alone_in, the
+// graph's tables) are not run alone here: with relaxed loads, which writers in flight
+// require and which L1 does not cache, a lane alone was slower on the H200 than the
+// tiles of 8 lanes that serve them (tile_find.cuh): present keys 13.3 against 17.5 G/s at
+// u64/u64 (earlier, reading the key lanes and the tail and then the value: 11.0 against
+// the warp walk's 11.6-11.8). The bulk lookup kernel, which no writer runs beside, runs
+// alone with read-only loads (find_quiet, below): 19.2-19.4 G/s. REPLACE, whose claim
+// needs the atomics anyway, gained 1.2-1.45x alone.
 //
 // The protocol is the warp walk's (map_ref.cuh), so both run on one table in any mix:
 // - a claim CASes the key word from EMPTY at the list's first empty slot, after every
@@ -80,33 +82,93 @@ struct alone_wide {
     return reinterpret_cast<V*>(slab + layout::value_lane(slot));
   }
 
+  // A slab's key lanes into `s`, 16-byte loads issued together: relaxed (writers may be
+  // in flight), or QUIET read-only non-coherent loads (none is).
+  template <bool QUIET>
+  __device__ static void read_keys(const unsigned* slab, seen& s) {
+    const unsigned long long* p = reinterpret_cast<const unsigned long long*>(slab);
+#pragma unroll
+    for (unsigned c = 0; c < KEY_CHUNKS; ++c) {
+      const ulonglong2 a = QUIET ? mem::ld_nc_v2(p + 2u * c) : mem::ld_relaxed_v2(p + 2u * c);
+      s.w[2u * c] = a.x;
+      s.w[2u * c + 1u] = a.y;
+    }
+  }
+
+  // The slots of `s` holding k or empty, as a bit mask (`hits`: those holding k).
+  __device__ static unsigned targets_in(const seen& s, K k, unsigned& hits) {
+    unsigned targets = 0u;
+    hits = 0u;
+#pragma unroll
+    for (unsigned j = 0; j < SLOTS; ++j) {
+      const K key = key_in(s, j);
+      hits |= (key == k ? 1u : 0u) << j;
+      targets |= (key == k || key == empty_key<K> ? 1u : 0u) << j;
+    }
+    return targets;
+  }
+
   // Looks along the list from `slab` for key k: the first slot holding k or the first
   // empty slot, whichever comes first (`slot`, `slab` moved to its slab, `s` what was
   // read of it), or the list's end (`slab` its tail) or the step cap.
   __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, seen& s) {
     for (unsigned depth = 1;; ++depth) {
-      const unsigned long long* p = reinterpret_cast<const unsigned long long*>(slab);
-#pragma unroll
-      for (unsigned c = 0; c < KEY_CHUNKS; ++c) {
-        const ulonglong2 a = mem::ld_relaxed_v2(p + 2u * c);
-        s.w[2u * c] = a.x;
-        s.w[2u * c + 1u] = a.y;
-      }
-      const ulonglong2 tail = mem::ld_relaxed_v2(p + 14);         // lanes 28-31
+      read_keys<false>(slab, s);
+      // Lanes 28-31: the busy word and the next address.
+      const ulonglong2 tail = mem::ld_relaxed_v2(reinterpret_cast<const unsigned long long*>(slab) + 14);
       const unsigned next = static_cast<unsigned>(tail.y >> 32);  // lane 31
-      unsigned targets = 0u, hits = 0u;
-#pragma unroll
-      for (unsigned j = 0; j < SLOTS; ++j) {
-        const K key = key_in(s, j);
-        hits |= (key == k ? 1u : 0u) << j;
-        targets |= (key == k || key == empty_key<K> ? 1u : 0u) << j;
-      }
+      unsigned hits = 0u;
+      const unsigned targets = targets_in(s, k, hits);
       if (targets != 0u) {
         slot = static_cast<unsigned>(__ffs(targets) - 1);
         return ((hits >> slot) & 1u) != 0u ? HIT : FIRST_EMPTY;
       }
       if (next == NULL_SLAB) return END;
       if (depth >= t.step_cap) return CUT;
+      slab = t.slab_at(next);
+    }
+  }
+
+  // Whether slot 0's value lies in the key chunks a lane reads (u64/u64, u32/u64).
+  static constexpr bool VALUE0_READ = layout::value_lane(0) + layout::VW <= 4u * KEY_CHUNKS;
+
+  // SEARCH by a lane alone on a table that no writer changes while it runs (the bulk
+  // lookup kernel: SlabHashMap's writes take the map mutably and run in stream order, so
+  // none is in flight; a user kernel writing through a ref must be done before the next
+  // call). With no writer, the lane reads with read-only non-coherent loads (ld.global.nc,
+  // cached in L1; relaxed loads go to L2 each, and a lane alone with relaxed loads was
+  // slower than the tiles, 13.3 against 17.5 G/s at u64/u64 on the H200), and every key
+  // it reads is published (the kernel of its claim has ended, so its busy bit is clear
+  // and need not be read). A lane
+  // reads the slab's key lanes only; then the value of the slot holding k (slot 0's came
+  // with the keys at u64/u64 and u32/u64), or the next address of a slab with neither k
+  // nor an empty slot. True where settled; false at the step cap (the warp walk's).
+  __device__ static bool find_quiet(const table& t, unsigned* slab, K k, V& value, unsigned& outcome) {
+    for (unsigned depth = 1;; ++depth) {
+      seen s;
+      read_keys<true>(slab, s);
+      unsigned hits = 0u;
+      const unsigned targets = targets_in(s, k, hits);
+      if (targets != 0u) {
+        const unsigned slot = static_cast<unsigned>(__ffs(targets) - 1);
+        outcome = OP_ABSENT;
+        if (((hits >> slot) & 1u) != 0u) {
+          outcome = OP_PRESENT;
+          if (VALUE0_READ && slot == 0u) {
+            constexpr unsigned lane = VALUE0_READ ? layout::value_lane(0) : 0u;
+            value = static_cast<V>(s.w[lane / 2u] >> (32u * (lane % 2u)));
+          } else {
+            value = static_cast<V>(mem::ld_nc(value_ptr(slab, slot)));
+          }
+        }
+        return true;
+      }
+      const unsigned next = mem::ld_nc(slab + NEXT_LANE);
+      if (next == NULL_SLAB) {
+        outcome = OP_ABSENT;
+        return true;
+      }
+      if (depth >= t.step_cap) return false;
       slab = t.slab_at(next);
     }
   }
