@@ -37,7 +37,10 @@ pub struct TableRef {
 ///
 /// It stays valid until the next call on the map that may grow the slab pool (an
 /// insertion, `clear`, `flush`); fetch a fresh one with `device_ref()` before each
-/// launch. See the crate documentation for an example.
+/// launch. A kernel that writes through it must be done before the map's next call
+/// (launch it on the map's stream, or synchronize): the map's bulk lookups read the
+/// table with read-only loads that assume no writer in flight. See the crate
+/// documentation for an example.
 #[repr(transparent)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MapRef<K, V> {

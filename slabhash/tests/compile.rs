@@ -68,7 +68,8 @@ fn modules_build_as_cubin() {
 /// request's slab with read-only 16-byte loads (`ld.global.nc`: no writer runs beside a
 /// bulk lookup). Packed pairs (u32/u32): half a slab at a time, four loads a half
 /// (detail/alone.cuh). Wide pairs: the key lanes only (detail/alone_wide.cuh,
-/// `find_quiet`), three loads at u32/u64, five at u64/u32, four at u64/u64. No relaxed
+/// `find_quiet`), three loads at u32/u64, five at u64/u32, four at u64/u64. Sets as packed
+/// pairs. No relaxed
 /// 16-byte load (the tiles, which serve lookups with writers in flight, are not in this
 /// kernel). Then the warp walk, for what the lanes leave, reads each slab with one 32-bit
 /// load per lane (a 64-bit key is two lanes of the same 128-byte line).
@@ -120,6 +121,24 @@ fn search_reads_slabs_as_designed() {
             "find {types}"
         );
         assert!(!body.contains("ld.relaxed.gpu.global.u64"), "find {types}");
+    }
+    // Sets (packed keys): half a slab at a time, read-only loads too.
+    for (program, key) in programs[4..].iter().zip(["u32", "u64"]) {
+        let text = ptx(program, Arch::new(9, 0));
+        let start = text
+            .find(&format!(".entry find_set_{key}("))
+            .expect("find kernel");
+        let body = &text[start..];
+        let body = &body[..body.find("\n}\n").expect("end of kernel")];
+        let read_only = body.matches("ld.global.nc.v2.u64").count();
+        assert!(
+            read_only >= 4 && read_only.is_multiple_of(4),
+            "{read_only} 16-byte loads in find set {key}"
+        );
+        assert!(
+            !body.contains("ld.relaxed.gpu.global.v2.u64"),
+            "find set {key}"
+        );
     }
 }
 

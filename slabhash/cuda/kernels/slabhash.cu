@@ -71,7 +71,7 @@ __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned lon
 // (detail/alone.cuh, alone_wide.cuh) keep up to 32 requests in flight per warp and hold
 // half a slab per lane: half occupancy (64 registers), which measured faster for inserts
 // (u32/u32 13.6 against 10.6 G keys/s at full) and the same for lookups: the packed
-// lookups keep full occupancy (the wide ones' tiles: FIND_BLOCKS below).
+// lookups keep full occupancy (the wide ones: FIND_BLOCKS below).
 constexpr unsigned FULL_BLOCKS = 2048 / ITEM_BLOCK;
 constexpr unsigned HALF_BLOCKS = FULL_BLOCKS / 2;
 // SEARCH of wide entries runs each lane alone with read-only loads (below): at half

@@ -110,9 +110,10 @@ impl<K: SlabKey, V: SlabValue> SlabHashMap<K, V> {
     /// again after any call that may grow the slab pool; call
     /// [`reserve`](Self::reserve) first when the kernel inserts. See the crate
     /// documentation for a kernel that uses it. A kernel that writes through the ref
-    /// must be done before the map's next call (run it on the map's stream, or
-    /// synchronize, then [`refresh`](Self::refresh)): the bulk lookups read the table
-    /// with read-only loads that assume no writer in flight.
+    /// must be done before the map's next call (launch it on the map's stream, or
+    /// synchronize): the bulk lookups read the table with read-only loads that assume
+    /// no writer in flight. [`refresh`](Self::refresh) then reads back its length and
+    /// status.
     ///
     /// ```no_run
     /// # let gpu = gpuds_core::Gpu::new(0)?;

@@ -25,7 +25,9 @@
 // the warp's claims); a replacement or deletion sets the bit
 // (taking the slot, if it was clear), changes the value or tombstones the key, and a
 // replacement clears it again. Readers ignore nothing and wait for nothing but a busy
-// slot holding their key, which they read again (bounded by the retry cap).
+// slot holding their key, which they read again (bounded by the retry cap); the bulk
+// lookup kernel, which no writer runs beside, does not read the bits (every key it can
+// see is published: alone_wide::find_quiet).
 //
 // Masks of slots are lane masks with one bit per slot, at the slot's first key lane (so
 // a packed layout's masks are exactly the key-lane ballots of the paper).

@@ -21,7 +21,8 @@
 // key in a busy slot reads the slab again (bounded by the retry cap) instead of using the
 // value, so it never returns a value before the claim that wrote it is published nor one
 // a holder is changing; a slot seen not busy holds its key's value of that moment (each
-// value is one aligned atomic word). Only one holder at a time changes a slot's value, so
+// value is one aligned atomic word). (The QUIET lookups of the bulk kernel, which no
+// writer runs beside, skip the bits: every key they can see is published.) Only one holder at a time changes a slot's value, so
 // a replacement's old value and a deletion's removed value are exact, and a deletion and
 // a replacement of one key take effect in the order they took the bit. A holder waits for
 // nothing but the end of its warp's walk (its claim) or its own accesses (a replacement

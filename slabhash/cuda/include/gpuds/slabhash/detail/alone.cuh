@@ -93,7 +93,7 @@ struct alone {
   // read half at a time (four 16-byte relaxed loads issued together), its second half
   // only when the first has neither. QUIET (a lookup on a table no writer changes while
   // it runs, alone_wide::find_quiet says when): read-only non-coherent loads instead,
-  // cached in L1 (u32/u32 lookups 1.22x on the H200: docs/slabhash.md).
+  // cached in L1 (u32/u32 lookups 1.20-1.21x on the H200: docs/slabhash.md).
   template <bool QUIET = false>
   __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, word_t& word) {
     for (unsigned depth = 1;; ++depth) {

@@ -1,5 +1,6 @@
 // gpuds/slabhash/detail/alone_wide.cuh: REPLACE by one lane alone, for wide map entries
-// (u64/u64, u64/u32, u32/u64 pairs: layout.cuh) of tables with unique keys; alone.cuh is
+// (u64/u64, u64/u32, u32/u64 pairs: layout.cuh) of tables with unique keys, and SEARCH by
+// one lane alone with no writer in flight (find_quiet, below); alone.cuh is
 // the packed counterpart and says why a lane alone (one warp instruction serves up to 32
 // requests instead of one).
 //
