@@ -86,11 +86,7 @@ fn search_reads_slabs_as_designed() {
         ("u64_u64", 4),
     ]) {
         let text = ptx(program, Arch::new(9, 0));
-        let start = text
-            .find(&format!(".entry find_map_{types}("))
-            .expect("find kernel");
-        let body = &text[start..];
-        let body = &body[..body.find("\n}\n").expect("end of kernel")];
+        let body = kernel_body(&text, &format!("find_map_{types}"));
         let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
         let read_only = body.matches("ld.global.nc.v2.u64").count();
         // Three slab reads of the warp walk (the first request's base slab, the next
@@ -125,11 +121,7 @@ fn search_reads_slabs_as_designed() {
     // Sets (packed keys): half a slab at a time, read-only loads too.
     for (program, key) in programs[4..].iter().zip(["u32", "u64"]) {
         let text = ptx(program, Arch::new(9, 0));
-        let start = text
-            .find(&format!(".entry find_set_{key}("))
-            .expect("find kernel");
-        let body = &text[start..];
-        let body = &body[..body.find("\n}\n").expect("end of kernel")];
+        let body = kernel_body(&text, &format!("find_set_{key}"));
         let read_only = body.matches("ld.global.nc.v2.u64").count();
         assert!(
             read_only >= 4 && read_only.is_multiple_of(4),
@@ -140,6 +132,15 @@ fn search_reads_slabs_as_designed() {
             "find set {key}"
         );
     }
+}
+
+/// The PTX of kernel `name` in `text`, from its entry to its closing brace.
+fn kernel_body<'a>(text: &'a str, name: &str) -> &'a str {
+    let start = text
+        .find(&format!(".entry {name}("))
+        .unwrap_or_else(|| panic!("kernel {name}"));
+    let body = &text[start..];
+    &body[..body.find("\n}\n").expect("end of kernel")]
 }
 
 /// A user kernel that uses map_ref, set_ref and the bucket iterator compiles from the
