@@ -22,9 +22,10 @@
 // value, so it never returns a value before the claim that wrote it is published nor one
 // a holder is changing; a slot seen not busy holds its key's value of that moment (each
 // value is one aligned atomic word). (The QUIET lookups of the bulk kernel, which no
-// writer runs beside, skip the bits: every key they can see is published.) Only one holder at a time changes a slot's value, so
-// a replacement's old value and a deletion's removed value are exact, and a deletion and
-// a replacement of one key take effect in the order they took the bit. A holder waits for
+// writer runs beside, skip the bits: every key they can see is published.) Only one
+// holder at a time changes a slot's value, so a replacement's old value and a deletion's
+// removed value are exact, and a deletion and a replacement of one key take effect in
+// the order they took the bit. A holder waits for
 // nothing but the end of its warp's walk (its claim) or its own accesses (a replacement
 // or deletion), so readers re-read for at most one walk of 32 requests; a store that
 // finds its key busy does not re-read but runs again in the next pass, so a warp never
@@ -145,9 +146,10 @@ struct map_ref : detail::table {
   // set_ref::insert_alone_in): each lane first runs its own request alone, and the
   // requests it leaves run through the warp walk. Packed pairs (u32/u32) run all three
   // alone (detail/alone.cuh); wide pairs run replace alone (detail/alone_wide.cuh) and
-  // find and erase by tiles of 8 lanes, one slab per tile (detail/tile_find.cuh). Replace
-  // and erase need unique keys (find runs first with duplicates too: the first instance in
-  // list order is the least recent one); otherwise they are the `_in` forms.
+  // find and erase by tiles of 8 lanes, one slab per tile (detail/tile_find.cuh; the
+  // QUIET find below runs alone). Replace and erase need unique keys (find runs first with
+  // duplicates too: the first instance in list order is the least recent one); otherwise
+  // they are the `_in` forms.
   template <class Allocator, class Home>
   __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
                                        V& old) const {
