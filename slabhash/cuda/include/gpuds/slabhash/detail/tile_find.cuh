@@ -141,15 +141,24 @@ struct tile_find {
     return where;
   }
 
+  // `look` for each lane's request (by all 32 lanes), and whether the request's own lane
+  // may settle it: false for a lane without a request, at the step cap and at a busy hit
+  // (the warp walk's).
+  __device__ static bool look_settled(const table& tb, bool active, unsigned* home, K key, unsigned& where,
+                                      unsigned*& slab, unsigned& slot, V& seen) {
+    bool busy = false;
+    where = look(tb, active, home, key, slab, slot, busy, seen);
+    if (!active || where == LEFT || (where == HIT && busy)) return false;
+    return true;
+  }
+
   // SEARCH: true where settled (`outcome` OP_PRESENT with `value`, or OP_ABSENT); false
   // where the warp walk must take it (a busy hit, the step cap).
   __device__ static bool find(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome) {
     unsigned* slab = home;
-    unsigned slot = 0;
-    bool busy = false;
+    unsigned slot = 0, where = ABSENT;
     V seen{};
-    const unsigned where = look(tb, active, home, key, slab, slot, busy, seen);
-    if (!active || where == LEFT || (where == HIT && busy)) return false;
+    if (!look_settled(tb, active, home, key, where, slab, slot, seen)) return false;
     outcome = where == HIT ? OP_PRESENT : OP_ABSENT;
     if (where == HIT) value = seen;
     return true;
@@ -159,11 +168,9 @@ struct tile_find {
   // OP_ABSENT); false where the warp walk must take it (a busy slot, the step cap).
   __device__ static bool erase(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome) {
     unsigned* slab = home;
-    unsigned slot = 0;
-    bool busy = false;
+    unsigned slot = 0, where = ABSENT;
     V seen{};
-    const unsigned where = look(tb, active, home, key, slab, slot, busy, seen);
-    if (!active || where == LEFT || (where == HIT && busy)) return false;
+    if (!look_settled(tb, active, home, key, where, slab, slot, seen)) return false;
     outcome = OP_ABSENT;
     if (where == ABSENT) return true;
     if (!take_slot(slab, slot)) return false;
