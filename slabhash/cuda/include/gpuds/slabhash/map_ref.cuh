@@ -156,7 +156,13 @@ struct map_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     bool settled = false;
-    if constexpr (layout::WIDE) {
+    if constexpr (layout::WIDE && detail::WIDE_REPLACE_BY_TILES) {
+      V was{};
+      // By every lane (the tiles' ballots): a lane takes part without a request.
+      settled = detail::tile_find<K, V>::replace(*this, active && unique_keys != 0, home_slab(home), key, value,
+                                                  was, outcome);
+      if (settled && outcome == OP_PRESENT) old = was;
+    } else if constexpr (layout::WIDE) {
       V was{};
       settled = active && unique_keys != 0 &&
                 detail::alone_wide<K, V>::replace(*this, home_slab(home), key, value, was, outcome);
