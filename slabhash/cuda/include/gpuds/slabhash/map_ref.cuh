@@ -189,7 +189,7 @@ struct map_ref : detail::table {
   }
 
   template <class Home>
-  __device__ unsigned erase_alone_in(bool active, Home home, K key, V& value) const {
+  __device__ unsigned erase_alone_in(bool active, Home home, K key, V& value, bool want_value = true) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     bool settled = false;
@@ -197,7 +197,7 @@ struct map_ref : detail::table {
       V was{};
       // By every lane (the tiles' ballots): a lane takes part without a request.
       settled = detail::tile_find<K, V>::erase(*this, active && unique_keys != 0, home_slab(home), key, was,
-                                                outcome);
+                                                outcome, want_value);
       if (settled && outcome == OP_PRESENT) value = was;
     } else {
       unsigned was = 0;

@@ -191,17 +191,19 @@ struct tile_find {
     return true;
   }
 
-  // DELETE (unique keys): true where settled (OP_PRESENT with the removed `value`, or
-  // OP_ABSENT); false where the warp walk must take it (a busy slot, the step cap).
-  __device__ static bool erase(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome) {
+  // DELETE (unique keys): true where settled (OP_PRESENT with the removed `value`, read
+  // only if `want_value`, or OP_ABSENT); false where the warp walk must take it (a busy
+  // slot, the step cap). Without the value the slot is taken by a relaxed OR.
+  __device__ static bool erase(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome,
+                               bool want_value = true) {
     unsigned* slab = home;
     unsigned slot = 0, where = ABSENT;
     V seen{};
     if (!look_settled(tb, active, home, key, where, slab, slot, seen)) return false;
     outcome = OP_ABSENT;
     if (where == ABSENT) return true;
-    if (!take_slot(slab, slot)) return false;
-    value = mem::ld_relaxed(reinterpret_cast<V*>(slab + layout::value_lane(slot)));
+    if (!(want_value ? take_slot(slab, slot) : take_slot_relaxed(slab, slot))) return false;
+    if (want_value) value = mem::ld_relaxed(reinterpret_cast<V*>(slab + layout::value_lane(slot)));
     mem::st_relaxed(layout::key_ptr(slab, layout::key_lane(slot)), tombstone_key<K>);  // the bit stays set
     outcome = OP_PRESENT;
     return true;
