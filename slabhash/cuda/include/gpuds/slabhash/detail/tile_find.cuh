@@ -33,12 +33,6 @@ namespace gpuds {
 namespace slabhash {
 namespace detail {
 
-// Experiment knobs (to settle by measurement, then remove): REPLACE of wide pairs by
-// tiles instead of each lane alone (map_ref::replace_alone_in), and whether its look asks
-// L2 for each lane's base slab first.
-constexpr bool WIDE_REPLACE_BY_TILES = true;
-constexpr bool WIDE_REPLACE_PREFETCH = true;
-
 template <class K, class V>
 struct tile_find {
   using layout = entry_layout<K, V>;
@@ -65,13 +59,13 @@ struct tile_find {
   // slab). Returns where it stopped (ABSENT for a lane without a request). CLAIM: a
   // request without its key ends at the list's first empty slot (FIRST_EMPTY, its slab
   // and slot) or at a list that ends full (END), not ABSENT.
-  template <bool CLAIM = false, bool PREFETCH = true>
+  template <bool CLAIM = false>
   __device__ static unsigned look(const table& tb, bool active, unsigned* home, K key, unsigned*& hit_slab,
                                   unsigned& hit_slot, bool& hit_busy, V& value) {
     const unsigned lane = warp::lane_id();
     const unsigned t = lane & (TILE - 1u);
     const unsigned base = lane - t;
-    if (PREFETCH && active) mem::prefetch_l2(home);
+    if (active) mem::prefetch_l2(home);
     bool waiting = active;  // this lane's request not taken by its tile yet
     unsigned where = ABSENT;
     // The request the tile serves now (the same in its 8 lanes).
@@ -220,7 +214,7 @@ struct tile_find {
     unsigned slot = 0;
     bool busy = false;
     V seen{};
-    const unsigned where = look<true, WIDE_REPLACE_PREFETCH>(tb, active, home, key, slab, slot, busy, seen);
+    const unsigned where = look<true>(tb, active, home, key, slab, slot, busy, seen);
     if (!active || (where != HIT && where != FIRST_EMPTY)) return false;
     return alone_wide<K, V>::settle(slab, where == FIRST_EMPTY, slot, key, value, old, outcome);
   }
