@@ -186,19 +186,18 @@ extern "C" __global__ void GPUDS_KERNEL(place)(ref_t g, const unsigned* ids, uns
 // slots with one atomic add on the slab's auxiliary word (all ones in a fresh slab, so
 // the add that returns all ones plus k hands out slots k + 1 on), one slot each in lane
 // order. An edge with an arc whose source has more buckets, or whose base slab had no
-// slot left, gets its bit in `spill` (bit i of word i / 32; `spilled` counts such
-// edges): the host inserts those edges the ordinary way after step 2, and an arc of
-// theirs already placed is found present. Duplicate arcs may take two slots here; step 2
+// slot left, gets its bit in `spill` (bit i of word i / 32): the host inserts those edges the
+// ordinary way after step 2 (every warp's round, without first counting them), and an
+// arc of theirs already placed is found present. Duplicate arcs may take two slots here; step 2
 // keeps one.
 extern "C" __global__ void GPUDS_KERNEL(bulk_claim)(ref_t g, const unsigned* src, const unsigned* dst,
                                                     const W* values, unsigned long long n,
-                                                    unsigned* spill, unsigned long long* spilled) {
+                                                    unsigned* spill) {
   if constexpr (layout::PACKED) {
     const bool keep_loops = (g.flags & KEEP_SELF_LOOPS) != 0u;
     const unsigned lane = warp::lane_id();
     const unsigned long long stride = thread_count();
     const unsigned long long rounds = (n + stride - 1) / stride;
-    unsigned long long spills = 0;
     for (unsigned long long r = 0; r < rounds; ++r) {
       // Lane 0's edge index is a multiple of 32: the warp's edges are the 32 bits of one
       // spill word.
@@ -241,12 +240,8 @@ extern "C" __global__ void GPUDS_KERNEL(bulk_claim)(ref_t g, const unsigned* src
         }
       }
       const unsigned bits = __ballot_sync(warp::FULL_MASK, spill_edge);
-      if (lane == 0u && bits != 0u) {
-        spill[i / 32u] = bits;
-        spills += static_cast<unsigned long long>(__popc(bits));
-      }
+      if (lane == 0u && bits != 0u) spill[i / 32u] = bits;
     }
-    if (lane == 0u && spills != 0ull) atomicAdd(spilled, spills);
   }
 }
 
@@ -309,12 +304,22 @@ extern "C" __global__ void GPUDS_KERNEL(bulk_settle)(ref_t g, unsigned first, un
 #define EDGE_BLOCKS 8
 #endif
 
+// The words check_ids wrote for a batch (`gate`, null: ids checked by the host): whether
+// it may run, no id reserved and (`inside`) the largest id in the dictionary. The host
+// launches the check and the batch together and reads the check's words with the batch's
+// status: one synchronization a batch.
+__device__ __forceinline__ bool gate_open(const ref_t& g, const unsigned long long* gate, bool inside) {
+  return gate == nullptr || (gate[0] == 0ull && (!inside || gate[1] <= g.num_vertices));
+}
+
 // Edge insertion (Algorithm 5.1), one thread per edge. `values` null: every value 0 (or
 // a set). `only` null: every edge; else the edges whose bit is set (bit i of word i / 32).
-// `outcomes` may be null.
+// `outcomes` may be null. Runs only where gate_open (every id inside the dictionary).
 extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(insert_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, const W* values, unsigned long long n,
-    const unsigned* only, unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+    const unsigned* only, unsigned long long* tally, unsigned* outcomes, unsigned* failed,
+    const unsigned long long* gate) {
+  if (!gate_open(g, gate, true)) return;
   slabhash::detail::on_demand_allocator allocator;
   __shared__ unsigned long long block_words[TALLY_WORDS];
   const block_tally counts{block_words};
@@ -337,10 +342,12 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(inse
   counts.close(tally);
 }
 
-// Edge deletion, one thread per edge.
+// Edge deletion, one thread per edge. Runs only where gate_open (no id reserved); with a
+// gate, a request with an id past the dictionary names no edge and is skipped.
 extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(erase_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n,
-    unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+    unsigned long long* tally, unsigned* outcomes, unsigned* failed, const unsigned long long* gate) {
+  if (!gate_open(g, gate, false)) return;
   __shared__ unsigned long long block_words[TALLY_WORDS];
   const block_tally counts{block_words};
   counts.open();
@@ -348,14 +355,16 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(eras
   const unsigned long long rounds = (n + stride - 1) / stride;
   for (unsigned long long r = 0; r < rounds; ++r) {
     const unsigned long long i = r * stride + thread_index();
-    const bool active = i < n;
-    const unsigned u = active ? src[i] : 0u;
-    const unsigned v = active ? dst[i] : 0u;
+    const bool listed = i < n;
+    const unsigned u = listed ? src[i] : 0u;
+    const unsigned v = listed ? dst[i] : 0u;
+    const bool active = listed && (gate == nullptr || (u < g.num_vertices && v < g.num_vertices));
     unsigned removed = 0;
-    const unsigned outcome = g.erase_edge(active, u, v, removed);
-    counts.add(g, removed, active && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
+    unsigned outcome = g.erase_edge(active, u, v, removed);
+    if (listed && !active) outcome = OP_SKIPPED;
+    counts.add(g, removed, listed && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
                active && u == v && removed != 0, -1);
-    if (active && outcomes != nullptr) outcomes[i] = outcome;
+    if (listed && outcomes != nullptr) outcomes[i] = outcome;
     note(failed, active, i, outcome);
   }
   counts.close(tally);
