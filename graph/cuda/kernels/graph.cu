@@ -396,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(find
     const unsigned u = active ? src[i] : 0u;
     const unsigned v = active ? dst[i] : 0u;
     typename ref_t::value_type value = slabhash::not_found_value<W>;
-    const unsigned outcome = g.find_edge(active, u, v, value);
+    const unsigned outcome = g.template find_edge<true>(active, u, v, value);
     if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : slabhash::not_found_value<W>;
     const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);
     // stride and rounds keep each warp's 32 requests in one word.
@@ -643,7 +643,7 @@ extern "C" __global__ void GPUDS_KERNEL(triangles)(ref_t g, const unsigned* src,
         }
         found += __popc(__ballot_sync(warp::FULL_MASK, ask && hit));
       } else {
-        const unsigned outcome = g.contains_in(ask, ask ? g.home(oe, w) : nullptr, w);
+        const unsigned outcome = g.template contains_in<true>(ask, ask ? g.home(oe, w) : nullptr, w);
         found += __popc(__ballot_sync(warp::FULL_MASK, ask && outcome == OP_PRESENT));
       }
     }

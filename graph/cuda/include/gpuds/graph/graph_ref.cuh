@@ -237,7 +237,10 @@ struct graph_ref {
   }
 
   // Edge-exists query (and, maps, its value): OP_PRESENT or OP_ABSENT (OP_FAILED for an
-  // id past the dictionary).
+  // id past the dictionary). QUIET: no writer changes the graph while the call runs (the
+  // crate's query kernels; the graph's writes take it mutably and run in stream order):
+  // the slab hash's QUIET lookups, read-only loads (docs/slabhash.md).
+  template <bool QUIET = false>
   __device__ unsigned find_edge(bool active, unsigned u, unsigned v, value_type& value) const {
     unsigned outcome = OP_ABSENT;
     const bool run = admit(active, u, v, false, outcome);
@@ -247,21 +250,22 @@ struct graph_ref {
     unsigned found;
     if constexpr (IS_SET) {
       (void)value;
-      found = lists.find_alone_in(run, h, v);
+      found = lists.template find_alone_in<QUIET>(run, h, v);
     } else {
-      found = lists.find_alone_in(run, h, v, value);
+      found = lists.template find_alone_in<QUIET>(run, h, v, value);
     }
     return run ? found : outcome;
   }
 
   // Whether the list at `home` (see home()) holds destination v: OP_PRESENT or
   // OP_ABSENT. The edge-exists query when the caller already has the table's entry.
+  template <bool QUIET = false>
   __device__ unsigned contains_in(bool active, unsigned* home_slab, unsigned v) const {
     if constexpr (IS_SET) {
-      return lists.find_alone_in(active, home_slab, v);
+      return lists.template find_alone_in<QUIET>(active, home_slab, v);
     } else {
       value_type ignored;
-      return lists.find_alone_in(active, home_slab, v, ignored);
+      return lists.template find_alone_in<QUIET>(active, home_slab, v, ignored);
     }
   }
 
