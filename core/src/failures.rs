@@ -96,19 +96,56 @@ pub fn error_of(status: Status, not_applied: Vec<usize>) -> Option<Error> {
 /// ```
 #[derive(Debug)]
 pub struct CallStatus {
-    /// The status word, then the failure bits.
+    /// The status word; with a tally, a pad word and the tally's 64-bit words; then the
+    /// failure bits.
     words: CudaSlice<u32>,
     ops: usize,
+    /// 64-bit tally words (0: none).
+    tally: usize,
 }
 
 impl CallStatus {
     /// A clear status for a batch of `ops` operations, on `gpu`'s stream. Does not
     /// synchronize.
     pub fn new(gpu: &Gpu, ops: usize) -> Result<Self> {
+        Self::with_tally(gpu, ops, 0)
+    }
+
+    /// A clear status with `tally` zeroed 64-bit words beside it, for the counts the
+    /// call's kernels add up (entries added, requests skipped, ...): read back together
+    /// with the status word by [`status_and_tally`](Self::status_and_tally), one copy
+    /// where a separate tally buffer would take a second synchronization. Does not
+    /// synchronize.
+    ///
+    /// ```no_run
+    /// use gpuds_core::failures::CallStatus;
+    /// let gpu = gpuds_core::Gpu::new(0)?;
+    /// let call = CallStatus::with_tally(&gpu, 1000, 2)?;
+    /// // pass call.status_ptr(), call.tally_ptr() and call.bits_ptr() to the kernels ...
+    /// let (status, counts) = call.status_and_tally()?;
+    /// assert_eq!(counts.len(), 2);
+    /// if !status.is_ok() {
+    ///     call.check()?;
+    /// }
+    /// # Ok::<(), gpuds_core::Error>(())
+    /// ```
+    pub fn with_tally(gpu: &Gpu, ops: usize, tally: usize) -> Result<Self> {
+        let head = Self::head_words(tally);
         Ok(Self {
-            words: gpu.stream().alloc_zeros::<u32>(1 + words_for(ops))?,
+            words: gpu.stream().alloc_zeros::<u32>(head + words_for(ops))?,
             ops,
+            tally,
         })
+    }
+
+    /// 32-bit words before the failure bits: the status word, and with a tally a pad
+    /// word (the tally's words are 8-byte aligned: the allocation is) and its words.
+    fn head_words(tally: usize) -> usize {
+        if tally == 0 {
+            1
+        } else {
+            2 + 2 * tally
+        }
     }
 
     /// Operations of the batch.
@@ -126,8 +163,31 @@ impl CallStatus {
         if self.ops == 0 {
             0
         } else {
-            self.status_ptr() + 4
+            self.status_ptr() + 4 * Self::head_words(self.tally) as u64
         }
+    }
+
+    /// Device address of the tally's words (`unsigned long long*`), or 0 (null) without
+    /// a tally.
+    pub fn tally_ptr(&self) -> u64 {
+        if self.tally == 0 {
+            0
+        } else {
+            self.status_ptr() + 8
+        }
+    }
+
+    /// The status word and the tally's words, in one copy. Synchronizes.
+    pub fn status_and_tally(&self) -> Result<(Status, Vec<u64>)> {
+        let head = self
+            .words
+            .stream()
+            .clone_dtoh(&self.words.slice(..Self::head_words(self.tally)))?;
+        let tally = head[2.min(head.len())..]
+            .chunks_exact(2)
+            .map(|w| u64::from(w[0]) | (u64::from(w[1]) << 32))
+            .collect();
+        Ok((Status(head[0]), tally))
     }
 
     /// The flags the call's kernels reported. Synchronizes.
@@ -142,7 +202,10 @@ impl CallStatus {
         if self.ops == 0 {
             return Ok(Vec::new());
         }
-        let bits = self.words.stream().clone_dtoh(&self.words.slice(1..))?;
+        let bits = self
+            .words
+            .stream()
+            .clone_dtoh(&self.words.slice(Self::head_words(self.tally)..))?;
         Ok(indices(&bits, self.ops))
     }
 

@@ -1,4 +1,5 @@
-//! Growing a pool: `reserve`, `reserve_within_max`, `reset`, and the checked unit counts.
+//! Growing a pool: `reserve`, `reserve_within_max`, `reserve_capacity_within_max`, `reset`,
+//! and the checked unit counts.
 
 use super::*;
 
@@ -58,6 +59,26 @@ impl SlabAlloc {
         let in_use = self.units_in_use()?;
         let needed = in_use.saturating_add(free_units).min(self.config.max_units);
         self.grow_for(needed)
+    }
+
+    /// Grows the pool to hold `units` units in all, in use or free (with the headroom of
+    /// [`reserve`](Self::reserve); at most `max_units`). Unlike
+    /// [`reserve_within_max`](Self::reserve_within_max) it does not count the units in
+    /// use, so it synchronizes only when it grows: for a caller that knows what is in
+    /// use, such as one that has just [`reset`](Self::reset) the pool. Fails as
+    /// `reserve_within_max` does.
+    ///
+    /// ```no_run
+    /// # let gpu = gpuds_core::Gpu::new(0)?;
+    /// use gpuds_alloc::{SlabAlloc, SlabAllocConfig};
+    /// let mut pool = SlabAlloc::new(&gpu, SlabAllocConfig::default())?;
+    /// pool.reset()?;
+    /// pool.reserve_capacity_within_max(1 << 20)?;
+    /// assert!(pool.capacity_units() >= 1 << 20);
+    /// # Ok::<(), gpuds_alloc::Error>(())
+    /// ```
+    pub fn reserve_capacity_within_max(&mut self, units: u64) -> Result<()> {
+        self.grow_for(units.min(self.config.max_units))
     }
 
     /// Grows the pool to hold `needed` units (at most `max_units`) with headroom, or

@@ -131,19 +131,32 @@ extern "C" __global__ void GPUDS_KERNEL(check_ids)(const unsigned* a, const unsi
   }
 }
 
+// deg[id] += the lanes of the warp offering `id` (no id: all ones, a reserved id), one
+// atomic for each id the warp offers: input grouped by source (files and the generators
+// list edges sorted) gives a warp few sources, whose lanes' atomics on one word would
+// serialize.
+__device__ __forceinline__ void add_degree(unsigned long long* deg, unsigned id) {
+  const unsigned peers = __match_any_sync(warp::FULL_MASK, id);
+  if (id != slabhash::EMPTY_KEY && (peers & slabhash::lanes_below()) == 0u) {
+    atomicAdd(&deg[id], static_cast<unsigned long long>(__popc(peers)));
+  }
+}
+
 // Degrees of a COO batch: deg[src] += 1 (and deg[dst] when undirected), self loops
 // counted once when kept, skipped otherwise.
 extern "C" __global__ void GPUDS_KERNEL(degrees)(const unsigned* src, const unsigned* dst,
                                                  unsigned long long n, unsigned undirected,
                                                  unsigned keep_loops, unsigned long long* deg) {
-  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
-    const unsigned u = src[i], v = dst[i];
-    if (u == v) {
-      if (keep_loops) atomicAdd(&deg[u], 1ull);
-      continue;
-    }
-    atomicAdd(&deg[u], 1ull);
-    if (undirected) atomicAdd(&deg[v], 1ull);
+  const unsigned long long stride = thread_count();
+  const unsigned long long rounds = (n + stride - 1) / stride;
+  for (unsigned long long r = 0; r < rounds; ++r) {
+    const unsigned long long i = r * stride + thread_index();
+    const bool active = i < n;
+    const unsigned u = active ? src[i] : slabhash::EMPTY_KEY;
+    const unsigned v = active ? dst[i] : slabhash::EMPTY_KEY;
+    const bool loop = u == v;
+    add_degree(deg, !loop || keep_loops != 0u ? u : slabhash::EMPTY_KEY);
+    if (undirected != 0u) add_degree(deg, loop ? slabhash::EMPTY_KEY : v);
   }
 }
 
@@ -186,19 +199,18 @@ extern "C" __global__ void GPUDS_KERNEL(place)(ref_t g, const unsigned* ids, uns
 // slots with one atomic add on the slab's auxiliary word (all ones in a fresh slab, so
 // the add that returns all ones plus k hands out slots k + 1 on), one slot each in lane
 // order. An edge with an arc whose source has more buckets, or whose base slab had no
-// slot left, gets its bit in `spill` (bit i of word i / 32; `spilled` counts such
-// edges): the host inserts those edges the ordinary way after step 2, and an arc of
-// theirs already placed is found present. Duplicate arcs may take two slots here; step 2
+// slot left, gets its bit in `spill` (bit i of word i / 32): the host inserts those edges the
+// ordinary way after step 2 (every warp's round, without first counting them), and an
+// arc of theirs already placed is found present. Duplicate arcs may take two slots here; step 2
 // keeps one.
 extern "C" __global__ void GPUDS_KERNEL(bulk_claim)(ref_t g, const unsigned* src, const unsigned* dst,
                                                     const W* values, unsigned long long n,
-                                                    unsigned* spill, unsigned long long* spilled) {
+                                                    unsigned* spill) {
   if constexpr (layout::PACKED) {
     const bool keep_loops = (g.flags & KEEP_SELF_LOOPS) != 0u;
     const unsigned lane = warp::lane_id();
     const unsigned long long stride = thread_count();
     const unsigned long long rounds = (n + stride - 1) / stride;
-    unsigned long long spills = 0;
     for (unsigned long long r = 0; r < rounds; ++r) {
       // Lane 0's edge index is a multiple of 32: the warp's edges are the 32 bits of one
       // spill word.
@@ -241,12 +253,8 @@ extern "C" __global__ void GPUDS_KERNEL(bulk_claim)(ref_t g, const unsigned* src
         }
       }
       const unsigned bits = __ballot_sync(warp::FULL_MASK, spill_edge);
-      if (lane == 0u && bits != 0u) {
-        spill[i / 32u] = bits;
-        spills += static_cast<unsigned long long>(__popc(bits));
-      }
+      if (lane == 0u && bits != 0u) spill[i / 32u] = bits;
     }
-    if (lane == 0u && spills != 0ull) atomicAdd(spilled, spills);
   }
 }
 
@@ -309,12 +317,22 @@ extern "C" __global__ void GPUDS_KERNEL(bulk_settle)(ref_t g, unsigned first, un
 #define EDGE_BLOCKS 8
 #endif
 
+// The words check_ids wrote for a batch (`gate`, null: ids checked by the host): whether
+// it may run, no id reserved and (`inside`) the largest id in the dictionary. The host
+// launches the check and the batch together and reads the check's words with the batch's
+// status: one synchronization a batch.
+__device__ __forceinline__ bool gate_open(const ref_t& g, const unsigned long long* gate, bool inside) {
+  return gate == nullptr || (gate[0] == 0ull && (!inside || gate[1] <= g.num_vertices));
+}
+
 // Edge insertion (Algorithm 5.1), one thread per edge. `values` null: every value 0 (or
 // a set). `only` null: every edge; else the edges whose bit is set (bit i of word i / 32).
-// `outcomes` may be null.
+// `outcomes` may be null. Runs only where gate_open (every id inside the dictionary).
 extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(insert_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, const W* values, unsigned long long n,
-    const unsigned* only, unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+    const unsigned* only, unsigned long long* tally, unsigned* outcomes, unsigned* failed,
+    const unsigned long long* gate) {
+  if (!gate_open(g, gate, true)) return;
   slabhash::detail::on_demand_allocator allocator;
   __shared__ unsigned long long block_words[TALLY_WORDS];
   const block_tally counts{block_words};
@@ -337,10 +355,12 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(inse
   counts.close(tally);
 }
 
-// Edge deletion, one thread per edge.
+// Edge deletion, one thread per edge. Runs only where gate_open (no id reserved); with a
+// gate, a request with an id past the dictionary names no edge and is skipped.
 extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(erase_edges)(
     ref_t g, const unsigned* src, const unsigned* dst, unsigned long long n,
-    unsigned long long* tally, unsigned* outcomes, unsigned* failed) {
+    unsigned long long* tally, unsigned* outcomes, unsigned* failed, const unsigned long long* gate) {
+  if (!gate_open(g, gate, false)) return;
   __shared__ unsigned long long block_words[TALLY_WORDS];
   const block_tally counts{block_words};
   counts.open();
@@ -348,14 +368,16 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(eras
   const unsigned long long rounds = (n + stride - 1) / stride;
   for (unsigned long long r = 0; r < rounds; ++r) {
     const unsigned long long i = r * stride + thread_index();
-    const bool active = i < n;
-    const unsigned u = active ? src[i] : 0u;
-    const unsigned v = active ? dst[i] : 0u;
+    const bool listed = i < n;
+    const unsigned u = listed ? src[i] : 0u;
+    const unsigned v = listed ? dst[i] : 0u;
+    const bool active = listed && (gate == nullptr || (u < g.num_vertices && v < g.num_vertices));
     unsigned removed = 0;
-    const unsigned outcome = g.erase_edge(active, u, v, removed);
-    counts.add(g, removed, active && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
+    unsigned outcome = g.erase_edge(active, u, v, removed);
+    if (listed && !active) outcome = OP_SKIPPED;
+    counts.add(g, removed, listed && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
                active && u == v && removed != 0, -1);
-    if (active && outcomes != nullptr) outcomes[i] = outcome;
+    if (listed && outcomes != nullptr) outcomes[i] = outcome;
     note(failed, active, i, outcome);
   }
   counts.close(tally);
@@ -374,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(find
     const unsigned u = active ? src[i] : 0u;
     const unsigned v = active ? dst[i] : 0u;
     typename ref_t::value_type value = slabhash::not_found_value<W>;
-    const unsigned outcome = g.find_edge(active, u, v, value);
+    const unsigned outcome = g.template find_edge<true>(active, u, v, value);
     if (active && values != nullptr) values[i] = outcome == OP_PRESENT ? value : slabhash::not_found_value<W>;
     const unsigned bits = __ballot_sync(warp::FULL_MASK, active && outcome == OP_PRESENT);
     // stride and rounds keep each warp's 32 requests in one word.
@@ -621,7 +643,7 @@ extern "C" __global__ void GPUDS_KERNEL(triangles)(ref_t g, const unsigned* src,
         }
         found += __popc(__ballot_sync(warp::FULL_MASK, ask && hit));
       } else {
-        const unsigned outcome = g.contains_in(ask, ask ? g.home(oe, w) : nullptr, w);
+        const unsigned outcome = g.template contains_in<true>(ask, ask ? g.home(oe, w) : nullptr, w);
         found += __popc(__ballot_sync(warp::FULL_MASK, ask && outcome == OP_PRESENT));
       }
     }

@@ -44,17 +44,22 @@ impl<W: EdgeValue> DynamicGraph<W> {
         if let Some(v) = values {
             same_len("src and values", src.len(), v.len())?;
         }
-        let top = self.check_ids(src, Some(dst))?;
-        if top > self.num_ids && !self.config.growable {
+        // The ids are checked on the device in the call (one synchronization): the
+        // insertion runs only when every id is in the dictionary and none is reserved.
+        let top = match self.run_edges_checked(Edit::Insert, src, dst, values)? {
+            Checked::Ran(tally) => return Ok(tally),
+            Checked::Beyond(top) => top,
+        };
+        // Nothing ran: ids past the dictionary grow it (or fail), then the batch runs.
+        if !self.config.growable {
             let (s, d) = (
                 self.gpu.stream().clone_dtoh(src)?,
                 self.gpu.stream().clone_dtoh(dst)?,
             );
             let limit = self.num_ids;
             self.admit_top(top, || Ok(first_at_or_past(&s, &d, limit)))?;
-        } else {
-            self.grow_ids(top)?;
         }
+        self.grow_ids(top)?;
         self.run_edges(Edit::Insert, src, dst, values)
     }
 
@@ -77,37 +82,12 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
     ) -> Result<EdgeTally> {
         same_len("src and dst", src.len(), dst.len())?;
-        let top = self.check_ids(src, Some(dst))?;
-        if top > self.num_ids {
-            // Ids past the dictionary name no edge: those requests are skipped here
-            // (the kernel would refuse them with BAD_VERTEX).
-            return self.remove_edges_filtered(src, dst);
+        // The ids are checked on the device in the call (one synchronization); ids past
+        // the dictionary name no edge, and the kernel skips those requests.
+        match self.run_edges_checked(Edit::Remove, src, dst, None)? {
+            Checked::Ran(tally) => Ok(tally),
+            Checked::Beyond(_) => unreachable!("a deletion runs with ids past the dictionary"),
         }
-        self.run_edges(Edit::Remove, src, dst, None)
-    }
-
-    pub(super) fn remove_edges_filtered(
-        &mut self,
-        src: &CudaSlice<u32>,
-        dst: &CudaSlice<u32>,
-    ) -> Result<EdgeTally> {
-        let stream = self.gpu.stream().clone();
-        let (s, d) = (stream.clone_dtoh(src)?, stream.clone_dtoh(dst)?);
-        let limit = self.num_ids;
-        let (ks, kd): (Vec<u32>, Vec<u32>) = s
-            .iter()
-            .zip(&d)
-            .filter(|(a, b)| **a < limit && **b < limit)
-            .map(|(a, b)| (*a, *b))
-            .unzip();
-        let skipped = (s.len() - ks.len()) as u64;
-        if ks.is_empty() {
-            return Ok(EdgeTally { edges: 0, skipped });
-        }
-        let (ds, dd) = (stream.clone_htod(&ks)?, stream.clone_htod(&kd)?);
-        let mut tally = self.run_edges(Edit::Remove, &ds, &dd, None)?;
-        tally.skipped += skipped;
-        Ok(tally)
     }
 
     /// Runs an insertion or deletion batch already checked (every id in the
@@ -133,9 +113,40 @@ impl<W: EdgeValue> DynamicGraph<W> {
         values: Option<&CudaSlice<W::Device>>,
         only: Option<&CudaSlice<u32>>,
     ) -> Result<EdgeTally> {
+        match self.run_edges_inner(edit, src, dst, values, only, false)? {
+            Checked::Ran(tally) => Ok(tally),
+            Checked::Beyond(_) => unreachable!("a batch without the id check always runs"),
+        }
+    }
+
+    /// run_edges on a batch whose ids are not checked yet: the check runs on the device
+    /// in the same call, ahead of the kernel, which runs only when no id is reserved
+    /// (else [`Error::ReservedVertex`], nothing applied) and, for an insertion, every
+    /// id is in the dictionary (else `Beyond(largest id + 1)`, nothing applied). A
+    /// deletion skips the requests with an id past the dictionary. One synchronization
+    /// (the id check's words come back with the status and the tally).
+    pub(super) fn run_edges_checked(
+        &mut self,
+        edit: Edit,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+    ) -> Result<Checked> {
+        self.run_edges_inner(edit, src, dst, values, None, true)
+    }
+
+    fn run_edges_inner(
+        &mut self,
+        edit: Edit,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+        only: Option<&CudaSlice<u32>>,
+        check: bool,
+    ) -> Result<Checked> {
         let n = src.len();
         if n == 0 {
-            return Ok(EdgeTally::default());
+            return Ok(Checked::Ran(EdgeTally::default()));
         }
         let entries = self.entries_of(n);
         // The pool is not grown ahead of a batch (counting its slabs in use costs a
@@ -143,8 +154,16 @@ impl<W: EdgeValue> DynamicGraph<W> {
         let stream = self.gpu.stream().clone();
         let mut total = [0u64; TALLY_WORDS];
         for round in 0..=GROWTH_ROUNDS {
-            let call = CallStatus::new(&self.gpu, n)?;
-            let mut tally = stream.alloc_zeros::<u64>(TALLY_WORDS)?;
+            // The tally (and the id check's two words) beside the call's status word:
+            // one copy reads them all.
+            let check = check && round == 0;
+            let words = TALLY_WORDS + if check { 2 } else { 0 };
+            let call = CallStatus::with_tally(&self.gpu, n, words)?;
+            let (tally, mut gate) = (call.tally_ptr(), 0u64);
+            if check {
+                gate = tally + 8 * TALLY_WORDS as u64;
+                self.launch_check_ids(src, Some(dst), gate)?;
+            }
             let kernel = self.kernel(edit.kernel())?;
             let shape = self.item_shape(&kernel, n)?;
             let r = self.graph_ref(call.status_ptr());
@@ -164,16 +183,22 @@ impl<W: EdgeValue> DynamicGraph<W> {
                     None => args.arg(&null),
                 };
             }
-            args.arg(&mut tally).arg(&null).arg(&failed);
-            // SAFETY: reads src/dst(/values)[..n] (every id below num_ids, checked) and
-            // the mask's words of n edges, writes the tally's words and the call's failure
-            // bits.
+            args.arg(&tally).arg(&null).arg(&failed).arg(&gate);
+            // SAFETY: reads src/dst(/values)[..n] and the mask's words of n edges, writes
+            // the tally's words and the call's failure bits. Its ids were checked below
+            // num_ids, or are checked by the kernel launched before it (`gate`: it runs
+            // only on a clean check, and a deletion skips ids past the dictionary).
             unsafe { args.launch(shape) }?;
-            let words = stream.clone_dtoh(&tally)?;
-            for (t, w) in total.iter_mut().zip(&words) {
+            let (status, words) = call.status_and_tally()?;
+            if check {
+                let top = self.checked_top(src, Some(dst), [words[TALLY_WORDS], words[TALLY_WORDS + 1]])?;
+                if edit == Edit::Insert && top > self.num_ids {
+                    return Ok(Checked::Beyond(top));
+                }
+            }
+            for (t, w) in total.iter_mut().zip(&words[..TALLY_WORDS]) {
                 *t += w;
             }
-            let status = call.status()?;
             if status.is_ok() {
                 break;
             }
@@ -205,9 +230,17 @@ impl<W: EdgeValue> DynamicGraph<W> {
         } else {
             (entries + loops) / 2
         };
-        Ok(EdgeTally {
+        Ok(Checked::Ran(EdgeTally {
             edges,
             skipped: total[2],
-        })
+        }))
     }
+}
+
+/// What a batch with the id check in its call did.
+pub(super) enum Checked {
+    /// It ran: its tally.
+    Ran(EdgeTally),
+    /// Nothing ran: an insertion with ids past the dictionary (the largest id + 1).
+    Beyond(u32),
 }

@@ -383,11 +383,19 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let warps = self.gpu.info().sm_count as u64 * 64;
             let over = f64::from((self.config.load_factor - 0.7).max(0.0));
             let slabs = buckets / 8 + (buckets as f64 * over).ceil() as u64;
-            self.alloc.reserve_within_max(slabs.saturating_add(warps))?;
+            // The pool is empty here (a fresh graph, or cleared for a rebuild): its
+            // capacity is what it needs, with no count of the units in use (a
+            // synchronization).
+            self.alloc
+                .reserve_capacity_within_max(slabs.saturating_add(warps))?;
+            // Auto: dense, and most tables one bucket (hubs' tables of many buckets make
+            // the bucket total pass twice the vertex count, and their edges would spill).
             let place = self
                 .config
                 .bulk_placement
-                .places(self.entries_of(src.len()), n_ids);
+                .places(self.entries_of(src.len()), n_ids)
+                && (self.config.bulk_placement != crate::BulkPlacement::Auto
+                    || buckets < 2 * u64::from(n_ids));
             if W::PACKED && place {
                 return self.place_batch(n_ids, src, dst, values);
             }
@@ -415,7 +423,6 @@ impl<W: EdgeValue> DynamicGraph<W> {
         }
         let stream = self.gpu.stream().clone();
         let mut spill = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-        let mut spilled = stream.alloc_zeros::<u64>(1)?;
         let r = self.graph_ref(self.control_ptr());
         let (null, n64) = (0u64, n as u64);
         // Both kernels and shapes before the first launch: once bulk_claim has run, the
@@ -430,7 +437,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
             Some(v) => args.arg(v),
             None => args.arg(&null),
         };
-        args.arg(&n64).arg(&mut spill).arg(&mut spilled);
+        args.arg(&n64).arg(&mut spill);
         // SAFETY: reads the batch (ids checked below n_ids, whose tables were just
         // placed); writes base slabs of those tables and the spill words of n edges.
         unsafe { args.launch(shape) }?;
@@ -440,9 +447,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
         // SAFETY: rewrites the base slabs of the one-bucket tables of ids 0..n_ids and
         // their counts.
         unsafe { args.launch(settle_shape) }?;
-        if stream.clone_dtoh(&spilled)?[0] > 0 {
-            self.run_edges_of(Edit::Insert, src, dst, values, Some(&spill))?;
-        }
+        // The spilled edges are inserted without first reading how many there are (a
+        // synchronization): a warp whose 32 edges all found their slots costs the
+        // insertion a few instructions a round.
+        self.run_edges_of(Edit::Insert, src, dst, values, Some(&spill))?;
         Ok(())
     }
 

@@ -39,7 +39,23 @@ impl<W: EdgeValue> DynamicGraph<W> {
             return Ok(0);
         }
         let stream = self.gpu.stream();
-        let mut out = stream.alloc_zeros::<u64>(2)?;
+        let out = stream.alloc_zeros::<u64>(2)?;
+        self.launch_check_ids(a, b, out.device_ptr(stream).0)?;
+        let words = stream.clone_dtoh(&out)?;
+        self.checked_top(a, b, [words[0], words[1]])
+    }
+
+    /// Launches the id check of `a` (and `b`) into the two zeroed words at device
+    /// address `out`: word 0 gets n - i for the first index i holding a reserved id (0:
+    /// none), word 1 the largest id + 1. Does not synchronize; `a` is not empty.
+    pub(super) fn launch_check_ids(
+        &self,
+        a: &CudaSlice<u32>,
+        b: Option<&CudaSlice<u32>>,
+        out: u64,
+    ) -> Result<()> {
+        let n = a.len();
+        let stream = self.gpu.stream();
         let kernel = self.kernel("check_ids")?;
         let shape = self.item_shape(&kernel, n)?;
         let (n64, null) = (n as u64, 0u64);
@@ -49,12 +65,23 @@ impl<W: EdgeValue> DynamicGraph<W> {
             Some(b) => args.arg(b),
             None => args.arg(&null),
         };
-        args.arg(&n64).arg(&mut out);
-        // SAFETY: reads a[..n] (and b[..n]), writes the two words of `out`.
+        args.arg(&n64).arg(&out);
+        // SAFETY: reads a[..n] (and b[..n]), writes the two words at `out`.
         unsafe { args.launch(shape) }?;
-        let words = stream.clone_dtoh(&out)?;
+        Ok(())
+    }
+
+    /// The largest id + 1 from the id check's two words, or [`Error::ReservedVertex`]
+    /// naming the first reserved id (read from `a` / `b`).
+    pub(super) fn checked_top(
+        &self,
+        a: &CudaSlice<u32>,
+        b: Option<&CudaSlice<u32>>,
+        words: [u64; 2],
+    ) -> Result<u32> {
         if words[0] != 0 {
-            let index = (n as u64 - words[0]) as usize;
+            let stream = self.gpu.stream();
+            let index = (a.len() as u64 - words[0]) as usize;
             let x = stream.clone_dtoh(&a.slice(index..index + 1))?[0];
             let id = match b {
                 Some(b) if x <= MAX_VERTEX_ID => stream.clone_dtoh(&b.slice(index..index + 1))?[0],

@@ -175,7 +175,7 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, ERASE_BLOCKS) GPUDS_KER
   const unsigned outcome = ref.erase_alone_in(active, ref.home_of(active, key), key);
 #else
   V old = V(0);
-  const unsigned outcome = ref.erase_alone_in(active, ref.home_of(active, key), key, old);
+  const unsigned outcome = ref.erase_alone_in(active, ref.home_of(active, key), key, old, olds != nullptr);
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;

@@ -139,6 +139,12 @@ struct graph_ref {
                                  value_type value, value_type& old) const {
     vertex_entry e{};
     if (run) e = entry(u);
+    return insert_arc_at(allocator, run, u, e, v, value, old);
+  }
+  // insert_arc with u's entry `e` already read.
+  template <class Allocator>
+  __device__ unsigned insert_arc_at(Allocator& allocator, bool run, unsigned u, const vertex_entry& e,
+                                    unsigned v, value_type value, value_type& old) const {
     unsigned* const h = run ? home(e, v) : nullptr;
     unsigned outcome;
     if constexpr (IS_SET) {
@@ -157,6 +163,11 @@ struct graph_ref {
   __device__ unsigned erase_arc(bool run, unsigned u, unsigned v, value_type& old) const {
     vertex_entry e{};
     if (run) e = entry(u);
+    return erase_arc_at(run, u, e, v, old);
+  }
+  // erase_arc with u's entry `e` already read.
+  __device__ unsigned erase_arc_at(bool run, unsigned u, const vertex_entry& e, unsigned v,
+                                   value_type& old) const {
     unsigned* const h = run ? home(e, v) : nullptr;
     unsigned outcome;
     if constexpr (IS_SET) {
@@ -169,6 +180,18 @@ struct graph_ref {
     return outcome;
   }
 
+  // The entries of an edge's ends for its arcs (`run`: u's; undirected, no self loop: v's
+  // too, read with u's). The second arc's base slab is asked of L2 before the first arc
+  // runs, so that its line is on the way while the first arc's list is walked.
+  __device__ void both_entries(bool run, unsigned u, unsigned v, vertex_entry& eu, vertex_entry& ev) const {
+    const bool second = run && undirected() && u != v;
+    if (run) eu = entry(u);
+    if (second) {
+      ev = entry(v);
+      mem::prefetch_l2(home(ev, u));
+    }
+  }
+
   // Inserts edge (u, v) (and (v, u) when undirected). Returns the outcome of u -> v:
   // OP_ABSENT (a new edge), OP_PRESENT (its value replaced), OP_SKIPPED, OP_FAILED;
   // `added` gets the entries this lane's request added (0-2), for the batch's tally.
@@ -179,12 +202,14 @@ struct graph_ref {
     const bool run = admit(active, u, v, true, outcome);
     value_type old{};
     outcome = run ? OP_ABSENT : outcome;
-    const unsigned first = insert_arc(allocator, run, u, v, value, old);
+    vertex_entry eu{}, ev{};
+    both_entries(run, u, v, eu, ev);
+    const unsigned first = insert_arc_at(allocator, run, u, eu, v, value, old);
     if (run) outcome = first;
     added = run && first == OP_ABSENT ? 1u : 0u;
     if (undirected()) {
       const bool back = run && first != OP_FAILED && u != v;
-      const unsigned second = insert_arc(allocator, back, v, u, value, old);
+      const unsigned second = insert_arc_at(allocator, back, v, ev, u, value, old);
       if (back && second == OP_ABSENT) ++added;
       if (back && second == OP_FAILED) outcome = OP_FAILED;
     }
@@ -197,12 +222,14 @@ struct graph_ref {
     unsigned outcome = OP_ABSENT;
     const bool run = admit(active, u, v, true, outcome);
     value_type old{};
-    const unsigned first = erase_arc(run, u, v, old);
+    vertex_entry eu{}, ev{};
+    both_entries(run, u, v, eu, ev);
+    const unsigned first = erase_arc_at(run, u, eu, v, old);
     if (run) outcome = first;
     removed = run && first == OP_PRESENT ? 1u : 0u;
     if (undirected()) {
       const bool back = run && first != OP_FAILED && u != v;
-      const unsigned second = erase_arc(back, v, u, old);
+      const unsigned second = erase_arc_at(back, v, ev, u, old);
       if (back && second == OP_PRESENT) ++removed;
       if (back && second == OP_FAILED) outcome = OP_FAILED;
     }
@@ -210,7 +237,10 @@ struct graph_ref {
   }
 
   // Edge-exists query (and, maps, its value): OP_PRESENT or OP_ABSENT (OP_FAILED for an
-  // id past the dictionary).
+  // id past the dictionary). QUIET: no writer changes the graph while the call runs (the
+  // crate's query kernels; the graph's writes take it mutably and run in stream order):
+  // the slab hash's QUIET lookups, read-only loads (docs/slabhash.md).
+  template <bool QUIET = false>
   __device__ unsigned find_edge(bool active, unsigned u, unsigned v, value_type& value) const {
     unsigned outcome = OP_ABSENT;
     const bool run = admit(active, u, v, false, outcome);
@@ -220,21 +250,22 @@ struct graph_ref {
     unsigned found;
     if constexpr (IS_SET) {
       (void)value;
-      found = lists.find_alone_in(run, h, v);
+      found = lists.template find_alone_in<QUIET>(run, h, v);
     } else {
-      found = lists.find_alone_in(run, h, v, value);
+      found = lists.template find_alone_in<QUIET>(run, h, v, value);
     }
     return run ? found : outcome;
   }
 
   // Whether the list at `home` (see home()) holds destination v: OP_PRESENT or
   // OP_ABSENT. The edge-exists query when the caller already has the table's entry.
+  template <bool QUIET = false>
   __device__ unsigned contains_in(bool active, unsigned* home_slab, unsigned v) const {
     if constexpr (IS_SET) {
-      return lists.find_alone_in(active, home_slab, v);
+      return lists.template find_alone_in<QUIET>(active, home_slab, v);
     } else {
       value_type ignored;
-      return lists.find_alone_in(active, home_slab, v, ignored);
+      return lists.template find_alone_in<QUIET>(active, home_slab, v, ignored);
     }
   }
 

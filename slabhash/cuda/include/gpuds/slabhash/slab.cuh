@@ -129,6 +129,17 @@ __device__ __forceinline__ bool take_slot(unsigned* slab, unsigned slot) {
                : "memory");
   return ((was >> slot) & 1u) == 0u;
 }
+// take_slot without the acquire, for a holder that reads nothing the last holder wrote (a
+// deletion that returns no value: it only tombstones the key, and the OR's atomicity alone
+// decides which of two takers holds the slot).
+__device__ __forceinline__ bool take_slot_relaxed(unsigned* slab, unsigned slot) {
+  unsigned was;
+  asm volatile("atom.relaxed.gpu.global.or.b32 %0, [%1], %2;"
+               : "=r"(was)
+               : "l"(slab + AUX_LANE), "r"(1u << slot)
+               : "memory");
+  return ((was >> slot) & 1u) == 0u;
+}
 __device__ __forceinline__ void release_slot(unsigned* slab, unsigned slot) {
   asm volatile("red.release.gpu.global.and.b32 [%0], %1;" ::"l"(slab + AUX_LANE), "r"(~(1u << slot))
                : "memory");

@@ -191,7 +191,17 @@ struct alone_wide {
     unsigned slot = 0;
     seen s;
     const unsigned where = look(t, slab, k, slot, s);
-    if (where == FIRST_EMPTY) {
+    if (where != FIRST_EMPTY && where != HIT) return false;
+    return settle(slab, where == FIRST_EMPTY, slot, k, value, old, outcome);
+  }
+
+  // REPLACE once the list was read: at `slot` of `slab`, k (`first_empty` false) or the
+  // list's first empty slot, every earlier slot seen holding another key (true). Claims
+  // there or at a later slot of the slab, or replaces k's value. True when settled, as
+  // replace.
+  __device__ static bool settle(unsigned* slab, bool first_empty, unsigned slot, K k, V value, V& old,
+                                unsigned& outcome) {
+    if (first_empty) {
       for (; slot < SLOTS; ++slot) {
         const K was = mem::cas_relaxed(key_ptr(slab, slot), empty_key<K>, k);
         if (was == empty_key<K>) {
@@ -203,8 +213,6 @@ struct alone_wide {
         if (was == k) break;  // claimed meanwhile: replace it there
       }
       if (slot == SLOTS) return false;
-    } else if (where != HIT) {
-      return false;
     }
     if (!replace_at(slab, slot, value, old)) return false;
     outcome = OP_PRESENT;

@@ -26,6 +26,7 @@
 // the warp walk, with nothing applied.
 #pragma once
 #include <gpuds/core/memory.cuh>
+#include <gpuds/slabhash/detail/alone_wide.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
 
 namespace gpuds {
@@ -49,9 +50,16 @@ struct tile_find {
   static constexpr unsigned ABSENT = 0;
   static constexpr unsigned HIT = 1;   // `slab`, `slot`, `busy` and `value` of the read
   static constexpr unsigned LEFT = 2;  // the step cap: the warp walk's
+  // CLAIM looks only (ABSENT split in two):
+  static constexpr unsigned FIRST_EMPTY = 3;  // `slab`, `slot`: the list's first empty slot
+  static constexpr unsigned END = 4;          // the list ends full (a slab must be appended)
+
 
   // By all 32 lanes: each lane's request (`active`: has one; `home`: its list's base
-  // slab). Returns where it stopped (ABSENT for a lane without a request).
+  // slab). Returns where it stopped (ABSENT for a lane without a request). CLAIM: a
+  // request without its key ends at the list's first empty slot (FIRST_EMPTY, its slab
+  // and slot) or at a list that ends full (END), not ABSENT.
+  template <bool CLAIM = false>
   __device__ static unsigned look(const table& tb, bool active, unsigned* home, K key, unsigned*& hit_slab,
                                   unsigned& hit_slot, bool& hit_busy, V& value) {
     const unsigned lane = warp::lane_id();
@@ -86,9 +94,9 @@ struct tile_find {
       if (serving) c = mem::ld_relaxed_v2(reinterpret_cast<const unsigned long long*>(slab) + 2u * t);
       const unsigned w[4] = {static_cast<unsigned>(c.x), static_cast<unsigned>(c.x >> 32),
                              static_cast<unsigned>(c.y), static_cast<unsigned>(c.y >> 32)};
-      // This lane's first slot holding k, and whether it has an empty slot.
+      // This lane's first slot holding k, and its first empty slot (PER_LANE: none).
       unsigned hit = PER_LANE;
-      bool empty = false;
+      unsigned first_empty = PER_LANE;
 #pragma unroll
       for (int i = static_cast<int>(PER_LANE) - 1; i >= 0; --i) {
         const unsigned slot = t * PER_LANE + static_cast<unsigned>(i);
@@ -99,12 +107,21 @@ struct tile_find {
           x = static_cast<K>(w[i]);
         }
         if (slot < SLOTS && x == k) hit = static_cast<unsigned>(i);
-        if (slot < SLOTS && x == empty_key<K>) empty = true;
+        if (slot < SLOTS && x == empty_key<K>) first_empty = static_cast<unsigned>(i);
       }
+      const bool empty = first_empty < PER_LANE;
       const unsigned hits = (__ballot_sync(warp::FULL_MASK, serving && hit < PER_LANE) >> base) & 0xFFu;
       const unsigned empties = (__ballot_sync(warp::FULL_MASK, serving && empty) >> base) & 0xFFu;
       const unsigned first = hits != 0u ? static_cast<unsigned>(__ffs(hits) - 1) : 0u;
-      const unsigned slot = first * PER_LANE + __shfl_sync(warp::FULL_MASK, hit, base + first) % PER_LANE;
+      unsigned slot = first * PER_LANE + __shfl_sync(warp::FULL_MASK, hit, base + first) % PER_LANE;
+      if constexpr (CLAIM) {
+        // Without the key: the first empty slot (keys fill a list from its first slot, so
+        // empty slots are a suffix and this is where a claim goes).
+        const unsigned first_e = empties != 0u ? static_cast<unsigned>(__ffs(empties) - 1) : 0u;
+        const unsigned e_slot =
+            first_e * PER_LANE + __shfl_sync(warp::FULL_MASK, first_empty, base + first_e) % PER_LANE;
+        if (hits == 0u) slot = e_slot;
+      }
       // Lanes 28-31 are tile lane 7's: the busy word (lane 30) and the next address (31).
       const unsigned busy = __shfl_sync(warp::FULL_MASK, w[2], base + TILE - 1u);
       const unsigned next = __shfl_sync(warp::FULL_MASK, w[3], base + TILE - 1u);
@@ -117,6 +134,10 @@ struct tile_find {
         bool done = true;
         if (hits != 0u) {
           stop = HIT;
+        } else if (CLAIM && empties != 0u) {
+          stop = FIRST_EMPTY;
+        } else if (CLAIM && next == NULL_SLAB) {
+          stop = END;
         } else if (empties == 0u && next != NULL_SLAB) {
           if (depth >= tb.step_cap) {
             stop = LEFT;  // the warp walk reports the step cap
@@ -164,20 +185,38 @@ struct tile_find {
     return true;
   }
 
-  // DELETE (unique keys): true where settled (OP_PRESENT with the removed `value`, or
-  // OP_ABSENT); false where the warp walk must take it (a busy slot, the step cap).
-  __device__ static bool erase(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome) {
+  // DELETE (unique keys): true where settled (OP_PRESENT with the removed `value`, read
+  // only if `want_value`, or OP_ABSENT); false where the warp walk must take it (a busy
+  // slot, the step cap). Without the value the slot is taken by a relaxed OR.
+  __device__ static bool erase(const table& tb, bool active, unsigned* home, K key, V& value, unsigned& outcome,
+                               bool want_value = true) {
     unsigned* slab = home;
     unsigned slot = 0, where = ABSENT;
     V seen{};
     if (!look_settled(tb, active, home, key, where, slab, slot, seen)) return false;
     outcome = OP_ABSENT;
     if (where == ABSENT) return true;
-    if (!take_slot(slab, slot)) return false;
-    value = mem::ld_relaxed(reinterpret_cast<V*>(slab + layout::value_lane(slot)));
+    if (!(want_value ? take_slot(slab, slot) : take_slot_relaxed(slab, slot))) return false;
+    if (want_value) value = mem::ld_relaxed(reinterpret_cast<V*>(slab + layout::value_lane(slot)));
     mem::st_relaxed(layout::key_ptr(slab, layout::key_lane(slot)), tombstone_key<K>);  // the bit stays set
     outcome = OP_PRESENT;
     return true;
+  }
+
+  // REPLACE (unique keys) by tiles: the look finds each request's key or its list's first
+  // empty slot; then each request's own lane, all at once, replaces or claims there as a
+  // lane alone does (alone_wide::settle: the same protocol). True where settled; false
+  // where the warp walk must take it (a list that ends full, the step cap, a busy slot, a
+  // claim that lost every remaining slot of its slab), with nothing applied.
+  __device__ static bool replace(const table& tb, bool active, unsigned* home, K key, V value, V& old,
+                                 unsigned& outcome) {
+    unsigned* slab = home;
+    unsigned slot = 0;
+    bool busy = false;
+    V seen{};
+    const unsigned where = look<true>(tb, active, home, key, slab, slot, busy, seen);
+    if (!active || (where != HIT && where != FIRST_EMPTY)) return false;
+    return alone_wide<K, V>::settle(slab, where == FIRST_EMPTY, slot, key, value, old, outcome);
   }
 };
 
