@@ -57,8 +57,11 @@ pub struct GraphConfig {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BulkPlacement {
     /// Direct placement when the batch has at least
-    /// [`PLACE_MIN_ARCS`](crate::PLACE_MIN_ARCS) arcs (table entries) per vertex, the
-    /// ordinary insertion otherwise.
+    /// [`PLACE_MIN_ARCS`](crate::PLACE_MIN_ARCS) arcs (table entries) per vertex and its
+    /// tables are mostly of one bucket (fewer buckets than twice the vertex count), the
+    /// ordinary insertion otherwise: only one-bucket tables take arcs directly, and a
+    /// graph whose hubs' tables of many buckets hold most arcs (the hollywood shape)
+    /// built 1.15x as fast on the ordinary insertion (H200).
     #[default]
     Auto,
     /// Direct placement whatever the density: every arc of a one-bucket table takes the
@@ -71,19 +74,24 @@ pub enum BulkPlacement {
 
 impl BulkPlacement {
     /// Whether a bulk build of `arcs` table entries (one an edge, two for an undirected
-    /// edge) over `vertices` ids places them directly (for packed entries; see the
-    /// variants).
+    /// edge) over `vertices` ids, whose tables were sized to `buckets` buckets in all,
+    /// places them directly (for packed entries; see the variants).
     ///
     /// ```
     /// use gpuds_graph::BulkPlacement;
-    /// assert!(BulkPlacement::Auto.places(8 << 20, 1 << 20));
-    /// assert!(!BulkPlacement::Auto.places((8 << 20) - 1, 1 << 20));
-    /// assert!(BulkPlacement::Always.places(0, 1 << 20));
-    /// assert!(!BulkPlacement::Never.places(u64::MAX, 1));
+    /// let n = 1u32 << 20;
+    /// assert!(BulkPlacement::Auto.places(8 << 20, n, 1 << 20));
+    /// assert!(!BulkPlacement::Auto.places((8 << 20) - 1, n, 1 << 20));
+    /// assert!(!BulkPlacement::Auto.places(64 << 20, n, 2 << 20)); // many large tables
+    /// assert!(BulkPlacement::Always.places(0, n, 2 << 20));
+    /// assert!(!BulkPlacement::Never.places(u64::MAX, 1, 1));
     /// ```
-    pub fn places(self, arcs: u64, vertices: u32) -> bool {
+    pub fn places(self, arcs: u64, vertices: u32, buckets: u64) -> bool {
         match self {
-            BulkPlacement::Auto => arcs >= crate::PLACE_MIN_ARCS * u64::from(vertices),
+            BulkPlacement::Auto => {
+                arcs >= crate::PLACE_MIN_ARCS * u64::from(vertices)
+                    && buckets < 2 * u64::from(vertices)
+            }
             BulkPlacement::Always => true,
             BulkPlacement::Never => false,
         }

@@ -27,7 +27,11 @@ unsafe impl cudarc::driver::ValidAsZeroBits for VertexEntry {}
 /// kernel taking a `gpuds::graph::graph_ref<V>` (`#include <gpuds/graph/graph_ref.cuh>`;
 /// `V` is `gpuds::slabhash::no_value` for a set graph, `unsigned` or `unsigned long long`
 /// for a map graph). It stays valid until the next call on the graph that may grow it
-/// (an insertion, vertex insertion); fetch a fresh one before each launch.
+/// (an insertion, vertex insertion); fetch a fresh one before each launch. A user kernel
+/// that writes through it must be done before the graph's next call: the graph's query
+/// calls (`edge_exists_many`, `edge_values_many`, the triangle counts) read the tables
+/// with read-only loads, which no writer may run beside (calls on one stream run in
+/// order, so a kernel launched on the graph's stream is done in time).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct GraphRef<W> {

@@ -191,7 +191,8 @@ impl<W: EdgeValue> DynamicGraph<W> {
             unsafe { args.launch(shape) }?;
             let (status, words) = call.status_and_tally()?;
             if check {
-                let top = self.checked_top(src, Some(dst), [words[TALLY_WORDS], words[TALLY_WORDS + 1]])?;
+                let top =
+                    self.checked_top(src, Some(dst), [words[TALLY_WORDS], words[TALLY_WORDS + 1]])?;
                 if edit == Edit::Insert && top > self.num_ids {
                     return Ok(Checked::Beyond(top));
                 }

@@ -388,14 +388,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
             // synchronization).
             self.alloc
                 .reserve_capacity_within_max(slabs.saturating_add(warps))?;
-            // Auto: dense, and most tables one bucket (hubs' tables of many buckets make
-            // the bucket total pass twice the vertex count, and their edges would spill).
-            let place = self
-                .config
-                .bulk_placement
-                .places(self.entries_of(src.len()), n_ids)
-                && (self.config.bulk_placement != crate::BulkPlacement::Auto
-                    || buckets < 2 * u64::from(n_ids));
+            let place =
+                self.config
+                    .bulk_placement
+                    .places(self.entries_of(src.len()), n_ids, buckets);
             if W::PACKED && place {
                 return self.place_batch(n_ids, src, dst, values);
             }
