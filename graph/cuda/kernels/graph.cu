@@ -131,22 +131,23 @@ extern "C" __global__ void GPUDS_KERNEL(check_ids)(const unsigned* a, const unsi
   }
 }
 
-// deg[id] += the lanes of the warp offering `id` (no id: all ones, a reserved id), one
-// atomic for each id the warp offers: input grouped by source (files and the generators
-// list edges sorted) gives a warp few sources, whose lanes' atomics on one word would
-// serialize.
-__device__ __forceinline__ void add_degree(unsigned long long* deg, unsigned id) {
+// deg[id] += the lanes of the warp offering `id` (ids at or past `bound` are not counted;
+// no id: all ones), one atomic for each id the warp offers: input grouped by source
+// (files and the generators list edges sorted) gives a warp few sources, whose lanes'
+// atomics on one word would serialize.
+__device__ __forceinline__ void add_degree(unsigned long long* deg, unsigned id, unsigned bound) {
   const unsigned peers = __match_any_sync(warp::FULL_MASK, id);
-  if (id != slabhash::EMPTY_KEY && (peers & slabhash::lanes_below()) == 0u) {
+  if (id < bound && (peers & slabhash::lanes_below()) == 0u) {
     atomicAdd(&deg[id], static_cast<unsigned long long>(__popc(peers)));
   }
 }
 
 // Degrees of a COO batch: deg[src] += 1 (and deg[dst] when undirected), self loops
-// counted once when kept, skipped otherwise.
+// counted once when kept, skipped otherwise; ids at or past `bound` (the length of deg)
+// are not counted.
 extern "C" __global__ void GPUDS_KERNEL(degrees)(const unsigned* src, const unsigned* dst,
                                                  unsigned long long n, unsigned undirected,
-                                                 unsigned keep_loops, unsigned long long* deg) {
+                                                 unsigned keep_loops, unsigned bound, unsigned long long* deg) {
   const unsigned long long stride = thread_count();
   const unsigned long long rounds = (n + stride - 1) / stride;
   for (unsigned long long r = 0; r < rounds; ++r) {
@@ -155,8 +156,8 @@ extern "C" __global__ void GPUDS_KERNEL(degrees)(const unsigned* src, const unsi
     const unsigned u = active ? src[i] : slabhash::EMPTY_KEY;
     const unsigned v = active ? dst[i] : slabhash::EMPTY_KEY;
     const bool loop = u == v;
-    add_degree(deg, !loop || keep_loops != 0u ? u : slabhash::EMPTY_KEY);
-    if (undirected != 0u) add_degree(deg, loop ? slabhash::EMPTY_KEY : v);
+    add_degree(deg, !loop || keep_loops != 0u ? u : slabhash::EMPTY_KEY, bound);
+    if (undirected != 0u) add_degree(deg, loop ? slabhash::EMPTY_KEY : v, bound);
   }
 }
 

@@ -7,6 +7,8 @@ mod queries;
 mod staging;
 mod vertices;
 
+use staging::TableSizes;
+
 use std::collections::HashMap;
 
 use crate::ids::IdSet;
@@ -296,9 +298,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<()> {
-        let n_ids = self.check_build(num_vertices, src, dst, values)?;
-        self.clear_contents()?;
-        self.build_checked(n_ids, src, dst, values)
+        self.build_device(num_vertices, src, dst, values, true)
     }
 
     /// Empties the graph for a rebuild: no ids, no tables, every slab of the pool free,
@@ -339,8 +339,50 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<()> {
-        let n_ids = self.check_build(num_vertices, src, dst, values)?;
-        self.build_checked(n_ids, src, dst, values)
+        self.build_device(num_vertices, src, dst, values, false)
+    }
+
+    /// A bulk build on the device (`clear`: a rebuild, which clears the graph once the
+    /// input is known good). The id check, the degrees over ids `0..num_vertices` and
+    /// the tables' sizes run together and come back in one synchronization; only when
+    /// the check finds an id at or past `num_vertices` are the sizes counted again over
+    /// the larger range (a second one). Bad input changes nothing.
+    fn build_device(
+        &mut self,
+        num_vertices: u32,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+        clear: bool,
+    ) -> Result<()> {
+        if src.is_empty() || num_vertices == 0 {
+            let n_ids = self.check_build(num_vertices, src, dst, values)?;
+            if clear {
+                self.clear_contents()?;
+            }
+            return self.build_checked(n_ids, src, dst, values);
+        }
+        check_vertex_count(num_vertices)?;
+        same_len("src and dst", src.len(), dst.len())?;
+        if let Some(v) = values {
+            same_len("src and values", src.len(), v.len())?;
+        }
+        let stream = self.gpu.stream().clone();
+        // The id check's two words, then the bucket total.
+        let mut words = stream.alloc_zeros::<u64>(3)?;
+        self.launch_check_ids(src, Some(dst), words.device_ptr(&stream).0)?;
+        let degrees = self.degrees_of_batch(src, dst, num_vertices)?;
+        let sizes = self.size_tables(num_vertices as usize, &degrees)?;
+        stream.memcpy_dtod(&sizes.total, &mut words.slice_mut(2..3))?;
+        let w = stream.clone_dtoh(&words)?;
+        let top = self.checked_top(src, Some(dst), [w[0], w[1]])?;
+        if clear {
+            self.clear_contents()?;
+        }
+        if top > num_vertices {
+            return self.build_checked(top, src, dst, values);
+        }
+        self.place_and_insert(num_vertices, src, dst, values, Some((&sizes, w[2])))
     }
 
     /// The checks of a bulk build, before anything changes: the vertex count, the
@@ -370,11 +412,33 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<()> {
+        self.place_and_insert(n_ids, src, dst, values, None)
+    }
+
+    /// Gives ids `0..n_ids` tables sized for the batch's degrees (`sized`: already
+    /// counted, with their bucket total) and inserts the batch, placed directly or the
+    /// ordinary way.
+    fn place_and_insert(
+        &mut self,
+        n_ids: u32,
+        src: &CudaSlice<u32>,
+        dst: &CudaSlice<u32>,
+        values: Option<&CudaSlice<W::Device>>,
+        sized: Option<(&TableSizes, u64)>,
+    ) -> Result<()> {
         if n_ids > 0 {
-            let degrees = self.degrees_of_batch(src, dst, n_ids)?;
-            let ids: Option<&CudaSlice<u32>> = None;
+            let counted;
+            let (sizes, buckets) = match sized {
+                Some(s) => s,
+                None => {
+                    let degrees = self.degrees_of_batch(src, dst, n_ids)?;
+                    counted = self.size_tables(n_ids as usize, &degrees)?;
+                    let total = self.gpu.stream().clone_dtoh(&counted.total)?[0];
+                    (&counted, total)
+                }
+            };
             self.ensure_dictionary(n_ids)?;
-            let buckets = self.place_sized(ids, 0, n_ids as usize, &degrees)?;
+            self.place_tables(None, 0, n_ids as usize, sizes, buckets)?;
             self.num_ids = n_ids;
             // Tables sized for their degrees overflow into collision slabs rarely at load
             // factors below one (a bucket holds load factor x slots entries on average):

@@ -168,7 +168,8 @@ impl<W: EdgeValue> DynamicGraph<W> {
         Ok(address)
     }
 
-    /// Degrees of a batch's edges over ids `0..n_ids` (u64 per id). Does not synchronize.
+    /// Degrees of a batch's edges over ids `0..n_ids` (u64 per id; ids past them are not
+    /// counted). Does not synchronize.
     pub(super) fn degrees_of_batch(
         &self,
         src: &CudaSlice<u32>,
@@ -192,8 +193,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
                 .arg(&n64)
                 .arg(&undirected)
                 .arg(&keep)
+                .arg(&n_ids)
                 .arg(&mut deg);
-            // SAFETY: reads src/dst[..n] (ids checked below n_ids), writes deg[id].
+            // SAFETY: reads src/dst[..n], writes deg[id] for the ids below n_ids (those
+            // past it are not counted).
             unsafe { args.launch(shape) }?;
         }
         Ok(deg)
@@ -211,6 +214,15 @@ impl<W: EdgeValue> DynamicGraph<W> {
         if n == 0 {
             return Ok(0);
         }
+        let sizes = self.size_tables(n, degrees)?;
+        let total = self.gpu.stream().clone_dtoh(&sizes.total)?[0];
+        self.place_tables(ids, first, n, &sizes, total)?;
+        Ok(total)
+    }
+
+    /// The bucket counts of `n` tables sized for `degrees[i]` (n > 0), their exclusive
+    /// prefix sums and their total, on the device. Does not synchronize.
+    pub(super) fn size_tables(&self, n: usize, degrees: &CudaSlice<u64>) -> Result<TableSizes> {
         let stream = self.gpu.stream().clone();
         let mut buckets = stream.alloc_zeros::<u64>(n)?;
         let kernel = self.kernel("buckets_of")?;
@@ -225,13 +237,34 @@ impl<W: EdgeValue> DynamicGraph<W> {
             .arg(&mut buckets);
         // SAFETY: reads degrees[..n], writes buckets[..n].
         unsafe { args.launch(shape) }?;
-        let mut offsets = stream.alloc_zeros::<u64>(n)?;
-        let total = primitives::exclusive_scan(&self.gpu, &buckets, &mut offsets)?;
+        // SAFETY: the scan writes every one of the n offsets.
+        let mut offsets = unsafe { self.gpu.alloc_uninit::<u64>(n, "the tables' offsets") }?;
+        let mut total = stream.alloc_zeros::<u64>(1)?;
+        primitives::Scanner::new(&self.gpu)?.exclusive_scan(&buckets, &mut offsets, &mut total)?;
+        Ok(TableSizes {
+            buckets,
+            offsets,
+            total,
+        })
+    }
+
+    /// Places the tables of [`size_tables`](Self::size_tables) (`total`: their bucket
+    /// total, read back) in one new chunk: vertex `ids[i]` (or `first + i`) gets its
+    /// buckets there and a zero count. Does not synchronize.
+    pub(super) fn place_tables(
+        &mut self,
+        ids: Option<&CudaSlice<u32>>,
+        first: u32,
+        n: usize,
+        sizes: &TableSizes,
+        total: u64,
+    ) -> Result<()> {
         let chunk = self.new_chunk(total)?;
+        let stream = self.gpu.stream().clone();
         let kernel = self.kernel("place")?;
         let shape = self.item_shape(&kernel, n)?;
         let r = self.graph_ref(self.control_ptr());
-        let (null, uniform) = (0u64, 0u32);
+        let (null, uniform, n64) = (0u64, 0u32, n as u64);
         let mut args = stream.launch_builder(kernel.func());
         args.arg(&r);
         match ids {
@@ -240,13 +273,21 @@ impl<W: EdgeValue> DynamicGraph<W> {
         };
         args.arg(&first)
             .arg(&n64)
-            .arg(&buckets)
-            .arg(&offsets)
+            .arg(&sizes.buckets)
+            .arg(&sizes.offsets)
             .arg(&uniform)
             .arg(&chunk);
         // SAFETY: writes the entries of the n vertices (in the dictionary); offsets and
         // buckets stay inside the chunk of `total` slabs.
         unsafe { args.launch(shape) }?;
-        Ok(total)
+        Ok(())
     }
+}
+
+/// Tables sized for known degrees, on the device: bucket counts, their exclusive prefix
+/// sums (each table's first base slab in its chunk), and the total (one word).
+pub(super) struct TableSizes {
+    pub(super) buckets: CudaSlice<u64>,
+    pub(super) offsets: CudaSlice<u64>,
+    pub(super) total: CudaSlice<u64>,
 }
