@@ -513,6 +513,49 @@ fn bulk_builds_and_rebuilds_with_duplicates_and_loops_match_the_oracle() {
     }
 }
 
+/// Bulk builds whose ids pass `num_vertices` (the tables' sizes, counted over
+/// `0..num_vertices` with the id check, are counted again over the larger range) or stop
+/// short of it: `max(num_vertices, largest id + 1)` ids and the oracle's edges and
+/// degrees, built from scratch and rebuilt into one graph (a dense batch, so that the
+/// builds place entries directly, and a sparse one).
+#[test]
+fn bulk_builds_past_and_short_of_num_vertices() {
+    let Some(gpu) = gpu() else { return };
+    let mut rng = StdRng::seed_from_u64(23);
+    let mut reused: Option<DynamicGraph<u32>> = None;
+    for (ids, m) in [(4000u32, 40_000usize), (50_000, 30_000)] {
+        let (src, dst): (Vec<u32>, Vec<u32>) = (0..m)
+            .map(|_| (rng.random_range(0..ids), rng.random_range(0..ids)))
+            .unzip();
+        let values: Vec<u32> = (0..m).map(|_| rng.random_range(0..1000)).collect();
+        let top = src.iter().chain(&dst).max().unwrap() + 1;
+        for n in [1, top / 2, top - 1, top, top + 1, 2 * top] {
+            let mut o = Oracle::<u32>::new(false, n.max(top));
+            o.insert(&src, &dst, &values);
+            let what = format!("{m} edges below {top} built for {n} ids");
+            let g = DynamicGraph::<u32>::from_edges(
+                &gpu,
+                GraphConfig::default(),
+                n,
+                &src,
+                &dst,
+                Some(&values),
+            )
+            .unwrap();
+            assert_eq!(g.vertex_ids(), n.max(top), "{what}");
+            agree(&g, &mut o.clone(), &what);
+            match reused.as_mut() {
+                None => reused = Some(g),
+                Some(r) => {
+                    r.rebuild_from_edges(n, &src, &dst, Some(&values)).unwrap();
+                    assert_eq!(r.vertex_ids(), n.max(top), "{what}, rebuilt");
+                    agree(r, &mut o, &format!("{what}, rebuilt"));
+                }
+            }
+        }
+    }
+}
+
 /// A rebuild forgets everything of the graph before it: its deleted ids, its id range
 /// (smaller and larger), its collision slabs (tables at load factor 3 chain two or three
 /// slabs, and `validate()` checks that the pool holds exactly the slabs the lists reach),
