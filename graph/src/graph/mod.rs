@@ -380,6 +380,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
             self.clear_contents()?;
         }
         if top > num_vertices {
+            // The first count's arrays go before the count over the larger range.
+            drop(sizes);
+            drop(degrees);
             return self.build_checked(top, src, dst, values);
         }
         self.place_and_insert(num_vertices, src, dst, values, Some((&sizes, w[2])))

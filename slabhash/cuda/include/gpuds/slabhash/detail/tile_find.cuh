@@ -1,7 +1,7 @@
-// gpuds/slabhash/detail/tile_find.cuh: SEARCH and DELETE of wide map entries (u64/u64,
-// u64/u32, u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab per tile, where
-// writers may be in flight (the bulk lookup kernel, which runs with none, reads alone:
-// alone_wide::find_quiet).
+// gpuds/slabhash/detail/tile_find.cuh: SEARCH, DELETE and (64-bit keys) REPLACE of wide
+// map entries (u64/u64, u64/u32, u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab
+// per tile, where writers may be in flight (the bulk lookup kernel, which runs with none,
+// reads alone: alone_wide::find_quiet).
 //
 // The warp walk (map_ref.cuh) reads a slab with one warp instruction, one word per lane,
 // and serves one request at a time: some 60 warp instructions per request. A lane alone
@@ -17,13 +17,18 @@
 // `look` finds, for each lane's request, the first slot holding the key in list order
 // (keys fill a slab from its first slot, so a slab with an empty slot ends the search),
 // with the busy bit and the value of the same read, or its absence; the step cap is left
-// to the warp walk. SEARCH uses a hit only if its busy bit is clear (as the warp walk's
-// find); a busy hit goes to the warp walk, which reads again. DELETE then runs in the
-// request's own lane, as the warp walk's wide deletion does in the key's lane: it takes
-// the slot's busy bit (an acquire OR that found it clear: the key is still k, since a key
-// word changes only from EMPTY, bit set until published, or to the tombstone, bit kept
-// set), reads the value and tombstones the key, keeping the bit; a bit found set goes to
-// the warp walk, with nothing applied.
+// to the warp walk. `look<CLAIM>` (REPLACE) ends a request without its key at its list's
+// first empty slot instead, or at a list that ends full. SEARCH uses a hit only if its
+// busy bit is clear (as the warp walk's find); a busy hit goes to the warp walk, which
+// reads again. DELETE then runs in the request's own lane, as the warp walk's wide
+// deletion does in the key's lane: it takes the slot's busy bit (an OR that found it
+// clear: the key is still k, since a key word changes only from EMPTY, bit set until
+// published, or to the tombstone, bit kept set) and tombstones the key, keeping the bit;
+// the OR is an acquire followed by a read of the value when the caller wants the value,
+// relaxed with no read when it does not (bulk deletions: nothing the last holder wrote
+// is read). A bit found set goes to the warp walk, with nothing applied. REPLACE runs in
+// the request's own lane as a lane alone does (alone_wide::settle): a replacement at the
+// key's slot, or claims from the first empty slot on.
 #pragma once
 #include <gpuds/core/memory.cuh>
 #include <gpuds/slabhash/detail/alone_wide.cuh>
