@@ -24,11 +24,12 @@ impl<W: EdgeValue> DynamicGraph<W> {
         }
         let mut g = Self::bare(gpu, config)?;
         let staged = g.stage(src, dst, values)?;
-        g.build_from_device(
+        g.build_device(
             num_vertices,
             &staged.src,
             &staged.dst,
             staged.values.as_ref(),
+            false,
         )?;
         Ok(g)
     }
@@ -68,7 +69,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<Self> {
         let mut g = Self::bare(gpu, config)?;
-        g.build_from_device(num_vertices, src, dst, values)?;
+        g.build_device(num_vertices, src, dst, values, false)?;
         Ok(g)
     }
 
@@ -140,16 +141,6 @@ impl<W: EdgeValue> DynamicGraph<W> {
         self.build_device(num_vertices, src, dst, values, true)
     }
 
-    fn build_from_device(
-        &mut self,
-        num_vertices: u32,
-        src: &CudaSlice<u32>,
-        dst: &CudaSlice<u32>,
-        values: Option<&CudaSlice<W::Device>>,
-    ) -> Result<()> {
-        self.build_device(num_vertices, src, dst, values, false)
-    }
-
     /// A bulk build on the device (`clear`: a rebuild, which clears the graph once the
     /// input is known good). The id check, the degrees over ids `0..num_vertices` and
     /// the tables' sizes run together and come back in one synchronization; only when
@@ -163,17 +154,15 @@ impl<W: EdgeValue> DynamicGraph<W> {
         values: Option<&CudaSlice<W::Device>>,
         clear: bool,
     ) -> Result<()> {
+        check_vertex_count(num_vertices)?;
+        same_lens(src.len(), dst.len(), values.map(|v| v.len()))?;
         if src.is_empty() || num_vertices == 0 {
-            let n_ids = self.check_build(num_vertices, src, dst, values)?;
+            // The ids first (a synchronization), then the sizes over all of them.
+            let n_ids = num_vertices.max(self.check_ids(src, Some(dst))?);
             if clear {
                 self.clear_contents()?;
             }
-            return self.build_checked(n_ids, src, dst, values);
-        }
-        check_vertex_count(num_vertices)?;
-        same_len("src and dst", src.len(), dst.len())?;
-        if let Some(v) = values {
-            same_len("src and values", src.len(), v.len())?;
+            return self.place_and_insert(n_ids, src, dst, values, None);
         }
         let stream = self.gpu.stream().clone();
         // The id check's two words, then the bucket total.
@@ -191,39 +180,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
             // The first count's arrays go before the count over the larger range.
             drop(sizes);
             drop(degrees);
-            return self.build_checked(top, src, dst, values);
+            return self.place_and_insert(top, src, dst, values, None);
         }
         self.place_and_insert(num_vertices, src, dst, values, Some((&sizes, w[2])))
-    }
-
-    /// The checks of a bulk build, before anything changes: the vertex count, the
-    /// arrays' lengths, every id. Returns the build's ids, `max(num_vertices, largest
-    /// id + 1)`.
-    fn check_build(
-        &self,
-        num_vertices: u32,
-        src: &CudaSlice<u32>,
-        dst: &CudaSlice<u32>,
-        values: Option<&CudaSlice<W::Device>>,
-    ) -> Result<u32> {
-        check_vertex_count(num_vertices)?;
-        same_len("src and dst", src.len(), dst.len())?;
-        if let Some(v) = values {
-            same_len("src and values", src.len(), v.len())?;
-        }
-        let top = self.check_ids(src, Some(dst))?;
-        Ok(num_vertices.max(top))
-    }
-
-    /// build_from_device on ids already checked: ids `0..n_ids`.
-    fn build_checked(
-        &mut self,
-        n_ids: u32,
-        src: &CudaSlice<u32>,
-        dst: &CudaSlice<u32>,
-        values: Option<&CudaSlice<W::Device>>,
-    ) -> Result<()> {
-        self.place_and_insert(n_ids, src, dst, values, None)
     }
 
     /// Gives ids `0..n_ids` tables sized for the batch's degrees (`sized`: already

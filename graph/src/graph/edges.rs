@@ -40,10 +40,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &CudaSlice<u32>,
         values: Option<&CudaSlice<W::Device>>,
     ) -> Result<EdgeTally> {
-        same_len("src and dst", src.len(), dst.len())?;
-        if let Some(v) = values {
-            same_len("src and values", src.len(), v.len())?;
-        }
+        same_lens(src.len(), dst.len(), values.map(|v| v.len()))?;
         // The ids are checked on the device in the call (one synchronization): the
         // insertion runs only when every id is in the dictionary and none is reserved.
         let top = match self.run_edges_checked(Edit::Insert, src, dst, values)? {
@@ -84,10 +81,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         same_len("src and dst", src.len(), dst.len())?;
         // The ids are checked on the device in the call (one synchronization); ids past
         // the dictionary name no edge, and the kernel skips those requests.
-        match self.run_edges_checked(Edit::Remove, src, dst, None)? {
-            Checked::Ran(tally) => Ok(tally),
-            Checked::Beyond(_) => unreachable!("a deletion runs with ids past the dictionary"),
-        }
+        Ok(self.run_edges_checked(Edit::Remove, src, dst, None)?.ran())
     }
 
     /// Runs an insertion or deletion batch already checked (every id in the
@@ -113,10 +107,9 @@ impl<W: EdgeValue> DynamicGraph<W> {
         values: Option<&CudaSlice<W::Device>>,
         only: Option<&CudaSlice<u32>>,
     ) -> Result<EdgeTally> {
-        match self.run_edges_inner(edit, src, dst, values, only, false)? {
-            Checked::Ran(tally) => Ok(tally),
-            Checked::Beyond(_) => unreachable!("a batch without the id check always runs"),
-        }
+        Ok(self
+            .run_edges_inner(edit, src, dst, values, only, false)?
+            .ran())
     }
 
     /// run_edges on a batch whose ids are not checked yet: the check runs on the device
@@ -244,4 +237,16 @@ pub(super) enum Checked {
     Ran(EdgeTally),
     /// Nothing ran: an insertion with ids past the dictionary (the largest id + 1).
     Beyond(u32),
+}
+
+impl Checked {
+    /// The tally of a batch that always runs: a deletion, or a batch without the check.
+    fn ran(self) -> EdgeTally {
+        match self {
+            Checked::Ran(tally) => tally,
+            Checked::Beyond(_) => {
+                unreachable!("only a checked insertion stops at ids past the dictionary")
+            }
+        }
+    }
 }

@@ -440,6 +440,15 @@ pub(crate) fn same_len(what: &'static str, a: usize, b: usize) -> Result<()> {
     }
 }
 
+/// A batch's arrays have one length: `src` and `dst`, and `values` (its length) if any.
+pub(crate) fn same_lens(src: usize, dst: usize, values: Option<usize>) -> Result<()> {
+    same_len("src and dst", src, dst)?;
+    match values {
+        Some(v) => same_len("src and values", src, v),
+        None => Ok(()),
+    }
+}
+
 /// Rejects a reserved id, naming the first.
 pub(crate) fn check_host_ids(src: &[u32], dst: &[u32]) -> Result<()> {
     for (index, (&u, &v)) in src.iter().zip(dst).enumerate() {

@@ -11,10 +11,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
         dst: &[u32],
         values: Option<&[W]>,
     ) -> Result<Staged<W::Device>> {
-        same_len("src and dst", src.len(), dst.len())?;
-        if let Some(v) = values {
-            same_len("src and values", src.len(), v.len())?;
-        }
+        same_lens(src.len(), dst.len(), values.map(<[W]>::len))?;
         check_host_ids(src, dst)?;
         let stream = self.gpu.stream();
         let values = match values {
