@@ -66,7 +66,8 @@ fn modules_build_as_cubin() {
 
 /// The search kernels' hot paths, for every key and value type: each lane reads its own
 /// request's slab with read-only 16-byte loads (`ld.global.nc`: no writer runs beside a
-/// bulk lookup). Packed pairs (u32/u32): half a slab at a time, four loads a half
+/// bulk lookup) that ask L2 for the whole line (`.L2::128B`), so that the lane's later
+/// reads of the slab (its second half, the value, the next address) wait on L2, not memory. Packed pairs (u32/u32): half a slab at a time, four loads a half
 /// (detail/alone.cuh). Wide pairs: the key lanes only (detail/alone_wide.cuh,
 /// `find_quiet`), three loads at u32/u64, five at u64/u32, four at u64/u64. Sets as packed
 /// pairs. No relaxed
@@ -88,7 +89,7 @@ fn search_reads_slabs_as_designed() {
         let text = ptx(program, Arch::new(9, 0));
         let body = kernel_body(&text, &format!("find_map_{types}"));
         let slab_loads = body.matches("ld.relaxed.gpu.global.u32").count();
-        let read_only = body.matches("ld.global.nc.v2.u64").count();
+        let read_only = body.matches("ld.global.nc.L2::128B.v2.u64").count();
         // Three slab reads of the warp walk (the first request's base slab, the next
         // request's base slab read ahead, the following slabs of a list) and the
         // status-word reads of the three reports (refused batch, reserved key, step cap)
@@ -113,7 +114,8 @@ fn search_reads_slabs_as_designed() {
             );
         }
         assert!(
-            !body.contains("ld.relaxed.gpu.global.v2.u64"),
+            !body.contains("ld.relaxed.gpu.global.v2.u64")
+                && !body.contains("ld.relaxed.gpu.global.L2::128B.v2.u64"),
             "find {types}"
         );
         assert!(!body.contains("ld.relaxed.gpu.global.u64"), "find {types}");
@@ -122,7 +124,7 @@ fn search_reads_slabs_as_designed() {
     for (program, key) in programs[4..].iter().zip(["u32", "u64"]) {
         let text = ptx(program, Arch::new(9, 0));
         let body = kernel_body(&text, &format!("find_set_{key}"));
-        let read_only = body.matches("ld.global.nc.v2.u64").count();
+        let read_only = body.matches("ld.global.nc.L2::128B.v2.u64").count();
         assert!(
             read_only >= 4 && read_only.is_multiple_of(4),
             "{read_only} 16-byte loads in find set {key}"

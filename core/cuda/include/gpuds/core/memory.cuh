@@ -37,6 +37,14 @@ __device__ __forceinline__ ulonglong2 ld_relaxed_v2(const unsigned long long* p)
   asm volatile("ld.relaxed.gpu.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
   return v;
 }
+// As ld_relaxed_v2, asking L2 to fetch the whole 128-byte line holding `p` on a miss (the
+// `.L2::128B` prefetch size), for a lane that goes on to read or write more of that line
+// (a slab's keys, then its value and busy word).
+__device__ __forceinline__ ulonglong2 ld_relaxed_v2_line(const unsigned long long* p) {
+  ulonglong2 v;
+  asm volatile("ld.relaxed.gpu.global.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
+  return v;
+}
 __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
@@ -175,6 +183,15 @@ __device__ __forceinline__ unsigned long long ld_nc(const unsigned long long* p)
 __device__ __forceinline__ ulonglong2 ld_nc_v2(const unsigned long long* p) {
   ulonglong2 v;
   asm("ld.global.nc.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p));
+  return v;
+}
+
+// As ld_nc_v2, asking L2 to fetch the whole 128-byte line holding `p` on a miss (the
+// `.L2::128B` prefetch size; same rule as ld_nc): a later read of the line by the same
+// lane finds it in L2 instead of waiting on memory again.
+__device__ __forceinline__ ulonglong2 ld_nc_v2_line(const unsigned long long* p) {
+  ulonglong2 v;
+  asm("ld.global.nc.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p));
   return v;
 }
 

@@ -93,7 +93,9 @@ struct alone {
   // read half at a time (four 16-byte relaxed loads issued together), its second half
   // only when the first has neither. QUIET (a lookup on a table no writer changes while
   // it runs, alone_wide::find_quiet says when): read-only non-coherent loads instead,
-  // cached in L1 (u32/u32 lookups 1.20-1.21x on the H200: docs/slabhash.md).
+  // cached in L1 (u32/u32 lookups 1.20-1.21x on the H200: docs/slabhash.md), that ask L2
+  // for the whole line (`.L2::128B`), so that a second half or a slab's next address,
+  // read after the first half, waits on L2 rather than memory (absent keys 1.27x).
   template <bool QUIET = false>
   __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, word_t& word) {
     for (unsigned depth = 1;; ++depth) {
@@ -101,10 +103,10 @@ struct alone {
 #pragma unroll
       for (unsigned half = 0; half < 2; ++half) {
         const unsigned long long* p = reinterpret_cast<const unsigned long long*>(slab) + 8u * half;
-        const ulonglong2 a = QUIET ? mem::ld_nc_v2(p) : mem::ld_relaxed_v2(p);
-        const ulonglong2 b = QUIET ? mem::ld_nc_v2(p + 2) : mem::ld_relaxed_v2(p + 2);
-        const ulonglong2 c = QUIET ? mem::ld_nc_v2(p + 4) : mem::ld_relaxed_v2(p + 4);
-        const ulonglong2 d = QUIET ? mem::ld_nc_v2(p + 6) : mem::ld_relaxed_v2(p + 6);
+        const ulonglong2 a = QUIET ? mem::ld_nc_v2_line(p) : mem::ld_relaxed_v2(p);
+        const ulonglong2 b = QUIET ? mem::ld_nc_v2_line(p + 2) : mem::ld_relaxed_v2(p + 2);
+        const ulonglong2 c = QUIET ? mem::ld_nc_v2_line(p + 4) : mem::ld_relaxed_v2(p + 4);
+        const ulonglong2 d = QUIET ? mem::ld_nc_v2_line(p + 6) : mem::ld_relaxed_v2(p + 6);
         const unsigned long long u[8] = {a.x, a.y, b.x, b.y, c.x, c.y, d.x, d.y};
         unsigned hits = 0u, empties = 0u;
         // From the last slot down, so that `word` ends as the first target's (maps).
