@@ -83,33 +83,38 @@ struct alone_wide {
     return reinterpret_cast<V*>(slab + layout::value_lane(slot));
   }
 
-  // A slab's key lanes into `s`, 16-byte loads issued together: relaxed (writers may be
-  // in flight), or QUIET read-only non-coherent loads (none is). Both ask L2 for the whole
-  // line (`.L2::128B`): what the lane reads or writes next (the value of the slot holding
-  // its key, the busy word, the next address) then waits on L2, not memory (present keys
-  // 1.12-1.29x, absent 1.33x at u64/u32 on the H200).
-  template <bool QUIET>
+  // A slab's key chunks FROM .. TO - 1 into `s`, 16-byte loads issued together: relaxed
+  // (writers may be in flight), or QUIET read-only non-coherent loads (none is). LINE:
+  // the loads ask L2 for the whole 128-byte line (`.L2::128B`), so that what the lane
+  // reads or writes next in the slab (more keys, the value of the slot holding its key,
+  // the busy word, the next address) waits on L2, not memory (present keys 1.12-1.29x,
+  // absent 1.33x at u64/u32 on the H200); the reads after the first need not ask again.
+  template <bool QUIET, bool LINE = true, unsigned FROM = 0, unsigned TO = KEY_CHUNKS>
   __device__ static void read_keys(const unsigned* slab, seen& s) {
     const unsigned long long* p = reinterpret_cast<const unsigned long long*>(slab);
 #pragma unroll
-    for (unsigned c = 0; c < KEY_CHUNKS; ++c) {
-      const ulonglong2 a = QUIET ? mem::ld_nc_v2_line(p + 2u * c) : mem::ld_relaxed_v2_line(p + 2u * c);
+    for (unsigned c = FROM; c < TO; ++c) {
+      ulonglong2 a;
+      if constexpr (QUIET) {
+        a = LINE ? mem::ld_nc_v2_line(p + 2u * c) : mem::ld_nc_v2(p + 2u * c);
+      } else {
+        a = LINE ? mem::ld_relaxed_v2_line(p + 2u * c) : mem::ld_relaxed_v2(p + 2u * c);
+      }
       s.w[2u * c] = a.x;
       s.w[2u * c + 1u] = a.y;
     }
   }
 
-  // The slots of `s` holding k or empty, as a bit mask (`hits`: those holding k).
-  __device__ static unsigned targets_in(const seen& s, K k, unsigned& hits) {
-    unsigned targets = 0u;
-    hits = 0u;
+  // Adds the slots FROM .. TO - 1 of `s` holding k or empty to `targets`, as bits (`hits`:
+  // those holding k).
+  template <unsigned FROM = 0, unsigned TO = SLOTS>
+  __device__ static void match(const seen& s, K k, unsigned& targets, unsigned& hits) {
 #pragma unroll
-    for (unsigned j = 0; j < SLOTS; ++j) {
+    for (unsigned j = FROM; j < TO; ++j) {
       const K key = key_in(s, j);
       hits |= (key == k ? 1u : 0u) << j;
       targets |= (key == k || key == empty_key<K> ? 1u : 0u) << j;
     }
-    return targets;
   }
 
   // Looks along the list from `slab` for key k: the first slot holding k or the first
@@ -121,8 +126,8 @@ struct alone_wide {
       // Lanes 28-31: the busy word and the next address.
       const ulonglong2 tail = mem::ld_relaxed_v2(reinterpret_cast<const unsigned long long*>(slab) + 14);
       const unsigned next = static_cast<unsigned>(tail.y >> 32);  // lane 31
-      unsigned hits = 0u;
-      const unsigned targets = targets_in(s, k, hits);
+      unsigned targets = 0u, hits = 0u;
+      match(s, k, targets, hits);
       if (targets != 0u) {
         slot = static_cast<unsigned>(__ffs(targets) - 1);
         return ((hits >> slot) & 1u) != 0u ? HIT : FIRST_EMPTY;
@@ -133,8 +138,9 @@ struct alone_wide {
     }
   }
 
-  // Whether slot 0's value lies in the key chunks a lane reads (u64/u64, u32/u64).
-  static constexpr bool VALUE0_READ = layout::value_lane(0) + layout::VW <= 4u * KEY_CHUNKS;
+  // The key chunks a QUIET lookup reads first, and the slots they hold.
+  static constexpr unsigned FIRST_CHUNKS = (KEY_CHUNKS + 1u) / 2u;
+  static constexpr unsigned FIRST_SLOTS = 4u * FIRST_CHUNKS / KW < SLOTS ? 4u * FIRST_CHUNKS / KW : SLOTS;
 
   // SEARCH by a lane alone on a table that no writer changes while it runs (the bulk
   // lookup kernel: SlabHashMap's writes take the map mutably and run in stream order, so
@@ -143,27 +149,31 @@ struct alone_wide {
   // cached in L1; relaxed loads go to L2 each, and a lane alone with relaxed loads was
   // slower than the tiles, 13.3 against 17.5 G/s at u64/u64 on the H200), and every key
   // it reads is published (the kernel of its claim has ended, so its busy bit is clear
-  // and need not be read). A lane
-  // reads the slab's key lanes only; then the value of the slot holding k (slot 0's came
-  // with the keys at u64/u64 and u32/u64), or the next address of a slab with neither k
-  // nor an empty slot. True where settled; false at the step cap (the warp walk's).
+  // and need not be read). A lane reads the first half of the slab's key chunks (slots
+  // 0-3 at u64/u64, 0-5 at u64/u32, 0-7 at u32/u64), asking L2 for the whole line; the
+  // other half only when those slots hold neither k nor an empty slot (keys fill a list's
+  // slots in order, so most hits and most first empty slots are there); then the value of
+  // the slot holding k, or the next address of a slab with neither. Each load a lane does
+  // not issue is a line's worth of L1 work saved for the warp (32 lanes, 32 lines): on the
+  // H200 present keys went 20.8 -> 23.9 G/s at u64/u64 against reading every key chunk
+  // at once, and reading the whole slab at once ran at 15.8. True where settled; false at
+  // the step cap (the warp walk's).
   __device__ static bool find_quiet(const table& t, unsigned* slab, K k, V& value, unsigned& outcome) {
     for (unsigned depth = 1;; ++depth) {
       seen s;
-      read_keys<true>(slab, s);
-      unsigned hits = 0u;
-      const unsigned targets = targets_in(s, k, hits);
+      read_keys<true, true, 0, FIRST_CHUNKS>(slab, s);
+      unsigned targets = 0u, hits = 0u;
+      match<0, FIRST_SLOTS>(s, k, targets, hits);
+      if (targets == 0u) {
+        read_keys<true, false, FIRST_CHUNKS, KEY_CHUNKS>(slab, s);
+        match<FIRST_SLOTS, SLOTS>(s, k, targets, hits);
+      }
       if (targets != 0u) {
         const unsigned slot = static_cast<unsigned>(__ffs(targets) - 1);
         outcome = OP_ABSENT;
         if (((hits >> slot) & 1u) != 0u) {
           outcome = OP_PRESENT;
-          if (VALUE0_READ && slot == 0u) {
-            constexpr unsigned lane = VALUE0_READ ? layout::value_lane(0) : 0u;
-            value = static_cast<V>(s.w[lane / 2u] >> (32u * (lane % 2u)));
-          } else {
-            value = static_cast<V>(mem::ld_nc(value_ptr(slab, slot)));
-          }
+          value = static_cast<V>(mem::ld_nc(value_ptr(slab, slot)));
         }
         return true;
       }
