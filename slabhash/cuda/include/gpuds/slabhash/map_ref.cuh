@@ -146,10 +146,11 @@ struct map_ref : detail::table {
   // set_ref::insert_alone_in): each lane first runs its own request alone, and the
   // requests it leaves run through the warp walk. Packed pairs (u32/u32) run all three
   // alone (detail/alone.cuh); wide pairs run find and erase by tiles of 8 lanes, one slab
-  // per tile (detail/tile_find.cuh; the QUIET find below runs alone), and replace by the
-  // tiles' look and each lane's own claim or replacement with 64-bit keys, each lane
-  // alone with 32-bit keys (detail/alone_wide.cuh: the tiles measured 1.06-1.11x as fast
-  // at u64 keys, 0.93x at u32/u64). Replace and erase need unique keys (find runs first with
+  // per tile (detail/tile_find.cuh; the QUIET find below runs alone), and replace each
+  // lane alone (detail/alone_wide.cuh, which reads half of a slab's keys first: 1.14x /
+  // 1.15x the tiles' rate at u64/u64 / u64/u32 on the H200, and 1.03x reading all the
+  // keys at once at u32/u64). Replace and
+  // erase need unique keys (find runs first with
   // duplicates too: the first instance in list order is the least recent one); otherwise
   // they are the `_in` forms.
   template <class Allocator, class Home>
@@ -158,13 +159,7 @@ struct map_ref : detail::table {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     bool settled = false;
-    if constexpr (layout::WIDE && sizeof(K) == 8) {
-      V was{};
-      // By every lane (the tiles' ballots): a lane takes part without a request.
-      settled = detail::tile_find<K, V>::replace(*this, active && unique_keys != 0, home_slab(home), key, value,
-                                                  was, outcome);
-      if (settled && outcome == OP_PRESENT) old = was;
-    } else if constexpr (layout::WIDE) {
+    if constexpr (layout::WIDE) {
       V was{};
       settled = active && unique_keys != 0 &&
                 detail::alone_wide<K, V>::replace(*this, home_slab(home), key, value, was, outcome);

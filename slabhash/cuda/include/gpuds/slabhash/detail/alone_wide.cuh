@@ -4,10 +4,16 @@
 // the packed counterpart and says why a lane alone (one warp instruction serves up to 32
 // requests instead of one).
 //
-// A lane reads a slab's key lanes and its last 16 bytes (the busy word and the next
-// address) with 16-byte loads issued together (lanes 0-15 and 28-31 at u64/u64, 0-19 and
-// 28-31 at u64/u32, 0-11 and 28-31 at u32/u64), all in the one line the warp walk reads;
-// an insert reads no value. What it cannot settle alone it leaves untouched to the warp
+// A lane reads half of a slab's key lanes first (lanes 0-7 at u64/u64, 0-11 at u64/u32,
+// 0-7 at u32/u64: 16-byte loads issued together, the first asking L2 for the whole line)
+// and stops there at its key or the first empty slot; only a slab whose first half holds
+// neither costs the rest of its key lanes and its last 16 bytes (the busy word and the
+// next address). All of it is the one line the warp walk reads; an insert reads no value.
+// Each 16-byte load of a lane alone is a line's worth of L1 work for its warp (32 lanes,
+// 32 lines), so the loads a lane does not issue are what it gains: on the H200, at 2^24
+// keys, inserts ran 1.14x / 1.15x as fast as the tiles of 8 lanes (tile_find.cuh) that
+// had replaced the all-keys read at 64-bit keys, and 1.03x the all-keys read at u32/u64.
+// What it cannot settle alone it leaves untouched to the warp
 // walk its caller runs next (map_ref::replace_alone_in): a list that ends full, the step
 // cap, a slot whose busy bit is set (a claim not yet published, a replacement or deletion
 // in flight), a claim that lost every remaining slot of its slab.
@@ -56,6 +62,10 @@ struct alone_wide {
   // 16-byte chunks that hold the key lanes 0 .. SLOTS * KW - 1.
   static constexpr unsigned KEY_CHUNKS = (SLOTS * KW + 3u) / 4u;
   static_assert(KEY_CHUNKS < 7, "the keys end before the slab's last 16 bytes");
+  // The key chunks a lane reads first (look, find_quiet), and the slots they hold: the
+  // rest only when those slots hold neither its key nor an empty slot.
+  static constexpr unsigned FIRST_CHUNKS = (KEY_CHUNKS + 1u) / 2u;
+  static constexpr unsigned FIRST_SLOTS = 4u * FIRST_CHUNKS / KW < SLOTS ? 4u * FIRST_CHUNKS / KW : SLOTS;
 
   // Where a look at a list stopped (as alone.cuh).
   static constexpr unsigned HIT = 0;
@@ -122,12 +132,17 @@ struct alone_wide {
   // read of it), or the list's end (`slab` its tail) or the step cap.
   __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, seen& s) {
     for (unsigned depth = 1;; ++depth) {
-      read_keys<false>(slab, s);
-      // Lanes 28-31: the busy word and the next address.
-      const ulonglong2 tail = mem::ld_relaxed_v2(reinterpret_cast<const unsigned long long*>(slab) + 14);
-      const unsigned next = static_cast<unsigned>(tail.y >> 32);  // lane 31
+      read_keys<false, true, 0, FIRST_CHUNKS>(slab, s);
       unsigned targets = 0u, hits = 0u;
-      match(s, k, targets, hits);
+      match<0, FIRST_SLOTS>(s, k, targets, hits);
+      unsigned next = NULL_SLAB;
+      if (targets == 0u) {
+        read_keys<false, false, FIRST_CHUNKS, KEY_CHUNKS>(slab, s);
+        // Lanes 28-31: the busy word and the next address.
+        const ulonglong2 tail = mem::ld_relaxed_v2(reinterpret_cast<const unsigned long long*>(slab) + 14);
+        next = static_cast<unsigned>(tail.y >> 32);  // lane 31
+        match<FIRST_SLOTS, SLOTS>(s, k, targets, hits);
+      }
       if (targets != 0u) {
         slot = static_cast<unsigned>(__ffs(targets) - 1);
         return ((hits >> slot) & 1u) != 0u ? HIT : FIRST_EMPTY;
@@ -137,10 +152,6 @@ struct alone_wide {
       slab = t.slab_at(next);
     }
   }
-
-  // The key chunks a QUIET lookup reads first, and the slots they hold.
-  static constexpr unsigned FIRST_CHUNKS = (KEY_CHUNKS + 1u) / 2u;
-  static constexpr unsigned FIRST_SLOTS = 4u * FIRST_CHUNKS / KW < SLOTS ? 4u * FIRST_CHUNKS / KW : SLOTS;
 
   // SEARCH by a lane alone on a table that no writer changes while it runs (the bulk
   // lookup kernel: SlabHashMap's writes take the map mutably and run in stream order, so

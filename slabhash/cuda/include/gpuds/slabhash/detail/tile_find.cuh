@@ -1,5 +1,4 @@
-// gpuds/slabhash/detail/tile_find.cuh: SEARCH, DELETE and (64-bit keys) REPLACE of wide
-// map entries (u64/u64, u64/u32, u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab
+// gpuds/slabhash/detail/tile_find.cuh: SEARCH and DELETE of wide map entries (u64/u64, u64/u32, u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab
 // per tile, where writers may be in flight (the bulk lookup kernel, which runs with none,
 // reads alone: alone_wide::find_quiet).
 //
@@ -17,8 +16,7 @@
 // `look` finds, for each lane's request, the first slot holding the key in list order
 // (keys fill a slab from its first slot, so a slab with an empty slot ends the search),
 // with the busy bit and the value of the same read, or its absence; the step cap is left
-// to the warp walk. `look<CLAIM>` (REPLACE) ends a request without its key at its list's
-// first empty slot instead, or at a list that ends full. SEARCH uses a hit only if its
+// to the warp walk. SEARCH uses a hit only if its
 // busy bit is clear (as the warp walk's find); a busy hit goes to the warp walk, which
 // reads again. DELETE then runs in the request's own lane, as the warp walk's wide
 // deletion does in the key's lane: it takes the slot's busy bit (an OR that found it
@@ -26,9 +24,9 @@
 // published, or to the tombstone, bit kept set) and tombstones the key, keeping the bit;
 // the OR is an acquire followed by a read of the value when the caller wants the value,
 // relaxed with no read when it does not (bulk deletions: nothing the last holder wrote
-// is read). A bit found set goes to the warp walk, with nothing applied. REPLACE runs in
-// the request's own lane as a lane alone does (alone_wide::settle): a replacement at the
-// key's slot, or claims from the first empty slot on.
+// is read). A bit found set goes to the warp walk, with nothing applied. (REPLACE of wide
+// pairs ran by these tiles at 64-bit keys until a lane alone that reads half a slab's keys
+// first measured 1.14x / 1.15x as fast at u64/u64 / u64/u32: alone_wide.cuh.)
 #pragma once
 #include <gpuds/core/memory.cuh>
 #include <gpuds/slabhash/detail/alone_wide.cuh>
@@ -55,16 +53,9 @@ struct tile_find {
   static constexpr unsigned ABSENT = 0;
   static constexpr unsigned HIT = 1;   // `slab`, `slot`, `busy` and `value` of the read
   static constexpr unsigned LEFT = 2;  // the step cap: the warp walk's
-  // CLAIM looks only (ABSENT split in two):
-  static constexpr unsigned FIRST_EMPTY = 3;  // `slab`, `slot`: the list's first empty slot
-  static constexpr unsigned END = 4;          // the list ends full (a slab must be appended)
-
 
   // By all 32 lanes: each lane's request (`active`: has one; `home`: its list's base
-  // slab). Returns where it stopped (ABSENT for a lane without a request). CLAIM: a
-  // request without its key ends at the list's first empty slot (FIRST_EMPTY, its slab
-  // and slot) or at a list that ends full (END), not ABSENT.
-  template <bool CLAIM = false>
+  // slab). Returns where it stopped (ABSENT for a lane without a request).
   __device__ static unsigned look(const table& tb, bool active, unsigned* home, K key, unsigned*& hit_slab,
                                   unsigned& hit_slot, bool& hit_busy, V& value) {
     const unsigned lane = warp::lane_id();
@@ -118,15 +109,7 @@ struct tile_find {
       const unsigned hits = (__ballot_sync(warp::FULL_MASK, serving && hit < PER_LANE) >> base) & 0xFFu;
       const unsigned empties = (__ballot_sync(warp::FULL_MASK, serving && empty) >> base) & 0xFFu;
       const unsigned first = hits != 0u ? static_cast<unsigned>(__ffs(hits) - 1) : 0u;
-      unsigned slot = first * PER_LANE + __shfl_sync(warp::FULL_MASK, hit, base + first) % PER_LANE;
-      if constexpr (CLAIM) {
-        // Without the key: the first empty slot (keys fill a list from its first slot, so
-        // empty slots are a suffix and this is where a claim goes).
-        const unsigned first_e = empties != 0u ? static_cast<unsigned>(__ffs(empties) - 1) : 0u;
-        const unsigned e_slot =
-            first_e * PER_LANE + __shfl_sync(warp::FULL_MASK, first_empty, base + first_e) % PER_LANE;
-        if (hits == 0u) slot = e_slot;
-      }
+      const unsigned slot = first * PER_LANE + __shfl_sync(warp::FULL_MASK, hit, base + first) % PER_LANE;
       // Lanes 28-31 are tile lane 7's: the busy word (lane 30) and the next address (31).
       const unsigned busy = __shfl_sync(warp::FULL_MASK, w[2], base + TILE - 1u);
       const unsigned next = __shfl_sync(warp::FULL_MASK, w[3], base + TILE - 1u);
@@ -139,10 +122,6 @@ struct tile_find {
         bool done = true;
         if (hits != 0u) {
           stop = HIT;
-        } else if (CLAIM && empties != 0u) {
-          stop = FIRST_EMPTY;
-        } else if (CLAIM && next == NULL_SLAB) {
-          stop = END;
         } else if (empties == 0u && next != NULL_SLAB) {
           if (depth >= tb.step_cap) {
             stop = LEFT;  // the warp walk reports the step cap
@@ -206,22 +185,6 @@ struct tile_find {
     mem::st_relaxed(layout::key_ptr(slab, layout::key_lane(slot)), tombstone_key<K>);  // the bit stays set
     outcome = OP_PRESENT;
     return true;
-  }
-
-  // REPLACE (unique keys) by tiles: the look finds each request's key or its list's first
-  // empty slot; then each request's own lane, all at once, replaces or claims there as a
-  // lane alone does (alone_wide::settle: the same protocol). True where settled; false
-  // where the warp walk must take it (a list that ends full, the step cap, a busy slot, a
-  // claim that lost every remaining slot of its slab), with nothing applied.
-  __device__ static bool replace(const table& tb, bool active, unsigned* home, K key, V value, V& old,
-                                 unsigned& outcome) {
-    unsigned* slab = home;
-    unsigned slot = 0;
-    bool busy = false;
-    V seen{};
-    const unsigned where = look<true>(tb, active, home, key, slab, slot, busy, seen);
-    if (!active || (where != HIT && where != FIRST_EMPTY)) return false;
-    return alone_wide<K, V>::settle(slab, where == FIRST_EMPTY, slot, key, value, old, outcome);
   }
 };
 
