@@ -107,18 +107,12 @@ fn search_reads_slabs_as_designed() {
                 "{read_only} 16-byte loads in find {types}"
             );
         } else {
-            // The compiler may peel the first slab of the list off the loop: one copy of
-            // the loads each.
-            let rest = body.matches("ld.global.nc.v2.u64").count();
-            assert!(
-                read_only >= first_loads && read_only.is_multiple_of(first_loads),
-                "{read_only} line-asking 16-byte loads in find {types}"
+            first_then_rest(
+                body,
+                ("ld.global.nc.L2::128B.v2.u64", first_loads),
+                ("ld.global.nc.v2.u64", rest_loads),
+                &format!("find {types}"),
             );
-            assert!(
-                rest >= rest_loads && rest.is_multiple_of(rest_loads),
-                "{rest} further 16-byte loads in find {types}"
-            );
-            assert_eq!(read_only / first_loads, rest / rest_loads, "find {types}");
         }
         assert!(
             !body.contains("ld.relaxed.gpu.global.v2.u64")
@@ -141,6 +135,53 @@ fn search_reads_slabs_as_designed() {
             "find set {key}"
         );
     }
+}
+
+/// The wide REPLACE's hot path (`insert_map_*` of u64/u64, u64/u32, u32/u64): each lane
+/// alone reads half of its slab's key chunks first with relaxed 16-byte loads that ask L2
+/// for the whole line, and the other half and the slab's last 16 bytes (busy word, next
+/// address) with plain relaxed loads only past that (detail/alone_wide.cuh, `look`): two
+/// and one plus the tail at u32/u64, three and two plus the tail at u64/u32, two and two
+/// plus the tail at u64/u64. No read-only load (writers run beside it).
+#[test]
+fn wide_replace_reads_half_a_slab_first() {
+    if !gpuds_testkit::nvrtc() {
+        return;
+    }
+    let programs = gpuds_slabhash::programs();
+    for (program, (types, first_loads, rest_loads)) in
+        programs[1..4]
+            .iter()
+            .zip([("u32_u64", 2, 2), ("u64_u32", 3, 3), ("u64_u64", 2, 3)])
+    {
+        let text = ptx(program, Arch::new(9, 0));
+        let body = kernel_body(&text, &format!("insert_map_{types}"));
+        first_then_rest(
+            body,
+            ("ld.relaxed.gpu.global.L2::128B.v2.u64", first_loads),
+            ("ld.relaxed.gpu.global.v2.u64", rest_loads),
+            &format!("insert {types}"),
+        );
+        assert!(!body.contains("ld.global.nc"), "insert {types}");
+    }
+}
+
+/// A lane's reads of one slab in `body`: `first.1` loads of the form `first.0`, then
+/// `rest.1` of the form `rest.0`. The compiler may peel the first slab of a list off the
+/// loop, so each count may be a multiple, the same multiple for both.
+fn first_then_rest(body: &str, first: (&str, usize), rest: (&str, usize), what: &str) {
+    let (a, b) = (body.matches(first.0).count(), body.matches(rest.0).count());
+    assert!(
+        a >= first.1 && a.is_multiple_of(first.1),
+        "{a} loads `{}` in {what}",
+        first.0
+    );
+    assert!(
+        b >= rest.1 && b.is_multiple_of(rest.1),
+        "{b} loads `{}` in {what}",
+        rest.0
+    );
+    assert_eq!(a / first.1, b / rest.1, "{what}");
 }
 
 /// The PTX of kernel `name` in `text`, from its entry to its closing brace.
