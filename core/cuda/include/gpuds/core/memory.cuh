@@ -39,11 +39,16 @@ __device__ __forceinline__ ulonglong2 ld_relaxed_v2(const unsigned long long* p)
 }
 // As ld_relaxed_v2, asking L2 to fetch the whole 128-byte line holding `p` on a miss (the
 // `.L2::128B` prefetch size), for a lane that goes on to read or write more of that line
-// (a slab's keys, then its value and busy word).
+// (a slab's keys, then its value and busy word). The prefetch size needs sm_75; before it
+// this is ld_relaxed_v2.
 __device__ __forceinline__ ulonglong2 ld_relaxed_v2_line(const unsigned long long* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 750
+  return ld_relaxed_v2(p);
+#else
   ulonglong2 v;
   asm volatile("ld.relaxed.gpu.global.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
   return v;
+#endif
 }
 __device__ __forceinline__ void st_release(unsigned* p, unsigned v) {
   asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -188,11 +193,16 @@ __device__ __forceinline__ ulonglong2 ld_nc_v2(const unsigned long long* p) {
 
 // As ld_nc_v2, asking L2 to fetch the whole 128-byte line holding `p` on a miss (the
 // `.L2::128B` prefetch size; same rule as ld_nc): a later read of the line by the same
-// lane finds it in L2 instead of waiting on memory again.
+// lane finds it in L2 instead of waiting on memory again. The prefetch size needs sm_75;
+// before it this is ld_nc_v2.
 __device__ __forceinline__ ulonglong2 ld_nc_v2_line(const unsigned long long* p) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 750
+  return ld_nc_v2(p);
+#else
   ulonglong2 v;
   asm("ld.global.nc.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p));
   return v;
+#endif
 }
 
 // Asks L2 for the line holding `p` (no value returned; `p` must be a valid global
