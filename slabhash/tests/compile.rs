@@ -167,9 +167,26 @@ fn wide_replace_reads_half_a_slab_first() {
 }
 
 /// A lane's reads of one slab in `body`: `first.1` loads of the form `first.0`, then
-/// `rest.1` of the form `rest.0`. The compiler may peel the first slab of a list off the
-/// loop, so each count may be a multiple, the same multiple for both.
+/// `rest.1` of the form `rest.0`, behind a conditional branch (the rest is read only when
+/// the first loads did not settle the request). The compiler may peel the first slab of a
+/// list off the loop, so each count may be a multiple, the same multiple for both.
 fn first_then_rest(body: &str, first: (&str, usize), rest: (&str, usize), what: &str) {
+    for (at, _) in body.match_indices(rest.0) {
+        let before = &body[..at];
+        let last_first = before
+            .rfind(first.0)
+            .unwrap_or_else(|| panic!("a load `{}` before any `{}` in {what}", rest.0, first.0));
+        let between = &before[last_first..];
+        assert!(
+            between.lines().any(|l| {
+                let l = l.trim_start();
+                l.starts_with('@') && l.contains(" bra")
+            }),
+            "a load `{}` not behind a branch after the loads `{}` in {what}",
+            rest.0,
+            first.0
+        );
+    }
     let (a, b) = (body.matches(first.0).count(), body.matches(rest.0).count());
     assert!(
         a >= first.1 && a.is_multiple_of(first.1),

@@ -149,8 +149,7 @@ struct map_ref : detail::table {
   // per tile (detail/tile_find.cuh; the QUIET find below runs alone), and replace each
   // lane alone (detail/alone_wide.cuh, which reads half of a slab's keys first: 1.14x /
   // 1.15x the tiles' rate at u64/u64 / u64/u32 on the H200, and 1.03x reading all the
-  // keys at once at u32/u64). Replace and
-  // erase need unique keys (find runs first with
+  // keys at once at u32/u64). Replace and erase need unique keys (find runs first with
   // duplicates too: the first instance in list order is the least recent one); otherwise
   // they are the `_in` forms.
   template <class Allocator, class Home>

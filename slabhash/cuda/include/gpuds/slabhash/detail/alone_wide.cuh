@@ -13,10 +13,10 @@
 // 32 lines), so the loads a lane does not issue are what it gains: on the H200, at 2^24
 // keys, inserts ran 1.14x / 1.15x as fast as the tiles of 8 lanes (tile_find.cuh) that
 // had replaced the all-keys read at 64-bit keys, and 1.03x the all-keys read at u32/u64.
-// What it cannot settle alone it leaves untouched to the warp
-// walk its caller runs next (map_ref::replace_alone_in): a list that ends full, the step
-// cap, a slot whose busy bit is set (a claim not yet published, a replacement or deletion
-// in flight), a claim that lost every remaining slot of its slab.
+// What it cannot settle alone it leaves untouched to the warp walk its caller runs next
+// (map_ref::replace_alone_in): a list that ends full, the step cap, a slot whose busy bit
+// is set (a claim not yet published, a replacement or deletion in flight), a claim that
+// lost every remaining slot of its slab.
 //
 // Lookups with writers in flight (user kernels through map_ref::find_alone_in, the
 // graph's tables) are not run alone here: with relaxed loads, which writers in flight
@@ -24,8 +24,9 @@
 // tiles of 8 lanes that serve them (tile_find.cuh): present keys 13.3 against 17.5 G/s at
 // u64/u64 (earlier, reading the key lanes and the tail and then the value: 11.0 against
 // the warp walk's 11.6-11.8). The bulk lookup kernel, which no writer runs beside, runs
-// alone with read-only loads (find_quiet, below): 19.2-19.4 G/s. REPLACE, whose claim
-// needs the atomics anyway, gained 1.2-1.45x alone.
+// alone with read-only loads (find_quiet, below): 19.2-19.4 G/s when it read every key
+// chunk at once, 23.6-24.1 since it reads half of them first. REPLACE, whose claim needs
+// the atomics anyway, gained 1.2-1.45x alone.
 //
 // The protocol is the warp walk's (map_ref.cuh), so both run on one table in any mix:
 // - a claim CASes the key word from EMPTY at the list's first empty slot, after every
@@ -98,7 +99,9 @@ struct alone_wide {
   // the loads ask L2 for the whole 128-byte line (`.L2::128B`), so that what the lane
   // reads or writes next in the slab (more keys, the value of the slot holding its key,
   // the busy word, the next address) waits on L2, not memory (present keys 1.12-1.29x,
-  // absent 1.33x at u64/u32 on the H200); the reads after the first need not ask again.
+  // absent 1.33x at u64/u32 on the H200; absent keys at u32/u64, whose three key chunks
+  // all came in one round trip, lost: 0.91x); the reads after the first need not ask
+  // again.
   template <bool QUIET, bool LINE = true, unsigned FROM = 0, unsigned TO = KEY_CHUNKS>
   __device__ static void read_keys(const unsigned* slab, seen& s) {
     const unsigned long long* p = reinterpret_cast<const unsigned long long*>(slab);

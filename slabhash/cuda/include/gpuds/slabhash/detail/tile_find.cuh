@@ -1,6 +1,7 @@
-// gpuds/slabhash/detail/tile_find.cuh: SEARCH and DELETE of wide map entries (u64/u64, u64/u32, u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab
-// per tile, where writers may be in flight (the bulk lookup kernel, which runs with none,
-// reads alone: alone_wide::find_quiet).
+// gpuds/slabhash/detail/tile_find.cuh: SEARCH and DELETE of wide map entries (u64/u64,
+// u64/u32, u32/u64 pairs: layout.cuh) by tiles of 8 lanes, one slab per tile, where
+// writers may be in flight (the bulk lookup kernel, which runs with none, reads alone:
+// alone_wide::find_quiet).
 //
 // The warp walk (map_ref.cuh) reads a slab with one warp instruction, one word per lane,
 // and serves one request at a time: some 60 warp instructions per request. A lane alone
@@ -29,7 +30,6 @@
 // first measured 1.14x / 1.15x as fast at u64/u64 / u64/u32: alone_wide.cuh.)
 #pragma once
 #include <gpuds/core/memory.cuh>
-#include <gpuds/slabhash/detail/alone_wide.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
 
 namespace gpuds {
