@@ -90,9 +90,9 @@ struct tile_find {
       if (serving) c = mem::ld_relaxed_v2(reinterpret_cast<const unsigned long long*>(slab) + 2u * t);
       const unsigned w[4] = {static_cast<unsigned>(c.x), static_cast<unsigned>(c.x >> 32),
                              static_cast<unsigned>(c.y), static_cast<unsigned>(c.y >> 32)};
-      // This lane's first slot holding k, and its first empty slot (PER_LANE: none).
+      // This lane's first slot holding k (PER_LANE: none), and whether it has an empty one.
       unsigned hit = PER_LANE;
-      unsigned first_empty = PER_LANE;
+      bool empty = false;
 #pragma unroll
       for (int i = static_cast<int>(PER_LANE) - 1; i >= 0; --i) {
         const unsigned slot = t * PER_LANE + static_cast<unsigned>(i);
@@ -103,9 +103,8 @@ struct tile_find {
           x = static_cast<K>(w[i]);
         }
         if (slot < SLOTS && x == k) hit = static_cast<unsigned>(i);
-        if (slot < SLOTS && x == empty_key<K>) first_empty = static_cast<unsigned>(i);
+        if (slot < SLOTS && x == empty_key<K>) empty = true;
       }
-      const bool empty = first_empty < PER_LANE;
       const unsigned hits = (__ballot_sync(warp::FULL_MASK, serving && hit < PER_LANE) >> base) & 0xFFu;
       const unsigned empties = (__ballot_sync(warp::FULL_MASK, serving && empty) >> base) & 0xFFu;
       const unsigned first = hits != 0u ? static_cast<unsigned>(__ffs(hits) - 1) : 0u;
