@@ -164,16 +164,9 @@ fn erase_batch<K: SlabKey>(keys: &[K]) -> (Vec<K>, Vec<usize>) {
     (erase, order)
 }
 
-const ERASED_TWICE: usize = 500;
-const BUCKETS: [u32; 3] = [7, 97, 4096];
-const DISTINCT: u64 = 12_000;
-const DUPS: u64 = 2_000;
-
-for_every_map_type!(map_alone_forms_match_an_oracle);
-
-fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
-    let Some(gpu) = gpu() else { return };
-    let program = Program::new(
+/// The test kernel for a map of `K` to `V`.
+fn map_program<K: SlabKey, V: TestValue>() -> Program {
+    Program::new(
         "alone_map",
         format!("#include <gpuds/slabhash/map_ref.cuh>\n{KERNEL}"),
     )
@@ -184,7 +177,59 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         format!("map_ref<{}, {}>", K::CUDA_TYPE, V::CUDA_TYPE),
     )
     .define("IS_SET", "0")
-    .headers(gpuds_slabhash::cuda_headers());
+    .headers(gpuds_slabhash::cuda_headers())
+}
+
+/// The test kernel for a set of `K`.
+fn set_program<K: SlabKey>() -> Program {
+    Program::new(
+        "alone_set",
+        format!("#include <gpuds/slabhash/set_ref.cuh>\n{KERNEL}"),
+    )
+    .define("KEY_T", K::CUDA_TYPE)
+    .define("VALUE_T", "unsigned")
+    .define("REF_T", format!("set_ref<{}>", K::CUDA_TYPE))
+    .define("IS_SET", "1")
+    .headers(gpuds_slabhash::cuda_headers())
+}
+
+/// Warps of requests for `CROWD_KEYS` keys: warp w carries keys `(w % 3) * 32 ..` in
+/// lane order, so that many warps insert the same keys into the same slabs at once,
+/// and in every fourth warp lanes 16-31 repeat lanes 0-15 (duplicates inside a warp).
+/// On a table of one or three buckets the lanes of a warp mostly stop at one slab's
+/// first empty slot together and claim side by side (alone.cuh, claim_grouped), while
+/// other warps claim the same keys below them.
+fn crowded_keys<K: SlabKey>() -> Vec<K> {
+    (0..CROWD_WARPS)
+        .flat_map(|w| {
+            (0..32u64).map(move |lane| {
+                let lane = if w % 4 == 3 && lane >= 16 {
+                    lane - 16
+                } else {
+                    lane
+                };
+                n((((w % 3) * 32 + lane) << 32) | ((w % 3) * 32 + lane + 5))
+            })
+        })
+        .collect()
+}
+
+const CROWD_WARPS: u64 = 384;
+const CROWD_KEYS: usize = 96;
+
+const ERASED_TWICE: usize = 500;
+const BUCKETS: [u32; 3] = [7, 97, 4096];
+const DISTINCT: u64 = 12_000;
+const DUPS: u64 = 2_000;
+
+for_every_map_type!(
+    map_alone_forms_match_an_oracle,
+    map_crowded_claims_keep_keys_unique
+);
+
+fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
+    let Some(gpu) = gpu() else { return };
+    let program = map_program::<K, V>();
     for buckets in BUCKETS {
         let config = SlabHashConfig {
             buckets,
@@ -309,19 +354,14 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
     }
 }
 
-for_every_set_type!(set_alone_forms_match_an_oracle);
+for_every_set_type!(
+    set_alone_forms_match_an_oracle,
+    set_crowded_claims_keep_keys_unique
+);
 
 fn set_alone_forms_match_an_oracle<K: SlabKey>() {
     let Some(gpu) = gpu() else { return };
-    let program = Program::new(
-        "alone_set",
-        format!("#include <gpuds/slabhash/set_ref.cuh>\n{KERNEL}"),
-    )
-    .define("KEY_T", K::CUDA_TYPE)
-    .define("VALUE_T", "unsigned")
-    .define("REF_T", format!("set_ref<{}>", K::CUDA_TYPE))
-    .define("IS_SET", "1")
-    .headers(gpuds_slabhash::cuda_headers());
+    let program = set_program::<K>();
     for buckets in BUCKETS {
         let config = SlabHashConfig {
             buckets,
@@ -377,5 +417,62 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
         set.validate().unwrap();
         assert!(outcomes.iter().all(|&o| o == ABSENT));
         assert_eq!(set.len().unwrap(), DISTINCT as usize);
+    }
+}
+
+fn set_crowded_claims_keep_keys_unique<K: SlabKey>() {
+    let Some(gpu) = gpu() else { return };
+    let program = set_program::<K>();
+    for buckets in [1, 3] {
+        let config = SlabHashConfig {
+            buckets,
+            ..Default::default()
+        };
+        let mut set = SlabHashSet::<K>::with_config(&gpu, config).unwrap();
+        let r = set.device_ref();
+        let keys = crowded_keys::<K>();
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 0, &keys, None);
+        set.refresh().unwrap();
+        set.validate().unwrap();
+        one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "crowded insert");
+        assert_eq!(set.len().unwrap(), CROWD_KEYS, "buckets {buckets}");
+        let (found, _) = launch_ops::<K, u32>(&gpu, &program, &r, 2, &keys[..CROWD_KEYS], None);
+        assert!(found.iter().all(|&o| o == PRESENT), "buckets {buckets}");
+    }
+}
+
+fn map_crowded_claims_keep_keys_unique<K: SlabKey, V: TestValue>() {
+    let Some(gpu) = gpu() else { return };
+    let program = map_program::<K, V>();
+    // Every request of a key carries the key's one value: a replacement returns it, and
+    // the key keeps it.
+    let value_of = |k: u64| k.rotate_left(7) ^ 0x5bd1;
+    for buckets in [1, 3] {
+        let config = SlabHashConfig {
+            buckets,
+            ..Default::default()
+        };
+        let mut map = SlabHashMap::<K, V>::with_config(&gpu, config).unwrap();
+        let r = map.device_ref();
+        let keys = crowded_keys::<K>();
+        let values: Vec<V> = keys.iter().map(|k| n(value_of(k.to_u64()))).collect();
+        let (outcomes, olds) = launch_ops(&gpu, &program, &r, 0, &keys, Some(&values));
+        map.refresh().unwrap();
+        map.validate().unwrap();
+        one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "crowded replace");
+        for (i, &o) in outcomes.iter().enumerate() {
+            if o == PRESENT {
+                assert_eq!(olds[i], values[i], "old value of request {i}");
+            }
+        }
+        assert_eq!(map.len().unwrap(), CROWD_KEYS, "buckets {buckets}");
+        let got = map.get_many(&keys[..CROWD_KEYS]).unwrap();
+        assert_eq!(
+            got,
+            values[..CROWD_KEYS]
+                .iter()
+                .map(|&v| Some(v))
+                .collect::<Vec<_>>()
+        );
     }
 }

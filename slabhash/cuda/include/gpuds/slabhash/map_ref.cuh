@@ -157,7 +157,7 @@ struct map_ref : detail::table {
                                        V& old) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
-    bool settled = false;
+    bool settled = false, wasted = false;
     if constexpr (layout::WIDE) {
       V was{};
       settled = active && unique_keys != 0 &&
@@ -165,13 +165,14 @@ struct map_ref : detail::table {
       if (settled && outcome == OP_PRESENT) old = was;
     } else {
       unsigned was = 0;
-      settled = active && unique_keys != 0 &&
-                detail::alone<K, V>::replace(*this, home_slab(home), key, static_cast<unsigned>(value), was,
-                                             outcome);
+      settled = unique_keys != 0 &&
+                detail::alone<K, V>::replace(*this, active, active ? home_slab(home) : nullptr, key,
+                                             static_cast<unsigned>(value), was, outcome, wasted) &&
+                active;
       if (settled && outcome == OP_PRESENT) old = static_cast<V>(was);
     }
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
-    count(added, added);
+    count(added, added + __popc(__ballot_sync(warp::FULL_MASK, wasted)));
     const bool left = active && !settled;
     if (__any_sync(warp::FULL_MASK, left)) {
       V rest_old{};

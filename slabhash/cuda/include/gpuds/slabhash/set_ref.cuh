@@ -79,9 +79,12 @@ struct set_ref : detail::table {
   __device__ unsigned insert_alone_in(Allocator& allocator, bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
-    const bool settled = active && detail::alone<K, no_value>::insert(*this, home_slab(home), key, outcome);
+    bool wasted = false;
+    const bool settled =
+        detail::alone<K, no_value>::insert(*this, active, active ? home_slab(home) : nullptr, key, outcome, wasted) &&
+        active;
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
-    count(added, added);
+    count(added, added + __popc(__ballot_sync(warp::FULL_MASK, wasted)));
     const bool left = active && !settled;
     if (__any_sync(warp::FULL_MASK, left)) {
       const unsigned rest = insert_in(allocator, left, home, key);

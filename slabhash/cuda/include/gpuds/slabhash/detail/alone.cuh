@@ -153,34 +153,102 @@ struct alone {
     return 0xFFFFFFFFu;
   }
 
-  // A set's insert: true when settled (`outcome` OP_ABSENT: added, OP_PRESENT: there).
-  __device__ static bool insert(const table& t, unsigned* slab, K k, unsigned& outcome) {
+  // The word a claim that turned out to duplicate its key leaves in its slot.
+  __device__ static word_t tombstone_word() {
+    if constexpr (IS_MAP) {
+      return pack_pair(TOMBSTONE_KEY, EMPTY_VALUE);
+    } else {
+      return static_cast<word_t>(tombstone_key<K>);
+    }
+  }
+
+  // claim for the lanes that `want` (a look that stopped at the first empty slot `slot` of
+  // `slab`), all 32 lanes calling. Lanes that saw the same first empty slot of one slab
+  // (sorted input: a vertex's arcs, keys of one bucket) would each CAS that slot, one
+  // winning a round, so the warp waited one round trip per lane of the largest group.
+  // Here the group's distinct keys take slots `slot + rank` at once (rank: among the
+  // group's first lanes of each key; a lane whose key a lower lane of its group carries
+  // claims the usual way, after them, and finds it). A slot taken that way skipped the
+  // group's lower slots without seeing them full, which is sound as long as none of
+  // them came to hold the lane's own key: each lower slot holds a key of the group (all
+  // distinct) or, where its CAS lost, the word that CAS returned, which the lanes
+  // compare. If another writer's k is there, the lane gives its slot back as a tombstone
+  // (`wasted`: a slot claimed, no entry; a CAS from its own word, so that a slot some
+  // other request changed meanwhile, which needs k's lower copy deleted first, stays as
+  // that request left it and counts as added) and claims the usual way from `slot`,
+  // which finds k. A lane whose CAS lost, and lanes past the slab's end, claim the usual
+  // way too (rank 0 from the slot after, having its word). Same results as claim.
+  __device__ static unsigned claim_grouped(bool want, unsigned* slab, unsigned& slot, word_t desired, K k,
+                                           word_t& seen, bool& wasted) {
+    const unsigned below = lanes_below();
+    const unsigned long long tag = want ? reinterpret_cast<unsigned long long>(slab) + slot : 0ull;
+    const unsigned peers = __match_any_sync(warp::FULL_MASK, tag);
+    bool lead = want;
+    unsigned rank = 0;
+    if (__any_sync(warp::FULL_MASK, want && (peers & (peers - 1u)) != 0u)) {
+      const unsigned long long key = want ? static_cast<unsigned long long>(k) : ~0ull;
+      const unsigned twins = __match_any_sync(warp::FULL_MASK, key) & peers;
+      lead = want && (twins & below) == 0u;
+      rank = __popc(__ballot_sync(warp::FULL_MASK, lead) & peers & below);
+    }
+    bool tried = false, won = false;
+    if (lead && slot + rank < SLOTS) {
+      tried = true;
+      seen = mem::cas_relaxed(slot_ptr(slab, slot + rank), empty_word(), desired);
+      won = seen == empty_word();
+    }
+    const unsigned lost = __ballot_sync(warp::FULL_MASK, tried && !won);
+    if (lost != 0u) {
+      const K shown = won ? k : tried ? key_of(seen) : empty_key<K>;
+      const unsigned same = __match_any_sync(warp::FULL_MASK, static_cast<unsigned long long>(shown));
+      if (won && (same & lost & peers & below) != 0u &&
+          mem::cas_relaxed(slot_ptr(slab, slot + rank), desired, tombstone_word()) == desired) {
+        won = false;
+        wasted = true;
+      }
+    }
+    if (!want) return 0xFFFFFFFFu;
+    if (won) {
+      slot += rank;
+      return OP_ABSENT;
+    }
+    if (tried && rank == 0u) {
+      if (key_of(seen) == k) return OP_PRESENT;
+      ++slot;
+    }
+    return claim(slab, slot, desired, k, seen);
+  }
+
+  // A set's insert, all 32 lanes calling (`active`: this lane has a request): true when
+  // settled (`outcome` OP_ABSENT: added, OP_PRESENT: there). `wasted`: see claim_grouped.
+  __device__ static bool insert(const table& t, bool active, unsigned* slab, K k, unsigned& outcome,
+                                bool& wasted) {
     unsigned slot = 0;
     word_t word = 0;
-    const unsigned where = look(t, slab, k, slot, word);
+    const unsigned where = active ? look(t, slab, k, slot, word) : CUT;
+    word_t seen;
+    const unsigned r = claim_grouped(where == FIRST_EMPTY, slab, slot, static_cast<word_t>(k), k, seen, wasted);
     if (where == HIT) {
       outcome = OP_PRESENT;
       return true;
     }
-    if (where != FIRST_EMPTY) return false;
-    word_t seen;
-    const unsigned r = claim(slab, slot, static_cast<word_t>(k), k, seen);
-    if (r == 0xFFFFFFFFu) return false;
+    if (where != FIRST_EMPTY || r == 0xFFFFFFFFu) return false;
     outcome = r;
     return true;
   }
 
   // A map's REPLACE (unique keys): true when settled (OP_ABSENT: added; OP_PRESENT: the
   // value replaced, `old` the value it had).
-  __device__ static bool replace(const table& t, unsigned* slab, K k, unsigned value, unsigned& old,
-                                 unsigned& outcome) {
+  // All 32 lanes call (`active`: this lane has a request); `wasted`: see claim_grouped.
+  __device__ static bool replace(const table& t, bool active, unsigned* slab, K k, unsigned value, unsigned& old,
+                                 unsigned& outcome, bool& wasted) {
     static_assert(IS_MAP, "maps only");
     const word_t desired = pack_pair(static_cast<unsigned>(k), value);
     unsigned slot = 0;
     word_t seen = 0;
-    const unsigned where = look(t, slab, k, slot, seen);
+    const unsigned where = active ? look(t, slab, k, slot, seen) : CUT;
+    const unsigned r = claim_grouped(where == FIRST_EMPTY, slab, slot, desired, k, seen, wasted);
     if (where == FIRST_EMPTY) {
-      const unsigned r = claim(slab, slot, desired, k, seen);
       if (r == OP_ABSENT) {
         outcome = OP_ABSENT;
         return true;
