@@ -81,6 +81,12 @@ fn loaded() -> &'static Mutex<HashMap<(usize, u128), Slot>> {
     LOADED.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// Fingerprints by [`Program::identity`]: a load of a program seen before hashes no text.
+fn fingerprints() -> &'static Mutex<HashMap<u128, u128>> {
+    static KNOWN: OnceLock<Mutex<HashMap<u128, u128>>> = OnceLock::new();
+    KNOWN.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
 impl Gpu {
     /// Compiles `program` for this device (or finds it in the caches) and loads it.
     ///
@@ -101,7 +107,17 @@ impl Gpu {
     /// # Ok::<(), gpuds_core::Error>(())
     /// ```
     pub fn load(&self, program: &Program) -> Result<Module> {
-        let key = program.fingerprint(self.arch(), Output::Cubin, nvrtc_version()?);
+        let (arch, nvrtc) = (self.arch(), nvrtc_version()?);
+        let identity = program.identity(arch, Output::Cubin, nvrtc);
+        let known = fingerprints().lock().get(&identity).copied();
+        let key = match known {
+            Some(key) => key,
+            None => {
+                let key = program.fingerprint(arch, Output::Cubin, nvrtc);
+                fingerprints().lock().insert(identity, key);
+                key
+            }
+        };
         let slot = loaded()
             .lock()
             .entry((self.info().ordinal, key))

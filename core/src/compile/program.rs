@@ -111,14 +111,48 @@ impl Program {
 
     /// A 128-bit fingerprint of everything that determines the compiled image.
     pub(crate) fn fingerprint(&self, arch: Arch, output: Output, nvrtc: (i32, i32)) -> u128 {
+        self.digest(arch, output, nvrtc, |h, t| h.field(t.as_bytes()))
+    }
+
+    /// A key for [`fingerprint`](Self::fingerprint)'s memo that reads no static text: a
+    /// borrowed source or header (`&'static str`, which lives and stays unchanged for the
+    /// whole process) is named by its address and length, an owned one by its bytes.
+    /// Equal keys mean equal programs (and so equal fingerprints), so [`Gpu::load`]
+    /// (crate::Gpu::load) hashes each program's texts once per process instead of on
+    /// every call: at 30-40 KB of headers a program (gpuds-core's alone), the
+    /// fingerprint took tens of microseconds of every load, which primitives and
+    /// structures make per call.
+    pub(crate) fn identity(&self, arch: Arch, output: Output, nvrtc: (i32, i32)) -> u128 {
+        self.digest(arch, output, nvrtc, |h, t| match t {
+            Cow::Borrowed(b) => {
+                h.bytes(&[0]);
+                h.bytes(&(b.as_ptr() as usize as u64).to_le_bytes());
+                h.bytes(&(b.len() as u64).to_le_bytes());
+            }
+            Cow::Owned(o) => {
+                h.bytes(&[1]);
+                h.field(o.as_bytes());
+            }
+        })
+    }
+
+    /// The hash of the program's name, texts (each through `text`; the headers in the
+    /// order of their names), defines, options and target.
+    fn digest(
+        &self,
+        arch: Arch,
+        output: Output,
+        nvrtc: (i32, i32),
+        text: impl Fn(&mut Fnv128, &Cow<'static, str>),
+    ) -> u128 {
         let mut h = Fnv128::new();
         h.field(self.name.as_bytes());
-        h.field(self.source.as_bytes());
+        text(&mut h, &self.source);
         let mut headers: Vec<_> = self.headers.iter().collect();
         headers.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, text) in headers {
-            h.field(name.as_bytes());
-            h.field(text.as_bytes());
+        for (name, body) in headers {
+            text(&mut h, name);
+            text(&mut h, body);
         }
         for (name, value) in &self.defines {
             h.field(name.as_bytes());
@@ -191,5 +225,62 @@ impl Fnv128 {
 
     fn finish(&self) -> u128 {
         self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(p: &Program) -> u128 {
+        p.identity(Arch::new(9, 0), Output::Cubin, (13, 0))
+    }
+
+    fn fingerprint(p: &Program) -> u128 {
+        p.fingerprint(Arch::new(9, 0), Output::Cubin, (13, 0))
+    }
+
+    #[test]
+    fn identity_names_the_same_program_the_same_way() {
+        const SOURCE: &str = "extern \"C\" __global__ void k() {}";
+        let a = Program::new("k", SOURCE)
+            .define("N", 1)
+            .header("x.cuh", "int x;");
+        // The same texts, the headers added in another order: same key, same fingerprint.
+        let b = Program::new("k", SOURCE)
+            .header("x.cuh", "int x;")
+            .define("N", 1);
+        assert_eq!(key(&a), key(&b));
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        // Anything that changes the fingerprint changes the key.
+        for other in [
+            Program::new("k", SOURCE)
+                .define("N", 2)
+                .header("x.cuh", "int x;"),
+            Program::new("j", SOURCE)
+                .define("N", 1)
+                .header("x.cuh", "int x;"),
+            Program::new("k", SOURCE)
+                .define("N", 1)
+                .header("x.cuh", "int y;"),
+            Program::new("k", SOURCE)
+                .define("N", 1)
+                .header("x.cuh", "int x;")
+                .option("-lineinfo"),
+            Program::new("k", String::from(SOURCE) + " ")
+                .define("N", 1)
+                .header("x.cuh", "int x;"),
+        ] {
+            assert_ne!(fingerprint(&a), fingerprint(&other));
+            assert_ne!(key(&a), key(&other));
+        }
+        assert_ne!(
+            key(&a),
+            a.identity(Arch::new(8, 0), Output::Cubin, (13, 0)),
+            "architecture"
+        );
+        // An owned text is named by its bytes: equal texts, equal keys.
+        let owned = |s: &str| Program::new("k", String::from(s)).define("N", 1);
+        assert_eq!(key(&owned(SOURCE)), key(&owned(SOURCE)));
     }
 }
