@@ -105,14 +105,15 @@ __device__ __forceinline__ void note(unsigned* failed, bool active, unsigned lon
   if (failed != nullptr && active && outcome == OP_FAILED) status::mark_not_applied(failed, i);
 }
 
-// The first index i whose id is reserved (past MAX_VERTEX_ID), as n - i by atomicMax into
-// out[0], and the largest id + 1 into out[1] (both preset to zero). `b` may be null.
-extern "C" __global__ void GPUDS_KERNEL(check_ids)(const unsigned* a, const unsigned* b,
-                                                   unsigned long long n, unsigned long long* out) {
+// The id check of a batch, a thread's part: the first index i whose id is reserved (past
+// MAX_VERTEX_ID), kept as n - i, and the largest id + 1; `flush` adds them to out[0] and
+// out[1] (both preset to zero) by atomicMax, one atomic per warp and word (every
+// thread's atomic on the same two words would serialize in L2, a quarter of a million of
+// them on a full grid, and cost more than the scan). All lanes call flush.
+struct id_check {
   unsigned long long bad = 0, top = 0;
-  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
-    const unsigned x = a[i];
-    const unsigned y = b != nullptr ? b[i] : 0u;
+
+  __device__ void add(unsigned long long i, unsigned long long n, unsigned x, unsigned y) {
     if (x > MAX_VERTEX_ID || y > MAX_VERTEX_ID) {
       bad = bad > n - i ? bad : n - i;
     } else {
@@ -120,15 +121,25 @@ extern "C" __global__ void GPUDS_KERNEL(check_ids)(const unsigned* a, const unsi
       top = top > m ? top : m;
     }
   }
-  // One atomic per warp and word: every thread's atomic on the same two words would
-  // serialize in L2 (a quarter of a million of them on a full grid) and cost more than
-  // the scan.
-  bad = warp::maximum(bad);
-  top = warp::maximum(top);
-  if (warp::lane_id() == 0) {
-    if (bad != 0ull) atomicMax(&out[0], bad);
-    if (top != 0ull) atomicMax(&out[1], top);
+
+  __device__ void flush(unsigned long long* out) {
+    bad = warp::maximum(bad);
+    top = warp::maximum(top);
+    if (warp::lane_id() == 0) {
+      if (bad != 0ull) atomicMax(&out[0], bad);
+      if (top != 0ull) atomicMax(&out[1], top);
+    }
   }
+};
+
+// The id check (id_check) of a batch `a` (and `b`, which may be null) into out[0..2].
+extern "C" __global__ void GPUDS_KERNEL(check_ids)(const unsigned* a, const unsigned* b,
+                                                   unsigned long long n, unsigned long long* out) {
+  id_check check;
+  for (unsigned long long i = thread_index(); i < n; i += thread_count()) {
+    check.add(i, n, a[i], b != nullptr ? b[i] : 0u);
+  }
+  check.flush(out);
 }
 
 // deg[id] += the lanes of the warp offering `id` (ids at or past `bound` are not counted;
@@ -144,21 +155,26 @@ __device__ __forceinline__ void add_degree(unsigned long long* deg, unsigned id,
 
 // Degrees of a COO batch: deg[src] += 1 (and deg[dst] when undirected), self loops
 // counted once when kept, skipped otherwise; ids at or past `bound` (the length of deg)
-// are not counted.
+// are not counted. `check` (not null): the batch's id check as well (check_ids' words),
+// which a bulk build would otherwise read the batch for in a kernel of its own.
 extern "C" __global__ void GPUDS_KERNEL(degrees)(const unsigned* src, const unsigned* dst,
                                                  unsigned long long n, unsigned undirected,
-                                                 unsigned keep_loops, unsigned bound, unsigned long long* deg) {
+                                                 unsigned keep_loops, unsigned bound, unsigned long long* deg,
+                                                 unsigned long long* check) {
   const unsigned long long stride = thread_count();
   const unsigned long long rounds = (n + stride - 1) / stride;
+  id_check ids;
   for (unsigned long long r = 0; r < rounds; ++r) {
     const unsigned long long i = r * stride + thread_index();
     const bool active = i < n;
     const unsigned u = active ? src[i] : slabhash::EMPTY_KEY;
     const unsigned v = active ? dst[i] : slabhash::EMPTY_KEY;
+    if (active) ids.add(i, n, u, v);
     const bool loop = u == v;
     add_degree(deg, !loop || keep_loops != 0u ? u : slabhash::EMPTY_KEY, bound);
     if (undirected != 0u) add_degree(deg, loop ? slabhash::EMPTY_KEY : v, bound);
   }
+  if (check != nullptr) ids.flush(check);
 }
 
 // Bucket counts for degrees: ceil(deg / (lf * slots)), at least 1, at most `max_buckets`.

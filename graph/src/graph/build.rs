@@ -165,10 +165,11 @@ impl<W: EdgeValue> DynamicGraph<W> {
             return self.place_and_insert(n_ids, src, dst, values, None);
         }
         let stream = self.gpu.stream().clone();
-        // The id check's two words, then the bucket total.
+        // The id check's two words (the degree count makes the check in its pass over the
+        // batch), then the bucket total.
         let mut words = stream.alloc_zeros::<u64>(3)?;
-        self.launch_check_ids(src, Some(dst), words.device_ptr(&stream).0)?;
-        let degrees = self.degrees_of_batch(src, dst, num_vertices)?;
+        let degrees =
+            self.degrees_of_batch(src, dst, num_vertices, Some(words.device_ptr(&stream).0))?;
         let sizes = self.size_tables(num_vertices as usize, &degrees)?;
         stream.memcpy_dtod(&sizes.total, &mut words.slice_mut(2..3))?;
         let w = stream.clone_dtoh(&words)?;
@@ -201,7 +202,7 @@ impl<W: EdgeValue> DynamicGraph<W> {
             let (sizes, buckets) = match sized {
                 Some(s) => s,
                 None => {
-                    let degrees = self.degrees_of_batch(src, dst, n_ids)?;
+                    let degrees = self.degrees_of_batch(src, dst, n_ids, None)?;
                     counted = self.size_tables(n_ids as usize, &degrees)?;
                     let total = self.gpu.stream().clone_dtoh(&counted.total)?[0];
                     (&counted, total)

@@ -166,12 +166,15 @@ impl<W: EdgeValue> DynamicGraph<W> {
     }
 
     /// Degrees of a batch's edges over ids `0..n_ids` (u64 per id; ids past them are not
-    /// counted). Does not synchronize.
+    /// counted), and with `check` (the device address of two zeroed words) the batch's
+    /// id check as [`launch_check_ids`](Self::launch_check_ids) makes it, in the same
+    /// pass over the batch. Does not synchronize.
     pub(super) fn degrees_of_batch(
         &self,
         src: &CudaSlice<u32>,
         dst: &CudaSlice<u32>,
         n_ids: u32,
+        check: Option<u64>,
     ) -> Result<CudaSlice<u64>> {
         let stream = self.gpu.stream();
         let mut deg = stream.alloc_zeros::<u64>(n_ids.max(1) as usize)?;
@@ -191,9 +194,10 @@ impl<W: EdgeValue> DynamicGraph<W> {
                 .arg(&undirected)
                 .arg(&keep)
                 .arg(&n_ids)
-                .arg(&mut deg);
+                .arg(&mut deg)
+                .arg(check.as_ref().unwrap_or(&0));
             // SAFETY: reads src/dst[..n], writes deg[id] for the ids below n_ids (those
-            // past it are not counted).
+            // past it are not counted) and, with `check`, the two zeroed words there.
             unsafe { args.launch(shape) }?;
         }
         Ok(deg)
@@ -221,7 +225,8 @@ impl<W: EdgeValue> DynamicGraph<W> {
     /// prefix sums and their total, on the device. Does not synchronize.
     pub(super) fn size_tables(&self, n: usize, degrees: &CudaSlice<u64>) -> Result<TableSizes> {
         let stream = self.gpu.stream().clone();
-        let mut buckets = stream.alloc_zeros::<u64>(n)?;
+        // SAFETY: buckets_of writes every one of the n counts.
+        let mut buckets = unsafe { self.gpu.alloc_uninit::<u64>(n, "the tables' bucket counts") }?;
         let kernel = self.kernel("buckets_of")?;
         let shape = self.item_shape(&kernel, n)?;
         let per_bucket = self.config.load_factor * W::SLOTS as f32;
