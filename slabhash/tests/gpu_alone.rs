@@ -118,11 +118,11 @@ extern "C" __global__ void run(REF_T r, unsigned kind, const K* keys, const V* v
     V out = 0;
     unsigned o;
 #if IS_SET
-    if (kind == 0) o = r.insert_alone_in(alloc, active, bucket, key);
+    if (kind == 0) o = r.template insert_alone_in<GROUPED != 0>(alloc, active, bucket, key);
     else if (kind == 1) o = r.erase_alone_in(active, bucket, key);
     else o = r.find_alone_in(active, bucket, key);
 #else
-    if (kind == 0) o = r.replace_alone_in(alloc, active, bucket, key, active ? values[i] : V(0), out);
+    if (kind == 0) o = r.template replace_alone_in<GROUPED != 0>(alloc, active, bucket, key, active ? values[i] : V(0), out);
     else if (kind == 1) o = r.erase_alone_in(active, bucket, key, out);
     else o = r.find_alone_in(active, bucket, key, out);
 #endif
@@ -164,8 +164,9 @@ fn erase_batch<K: SlabKey>(keys: &[K]) -> (Vec<K>, Vec<usize>) {
     (erase, order)
 }
 
-/// The test kernel for a map of `K` to `V`.
-fn map_program<K: SlabKey, V: TestValue>() -> Program {
+/// The test kernel for a map of `K` to `V`; `grouped`: insertions claim through
+/// `claim_grouped` (the `GROUPED` form of `replace_alone_in`).
+fn map_program<K: SlabKey, V: TestValue>(grouped: bool) -> Program {
     Program::new(
         "alone_map",
         format!("#include <gpuds/slabhash/map_ref.cuh>\n{KERNEL}"),
@@ -177,11 +178,12 @@ fn map_program<K: SlabKey, V: TestValue>() -> Program {
         format!("map_ref<{}, {}>", K::CUDA_TYPE, V::CUDA_TYPE),
     )
     .define("IS_SET", "0")
+    .define("GROUPED", u32::from(grouped))
     .headers(gpuds_slabhash::cuda_headers())
 }
 
-/// The test kernel for a set of `K`.
-fn set_program<K: SlabKey>() -> Program {
+/// The test kernel for a set of `K`; `grouped` as [`map_program`]'s.
+fn set_program<K: SlabKey>(grouped: bool) -> Program {
     Program::new(
         "alone_set",
         format!("#include <gpuds/slabhash/set_ref.cuh>\n{KERNEL}"),
@@ -190,6 +192,7 @@ fn set_program<K: SlabKey>() -> Program {
     .define("VALUE_T", "unsigned")
     .define("REF_T", format!("set_ref<{}>", K::CUDA_TYPE))
     .define("IS_SET", "1")
+    .define("GROUPED", u32::from(grouped))
     .headers(gpuds_slabhash::cuda_headers())
 }
 
@@ -229,8 +232,9 @@ for_every_map_type!(
 
 fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
     let Some(gpu) = gpu() else { return };
-    let program = map_program::<K, V>();
-    for buckets in BUCKETS {
+    // The per-slot claim and the grouped one (GROUPED), against one oracle.
+    let programs = [map_program::<K, V>(false), map_program::<K, V>(true)];
+    for (program, buckets) in programs.iter().flat_map(|p| BUCKETS.map(|b| (p, b))) {
         let config = SlabHashConfig {
             buckets,
             ..Default::default()
@@ -246,8 +250,7 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         // key adds it, the other replaces exactly the value the first stored, and the
         // key keeps the second one's value (`last`).
         let order = adjacent_order(keys.len(), DISTINCT as usize, DUPS as usize);
-        let (outcomes, olds) =
-            launch_ordered(&gpu, &program, &r, 0, (&keys, Some(&values)), &order);
+        let (outcomes, olds) = launch_ordered(&gpu, program, &r, 0, (&keys, Some(&values)), &order);
         map.refresh().unwrap();
         map.validate().unwrap();
         one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "replace");
@@ -275,7 +278,7 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         // Find: present keys with a value given to them, absent keys absent.
         let mut probe = keys[..DISTINCT as usize].to_vec();
         probe.extend(absent_keys::<K>(3_000));
-        let (outcomes, found) = launch_ops::<K, V>(&gpu, &program, &r, 2, &probe, None);
+        let (outcomes, found) = launch_ops::<K, V>(&gpu, program, &r, 2, &probe, None);
         let mut stored: HashMap<u64, u64> = HashMap::new();
         for (i, k) in probe.iter().enumerate() {
             if i < DISTINCT as usize {
@@ -302,7 +305,7 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         let half = DISTINCT as usize / 2;
         let (erase, order) = erase_batch(&keys);
         let (outcomes, removed) =
-            launch_ordered::<K, V>(&gpu, &program, &r, 1, (&erase, None), &order);
+            launch_ordered::<K, V>(&gpu, program, &r, 1, (&erase, None), &order);
         map.refresh().unwrap();
         map.validate().unwrap();
         one_winner_per_key(
@@ -332,7 +335,7 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
 
         // Find again, then insert the erased keys anew (after their tombstones).
         let (outcomes, _) =
-            launch_ops::<K, V>(&gpu, &program, &r, 2, &keys[..DISTINCT as usize], None);
+            launch_ops::<K, V>(&gpu, program, &r, 2, &keys[..DISTINCT as usize], None);
         for (i, o) in outcomes.iter().enumerate() {
             assert_eq!(
                 *o,
@@ -342,7 +345,7 @@ fn map_alone_forms_match_an_oracle<K: SlabKey, V: TestValue>() {
         }
         let again: Vec<K> = keys[..half].to_vec();
         let again_values: Vec<V> = (0..half as u64).map(|i| n(i + 9)).collect();
-        let (outcomes, _) = launch_ops(&gpu, &program, &r, 0, &again, Some(&again_values));
+        let (outcomes, _) = launch_ops(&gpu, program, &r, 0, &again, Some(&again_values));
         map.refresh().unwrap();
         map.validate().unwrap();
         assert!(outcomes.iter().all(|&o| o == ABSENT));
@@ -361,8 +364,9 @@ for_every_set_type!(
 
 fn set_alone_forms_match_an_oracle<K: SlabKey>() {
     let Some(gpu) = gpu() else { return };
-    let program = set_program::<K>();
-    for buckets in BUCKETS {
+    // The per-slot claim and the grouped one (GROUPED), against one oracle.
+    let programs = [set_program::<K>(false), set_program::<K>(true)];
+    for (program, buckets) in programs.iter().flat_map(|p| BUCKETS.map(|b| (p, b))) {
         let config = SlabHashConfig {
             buckets,
             ..Default::default()
@@ -372,7 +376,7 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
         let r = set.device_ref();
         let keys = batch_keys::<K>(DISTINCT, DUPS);
         let order = adjacent_order(keys.len(), DISTINCT as usize, DUPS as usize);
-        let (outcomes, _) = launch_ordered::<K, u32>(&gpu, &program, &r, 0, (&keys, None), &order);
+        let (outcomes, _) = launch_ordered::<K, u32>(&gpu, program, &r, 0, (&keys, None), &order);
         set.refresh().unwrap();
         set.validate().unwrap();
         one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "insert");
@@ -380,7 +384,7 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
 
         let mut probe = keys[..DISTINCT as usize].to_vec();
         probe.extend(absent_keys::<K>(3_000));
-        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 2, &probe, None);
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, program, &r, 2, &probe, None);
         for (i, o) in outcomes.iter().enumerate() {
             assert_eq!(
                 *o,
@@ -395,7 +399,7 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
 
         let half = DISTINCT as usize / 2;
         let (erase, order) = erase_batch(&keys);
-        let (outcomes, _) = launch_ordered::<K, u32>(&gpu, &program, &r, 1, (&erase, None), &order);
+        let (outcomes, _) = launch_ordered::<K, u32>(&gpu, program, &r, 1, (&erase, None), &order);
         set.refresh().unwrap();
         set.validate().unwrap();
         one_winner_per_key(
@@ -412,7 +416,7 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
             assert_eq!(*c, i >= half, "contains after erase, {i}");
         }
 
-        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 0, &keys[..half], None);
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, program, &r, 0, &keys[..half], None);
         set.refresh().unwrap();
         set.validate().unwrap();
         assert!(outcomes.iter().all(|&o| o == ABSENT));
@@ -422,8 +426,8 @@ fn set_alone_forms_match_an_oracle<K: SlabKey>() {
 
 fn set_crowded_claims_keep_keys_unique<K: SlabKey>() {
     let Some(gpu) = gpu() else { return };
-    let program = set_program::<K>();
-    for buckets in [1, 3] {
+    let programs = [set_program::<K>(false), set_program::<K>(true)];
+    for (program, buckets) in programs.iter().flat_map(|p| [1, 3].map(|b| (p, b))) {
         let config = SlabHashConfig {
             buckets,
             ..Default::default()
@@ -431,23 +435,23 @@ fn set_crowded_claims_keep_keys_unique<K: SlabKey>() {
         let mut set = SlabHashSet::<K>::with_config(&gpu, config).unwrap();
         let r = set.device_ref();
         let keys = crowded_keys::<K>();
-        let (outcomes, _) = launch_ops::<K, u32>(&gpu, &program, &r, 0, &keys, None);
+        let (outcomes, _) = launch_ops::<K, u32>(&gpu, program, &r, 0, &keys, None);
         set.refresh().unwrap();
         set.validate().unwrap();
         one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "crowded insert");
         assert_eq!(set.len().unwrap(), CROWD_KEYS, "buckets {buckets}");
-        let (found, _) = launch_ops::<K, u32>(&gpu, &program, &r, 2, &keys[..CROWD_KEYS], None);
+        let (found, _) = launch_ops::<K, u32>(&gpu, program, &r, 2, &keys[..CROWD_KEYS], None);
         assert!(found.iter().all(|&o| o == PRESENT), "buckets {buckets}");
     }
 }
 
 fn map_crowded_claims_keep_keys_unique<K: SlabKey, V: TestValue>() {
     let Some(gpu) = gpu() else { return };
-    let program = map_program::<K, V>();
+    let programs = [map_program::<K, V>(false), map_program::<K, V>(true)];
     // Every request of a key carries the key's one value: a replacement returns it, and
     // the key keeps it.
     let value_of = |k: u64| k.rotate_left(7) ^ 0x5bd1;
-    for buckets in [1, 3] {
+    for (program, buckets) in programs.iter().flat_map(|p| [1, 3].map(|b| (p, b))) {
         let config = SlabHashConfig {
             buckets,
             ..Default::default()
@@ -456,7 +460,7 @@ fn map_crowded_claims_keep_keys_unique<K: SlabKey, V: TestValue>() {
         let r = map.device_ref();
         let keys = crowded_keys::<K>();
         let values: Vec<V> = keys.iter().map(|k| n(value_of(k.to_u64()))).collect();
-        let (outcomes, olds) = launch_ops(&gpu, &program, &r, 0, &keys, Some(&values));
+        let (outcomes, olds) = launch_ops(&gpu, program, &r, 0, &keys, Some(&values));
         map.refresh().unwrap();
         map.validate().unwrap();
         one_winner_per_key(&keys, &outcomes, ABSENT, PRESENT, "crowded replace");

@@ -150,9 +150,9 @@ struct graph_ref {
     if constexpr (IS_SET) {
       (void)value;
       (void)old;
-      outcome = lists.insert_alone_in(allocator, run, h, v);
+      outcome = lists.template insert_alone_in<true>(allocator, run, h, v);
     } else {
-      outcome = lists.replace_alone_in(allocator, run, h, v, value, old);
+      outcome = lists.template replace_alone_in<true>(allocator, run, h, v, value, old);
     }
     add_counts(run && outcome == OP_ABSENT, u, 1);
     return outcome;

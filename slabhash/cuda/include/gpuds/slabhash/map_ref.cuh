@@ -152,7 +152,8 @@ struct map_ref : detail::table {
   // keys at once at u32/u64). Replace and erase need unique keys (find runs first with
   // duplicates too: the first instance in list order is the least recent one); otherwise
   // they are the `_in` forms.
-  template <class Allocator, class Home>
+  // GROUPED: as set_ref::insert_alone_in's (packed pairs; wide pairs ignore it).
+  template <bool GROUPED = false, class Allocator, class Home>
   __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
                                        V& old) const {
     unsigned outcome = OP_ABSENT;
@@ -165,14 +166,20 @@ struct map_ref : detail::table {
       if (settled && outcome == OP_PRESENT) old = was;
     } else {
       unsigned was = 0;
-      settled = unique_keys != 0 &&
-                detail::alone<K, V>::replace(*this, active, active ? home_slab(home) : nullptr, key,
-                                             static_cast<unsigned>(value), was, outcome, wasted) &&
-                active;
+      if constexpr (GROUPED) {
+        settled = unique_keys != 0 &&
+                  detail::alone<K, V>::template replace<true>(*this, active, active ? home_slab(home) : nullptr, key,
+                                                              static_cast<unsigned>(value), was, outcome, wasted) &&
+                  active;
+      } else {
+        settled = active && unique_keys != 0 &&
+                  detail::alone<K, V>::replace(*this, true, home_slab(home), key, static_cast<unsigned>(value), was,
+                                               outcome, wasted);
+      }
       if (settled && outcome == OP_PRESENT) old = static_cast<V>(was);
     }
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
-    count(added, added + __popc(__ballot_sync(warp::FULL_MASK, wasted)));
+    count(added, GROUPED ? added + __popc(__ballot_sync(warp::FULL_MASK, wasted)) : added);
     const bool left = active && !settled;
     if (__any_sync(warp::FULL_MASK, left)) {
       V rest_old{};

@@ -75,16 +75,27 @@ struct set_ref : detail::table {
   // through the warp walk as in the `_in` forms. Same calls, results and counters as
   // those; for tables whose lanes' lists are mostly one or two slabs (a graph's
   // adjacency tables), where the warp walk's instructions per request are the cost.
-  template <class Allocator, class Home>
+  //
+  // GROUPED: the lanes of the warp that stop at one slab's first empty slot claim slots
+  // side by side (detail::alone::claim_grouped), where each would otherwise CAS the
+  // same slot in turn: for input grouped by list (a graph's arcs, sorted by source);
+  // with random keys under contention it measured 0.88-0.95x (docs/slabhash.md).
+  template <bool GROUPED = false, class Allocator, class Home>
   __device__ unsigned insert_alone_in(Allocator& allocator, bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     bool wasted = false;
-    const bool settled =
-        detail::alone<K, no_value>::insert(*this, active, active ? home_slab(home) : nullptr, key, outcome, wasted) &&
-        active;
+    bool settled;
+    if constexpr (GROUPED) {
+      settled = detail::alone<K, no_value>::template insert<true>(*this, active, active ? home_slab(home) : nullptr,
+                                                                  key, outcome, wasted) &&
+                active;
+    } else {
+      settled =
+          active && detail::alone<K, no_value>::insert(*this, true, home_slab(home), key, outcome, wasted);
+    }
     const unsigned added = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_ABSENT));
-    count(added, added + __popc(__ballot_sync(warp::FULL_MASK, wasted)));
+    count(added, GROUPED ? added + __popc(__ballot_sync(warp::FULL_MASK, wasted)) : added);
     const bool left = active && !settled;
     if (__any_sync(warp::FULL_MASK, left)) {
       const unsigned rest = insert_in(allocator, left, home, key);

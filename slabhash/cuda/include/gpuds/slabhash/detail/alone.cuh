@@ -219,36 +219,60 @@ struct alone {
     return claim(slab, slot, desired, k, seen);
   }
 
-  // A set's insert, all 32 lanes calling (`active`: this lane has a request): true when
-  // settled (`outcome` OP_ABSENT: added, OP_PRESENT: there). `wasted`: see claim_grouped.
+  // A set's insert: true when settled (`outcome` OP_ABSENT: added, OP_PRESENT: there).
+  // GROUPED: all 32 lanes call (`active`: this lane has a request) and claim through
+  // claim_grouped (`wasted`: see there); otherwise an active lane calls alone and claims
+  // slot by slot (claim).
+  template <bool GROUPED = false>
   __device__ static bool insert(const table& t, bool active, unsigned* slab, K k, unsigned& outcome,
                                 bool& wasted) {
     unsigned slot = 0;
     word_t word = 0;
-    const unsigned where = active ? look(t, slab, k, slot, word) : CUT;
-    word_t seen;
-    const unsigned r = claim_grouped(where == FIRST_EMPTY, slab, slot, static_cast<word_t>(k), k, seen, wasted);
-    if (where == HIT) {
-      outcome = OP_PRESENT;
+    const unsigned where = !GROUPED || active ? look(t, slab, k, slot, word) : CUT;
+    if constexpr (GROUPED) {
+      word_t seen;
+      const unsigned r =
+          claim_grouped(where == FIRST_EMPTY, slab, slot, static_cast<word_t>(k), k, seen, wasted);
+      if (where == HIT) {
+        outcome = OP_PRESENT;
+        return true;
+      }
+      if (where != FIRST_EMPTY || r == 0xFFFFFFFFu) return false;
+      outcome = r;
+      return true;
+    } else {
+      (void)wasted;
+      if (where == HIT) {
+        outcome = OP_PRESENT;
+        return true;
+      }
+      if (where != FIRST_EMPTY) return false;
+      word_t seen;
+      const unsigned r = claim(slab, slot, static_cast<word_t>(k), k, seen);
+      if (r == 0xFFFFFFFFu) return false;
+      outcome = r;
       return true;
     }
-    if (where != FIRST_EMPTY || r == 0xFFFFFFFFu) return false;
-    outcome = r;
-    return true;
   }
 
   // A map's REPLACE (unique keys): true when settled (OP_ABSENT: added; OP_PRESENT: the
-  // value replaced, `old` the value it had).
-  // All 32 lanes call (`active`: this lane has a request); `wasted`: see claim_grouped.
+  // value replaced, `old` the value it had). GROUPED, `active`, `wasted`: as insert's.
+  template <bool GROUPED = false>
   __device__ static bool replace(const table& t, bool active, unsigned* slab, K k, unsigned value, unsigned& old,
                                  unsigned& outcome, bool& wasted) {
     static_assert(IS_MAP, "maps only");
     const word_t desired = pack_pair(static_cast<unsigned>(k), value);
     unsigned slot = 0;
     word_t seen = 0;
-    const unsigned where = active ? look(t, slab, k, slot, seen) : CUT;
-    const unsigned r = claim_grouped(where == FIRST_EMPTY, slab, slot, desired, k, seen, wasted);
+    const unsigned where = !GROUPED || active ? look(t, slab, k, slot, seen) : CUT;
+    unsigned r = 0xFFFFFFFFu;
+    if constexpr (GROUPED) {
+      r = claim_grouped(where == FIRST_EMPTY, slab, slot, desired, k, seen, wasted);
+    } else {
+      (void)wasted;
+    }
     if (where == FIRST_EMPTY) {
+      if constexpr (!GROUPED) r = claim(slab, slot, desired, k, seen);
       if (r == OP_ABSENT) {
         outcome = OP_ABSENT;
         return true;
