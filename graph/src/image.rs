@@ -41,7 +41,8 @@ pub struct GraphStats {
     pub deleted_vertices: u64,
     /// Live entries (each undirected edge twice).
     pub entries: u64,
-    /// Tombstones (deleted entries not yet flushed).
+    /// Tombstones (deleted entries not yet flushed, and slots given back by an insertion
+    /// that found its edge placed below it by another warp of the same batch).
     pub tombstones: u64,
     /// Base slabs of live and deleted vertices.
     pub base_slabs: u64,

@@ -122,7 +122,8 @@ extern "C" __global__ void run(REF_T r, unsigned kind, const K* keys, const V* v
     else if (kind == 1) o = r.erase_alone_in(active, bucket, key);
     else o = r.find_alone_in(active, bucket, key);
 #else
-    if (kind == 0) o = r.template replace_alone_in<GROUPED != 0>(alloc, active, bucket, key, active ? values[i] : V(0), out);
+    const V value = active ? values[i] : V(0);
+    if (kind == 0) o = r.template replace_alone_in<GROUPED != 0>(alloc, active, bucket, key, value, out);
     else if (kind == 1) o = r.erase_alone_in(active, bucket, key, out);
     else o = r.find_alone_in(active, bucket, key, out);
 #endif

@@ -117,11 +117,12 @@ impl Program {
     /// A key for [`fingerprint`](Self::fingerprint)'s memo that reads no static text: a
     /// borrowed source or header (`&'static str`, which lives and stays unchanged for the
     /// whole process) is named by its address and length, an owned one by its bytes.
-    /// Equal keys mean equal programs (and so equal fingerprints), so [`Gpu::load`]
-    /// (crate::Gpu::load) hashes each program's texts once per process instead of on
-    /// every call: at 30-40 KB of headers a program (gpuds-core's alone), the
-    /// fingerprint took tens of microseconds of every load, which primitives and
-    /// structures make per call.
+    /// Equal keys mean equal programs (and so equal fingerprints), so
+    /// [`Gpu::load`](crate::Gpu::load) hashes a program's static texts once per process
+    /// instead of on every call: at 30-40 KB of headers a program (gpuds-core's alone),
+    /// the fingerprint took tens of microseconds of every load, which primitives and
+    /// structures make per call. (A `&'static str` whose memory is freed and reused, which
+    /// only unsafe code can make, would defeat this.)
     pub(crate) fn identity(&self, arch: Arch, output: Output, nvrtc: (i32, i32)) -> u128 {
         self.digest(arch, output, nvrtc, |h, t| match t {
             Cow::Borrowed(b) => {

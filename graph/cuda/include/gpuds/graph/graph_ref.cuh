@@ -190,7 +190,10 @@ struct graph_ref {
 
   // Inserts edge (u, v) (and (v, u) when undirected). Returns the outcome of u -> v:
   // OP_ABSENT (a new edge), OP_PRESENT (its value replaced), OP_SKIPPED, OP_FAILED;
-  // `added` gets the entries this lane's request added (0-2), for the batch's tally.
+  // `added` gets the entries this lane's request added (0-2), for the batch's tally. The
+  // lanes of a warp inserting into one list claim side by side (slabhash's grouped
+  // claims): in a kernel that also deletes the same edges, a lookup there can see an edge
+  // come and go while its insertion settles (the final graph and counts are exact).
   template <class Allocator>
   __device__ unsigned insert_edge(Allocator& allocator, bool active, unsigned u, unsigned v,
                                   value_type value, unsigned& added) const {

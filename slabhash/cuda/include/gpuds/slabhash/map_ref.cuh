@@ -152,7 +152,8 @@ struct map_ref : detail::table {
   // keys at once at u32/u64). Replace and erase need unique keys (find runs first with
   // duplicates too: the first instance in list order is the least recent one); otherwise
   // they are the `_in` forms.
-  // GROUPED: as set_ref::insert_alone_in's (packed pairs; wide pairs ignore it).
+  // GROUPED: as set_ref::insert_alone_in's, with the same rule on deletions beside it
+  // (packed pairs; wide pairs ignore it).
   template <bool GROUPED = false, class Allocator, class Home>
   __device__ unsigned replace_alone_in(Allocator& allocator, bool active, Home home, K key, V value,
                                        V& old) const {

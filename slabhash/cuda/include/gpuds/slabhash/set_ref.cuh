@@ -79,7 +79,9 @@ struct set_ref : detail::table {
   // GROUPED: the lanes of the warp that stop at one slab's first empty slot claim slots
   // side by side (detail::alone::claim_grouped), where each would otherwise CAS the
   // same slot in turn: for input grouped by list (a graph's arcs, sorted by source);
-  // with random keys under contention it measured 0.88-0.95x (docs/slabhash.md).
+  // with random keys under contention it measured 0.88-0.95x (docs/slabhash.md). Not
+  // beside deletions of the same keys, where a lookup can see a key come and go while an
+  // insertion of it settles (detail::alone::claim_grouped; final state and counts exact).
   template <bool GROUPED = false, class Allocator, class Home>
   __device__ unsigned insert_alone_in(Allocator& allocator, bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;

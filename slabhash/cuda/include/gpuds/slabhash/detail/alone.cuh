@@ -28,8 +28,9 @@
 //   key to a tombstone (sets) or an exchange of the pair for one (maps), as in the warp
 //   walk's deletion of a unique key: a slot seen holding k holds k (perhaps with a newer
 //   value) or a tombstone until FLUSH.
-// Every loop is bounded: at most `step_cap` slabs, each slot tried once by a claim, and
-// REPLACE_TRIES CASes of one pair, after which the request goes to the warp walk.
+// Every loop is bounded: at most `step_cap` slabs, each slot tried at most twice by a
+// claim (claim_grouped, then claim), and REPLACE_TRIES CASes of one pair, after which the
+// request goes to the warp walk.
 #pragma once
 #include <gpuds/core/memory.cuh>
 #include <gpuds/slabhash/detail/table.cuh>
@@ -177,7 +178,11 @@ struct alone {
   // other request changed meanwhile, which needs k's lower copy deleted first, stays as
   // that request left it and counts as added) and claims the usual way from `slot`,
   // which finds k. A lane whose CAS lost, and lanes past the slab's end, claim the usual
-  // way too (rank 0 from the slot after, having its word). Same results as claim.
+  // way too (rank 0 from the slot after, having its word). Same results as claim in a
+  // kernel that deletes none of the keys it inserts. Beside deletions of the same keys
+  // the give-back can be seen: once the lower copy is deleted, a lookup may have found
+  // the lane's copy (present), the next one none (absent), and the lane's claim from
+  // `slot` then adds k again (present); the final state and the counts are exact.
   __device__ static unsigned claim_grouped(bool want, unsigned* slab, unsigned& slot, word_t desired, K k,
                                            word_t& seen, bool& wasted) {
     const unsigned below = lanes_below();
