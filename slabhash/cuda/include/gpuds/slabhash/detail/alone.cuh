@@ -234,30 +234,22 @@ struct alone {
     unsigned slot = 0;
     word_t word = 0;
     const unsigned where = !GROUPED || active ? look(t, slab, k, slot, word) : CUT;
+    word_t seen;
+    unsigned r = 0xFFFFFFFFu;
     if constexpr (GROUPED) {
-      word_t seen;
-      const unsigned r =
-          claim_grouped(where == FIRST_EMPTY, slab, slot, static_cast<word_t>(k), k, seen, wasted);
-      if (where == HIT) {
-        outcome = OP_PRESENT;
-        return true;
-      }
-      if (where != FIRST_EMPTY || r == 0xFFFFFFFFu) return false;
-      outcome = r;
-      return true;
+      r = claim_grouped(where == FIRST_EMPTY, slab, slot, static_cast<word_t>(k), k, seen, wasted);
     } else {
       (void)wasted;
-      if (where == HIT) {
-        outcome = OP_PRESENT;
-        return true;
-      }
-      if (where != FIRST_EMPTY) return false;
-      word_t seen;
-      const unsigned r = claim(slab, slot, static_cast<word_t>(k), k, seen);
-      if (r == 0xFFFFFFFFu) return false;
-      outcome = r;
+    }
+    if (where == HIT) {
+      outcome = OP_PRESENT;
       return true;
     }
+    if (where != FIRST_EMPTY) return false;
+    if constexpr (!GROUPED) r = claim(slab, slot, static_cast<word_t>(k), k, seen);
+    if (r == 0xFFFFFFFFu) return false;
+    outcome = r;
+    return true;
   }
 
   // A map's REPLACE (unique keys): true when settled (OP_ABSENT: added; OP_PRESENT: the
