@@ -118,12 +118,12 @@ extern "C" __global__ void run(REF_T r, unsigned kind, const K* keys, const V* v
     V out = 0;
     unsigned o;
 #if IS_SET
-    if (kind == 0) o = r.template insert_alone_in<GROUPED != 0>(alloc, active, bucket, key);
+    if (kind == 0) o = r.template insert_alone_in<TEST_GROUPED != 0>(alloc, active, bucket, key);
     else if (kind == 1) o = r.erase_alone_in(active, bucket, key);
     else o = r.find_alone_in(active, bucket, key);
 #else
     const V value = active ? values[i] : V(0);
-    if (kind == 0) o = r.template replace_alone_in<GROUPED != 0>(alloc, active, bucket, key, value, out);
+    if (kind == 0) o = r.template replace_alone_in<TEST_GROUPED != 0>(alloc, active, bucket, key, value, out);
     else if (kind == 1) o = r.erase_alone_in(active, bucket, key, out);
     else o = r.find_alone_in(active, bucket, key, out);
 #endif
@@ -179,7 +179,7 @@ fn map_program<K: SlabKey, V: TestValue>(grouped: bool) -> Program {
         format!("map_ref<{}, {}>", K::CUDA_TYPE, V::CUDA_TYPE),
     )
     .define("IS_SET", "0")
-    .define("GROUPED", u32::from(grouped))
+    .define("TEST_GROUPED", u32::from(grouped))
     .headers(gpuds_slabhash::cuda_headers())
 }
 
@@ -193,7 +193,7 @@ fn set_program<K: SlabKey>(grouped: bool) -> Program {
     .define("VALUE_T", "unsigned")
     .define("REF_T", format!("set_ref<{}>", K::CUDA_TYPE))
     .define("IS_SET", "1")
-    .define("GROUPED", u32::from(grouped))
+    .define("TEST_GROUPED", u32::from(grouped))
     .headers(gpuds_slabhash::cuda_headers())
 }
 
