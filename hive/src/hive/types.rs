@@ -94,8 +94,9 @@ pub(crate) const fn words_per_entry<K: HiveKey>() -> usize {
 
 /// How a table's buckets lie in its slot array (the host twin of `bucket_words` and
 /// `slot_at` in `gpuds/hive/detail/hive_bucket.cuh` and `hive_slot.cuh`): packed, a
-/// bucket is `slots` words, one pair each; wide, a bucket is its `slots` key words, then
-/// its `slots` value words of `value_bytes` bytes (8, or 4: two values to a word, the
+/// bucket is `slots` words, one pair each; wide, a bucket is parts (`u64` values: of 8
+/// slots, all of them where it has fewer; `u32` values: one part), each its key words,
+/// then their value words of `value_bytes` bytes (8, or 4: two values to a word, the
 /// lower slot in the low half).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
@@ -131,11 +132,19 @@ impl Layout {
     /// offset of its value.
     fn places(&self, s: usize) -> (usize, usize, u32) {
         if !self.wide {
-            (s, s, 0)
-        } else if self.value_bytes == 8 {
-            (s, self.slots + s, 0)
+            return (s, s, 0);
+        }
+        let part_slots = if self.value_bytes == 8 {
+            self.slots.min(8)
         } else {
-            (s, self.slots + s / 2, 32 * (s % 2) as u32)
+            self.slots
+        };
+        let part = s / part_slots * (part_slots + part_slots * self.value_bytes / 8);
+        let (j, values) = (s % part_slots, part + part_slots);
+        if self.value_bytes == 8 {
+            (part + j, values + j, 0)
+        } else {
+            (part + j, values + j / 2, 32 * (j % 2) as u32)
         }
     }
 
@@ -232,20 +241,28 @@ mod tests {
             assert_eq!(Layout::of::<u64, u64>(slots).bucket_words(), wide64);
             assert_eq!(Layout::of::<u64, u32>(slots).bucket_words(), wide32);
         }
-        // A 16-slot wide bucket: its key words are the first 16 (one 128-byte line), the
-        // values follow; u32 values two to a word, the lower slot in the low half.
+        // A 16-slot wide bucket: with u64 values two parts of 8 slots, each its 8 key
+        // words, then their values (one 128-byte line a part); with u32 values one part,
+        // the 16 key words, then the values two to a word, the lower slot in the low half.
         let l64 = Layout::of::<u64, u64>(16);
         let mut b = vec![u64::MAX; l64.bucket_words()];
         l64.set(&mut b, 3, Some((7, 70)));
-        assert_eq!((b[3], b[16 + 3]), (7, 70));
+        assert_eq!((b[3], b[8 + 3]), (7, 70));
+        l64.set(&mut b, 9, Some((8, 80)));
+        assert_eq!((b[16 + 1], b[16 + 8 + 1]), (8, 80));
         assert_eq!(l64.pair(&b, 3), Some((7, 70)));
+        assert_eq!(l64.pair(&b, 9), Some((8, 80)));
         assert_eq!(l64.pair(&b, 4), None);
         let l32 = Layout::of::<u64, u32>(16);
         let mut b = vec![u64::MAX; l32.bucket_words()];
         l32.set(&mut b, 4, Some((1 << 40, 0x1234)));
         l32.set(&mut b, 5, Some((9, 0xffff_ffff)));
+        l32.set(&mut b, 14, Some((3, 33)));
         assert_eq!(b[4], 1 << 40);
         assert_eq!(b[16 + 2], 0xffff_ffff_0000_1234);
+        assert_eq!((b[14], b[16 + 7]), (3, 0xffff_ffff_0000_0021));
+        assert_eq!(l32.pair(&b, 14), Some((3, 33)));
+        l32.set(&mut b, 14, None);
         assert_eq!(l32.pair(&b, 4), Some((1 << 40, 0x1234)));
         assert_eq!(l32.pair(&b, 5), Some((9, 0xffff_ffff)));
         l32.set(&mut b, 4, None);

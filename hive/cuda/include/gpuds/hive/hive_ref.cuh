@@ -322,7 +322,7 @@ struct hive_ref : hive_locate<K, V> {
     if (((s.empty | s.busy) & ALL_FREE) != 0) return STEP_LEFTOVER;
     if (mem::cas_acquire(m1, m, (m | META_LOCK | META_SPILL) + META_VERSION) != m) return STEP_LEFTOVER;
     unsigned long long w[SLOTS];
-    load_bucket<true>(bucket(b1), w);
+    load_keys<S, true>(bucket(b1), w);
     bool all_keys = true;
 #pragma unroll
     for (unsigned i = 0; i < SLOTS; ++i) {
@@ -405,7 +405,7 @@ struct hive_ref : hive_locate<K, V> {
   // bucket has b1 as first bucket (SPILL set), and the new key lands in its first
   // bucket. Returns STEP_EVICT, or STEP_LEFTOVER with nothing changed (then the tile's
   // evict with random walks and the stash takes over).
-  // Wide slots: the lane holds b1's key words (the first SLOTS words of the bucket, as
+  // Wide slots: the lane holds b1's key words (load_keys: each part's key words, as
   // many registers as a packed bucket's words); a BUSY_KEY slot is no victim (its key is
   // in the middle of a replace), and the swap is S::replace (the victim's key word to
   // BUSY_KEY, its value read under that ownership and carried to the target, k's pair
@@ -413,7 +413,7 @@ struct hive_ref : hive_locate<K, V> {
   // the slot is BUSY_KEY, inserts of either key see a pending slot and read again.
   __device__ __noinline__ unsigned evict_alone(word wd, unsigned b1) const {
     unsigned long long w[SLOTS];
-    load_bucket<true>(bucket(b1), w);
+    load_keys<S, true>(bucket(b1), w);
     return move_alone(wd, b1, w);
   }
 

@@ -3,9 +3,10 @@
 //
 // A bucket is HIVE_SLOTS slots (detail/hive_slot.cuh), read by a tile of HIVE_SLOTS
 // lanes, one slot per lane: packed (u32 pairs), HIVE_SLOTS 64-bit words, so 16 slots are
-// one 128-byte line and 32 slots two; wide (u64 keys), the HIVE_SLOTS key words (16: one
-// line) followed by the HIVE_SLOTS value words (16 u64 values: one more line; 16 u32
-// values: half a line), bucket_words in all.
+// one 128-byte line and 32 slots two; wide (u64 keys), parts of slots, each its key words
+// followed by their value words: u64 values, parts of 8 (8 keys and their values, one
+// line); u32 values, one part (16 key words, one line, then 16 values, half a line);
+// bucket_words in all (wide_slot::at says where a slot's words are).
 // Beside the slots each bucket has one 64-bit metadata word:
 //
 //   bits 0..31   free mask (bit s set = slot s free)
@@ -139,6 +140,63 @@ __device__ __forceinline__ void load_bucket(const unsigned long long* bucket, un
   }
 }
 
+// The key word of slot `slot` of a wide bucket (slots in pairs, 2i and 2i + 1, are side
+// by side: a part holds an even number of slots) and its value word, read-only.
+template <typename S>
+__device__ __forceinline__ const unsigned long long* key_at(const unsigned long long* bucket, unsigned slot) {
+  return S::at(const_cast<unsigned long long*>(bucket), slot, SLOTS).key;
+}
+template <typename S>
+__device__ __forceinline__ const typename S::value_type* key_value_at(const unsigned long long* bucket, unsigned slot) {
+  return S::at(const_cast<unsigned long long*>(bucket), slot, SLOTS).value;
+}
+
+// The part of a wide bucket (hive_slot.cuh) that k fills first and a lookup of k reads
+// first: a bit of a multiplicative hash of k's two words, so that keys of one bucket
+// prefer its parts about evenly (0 for packed slots and wide buckets of one part). Every
+// fill of k takes the empty slots of a bucket in the order of rotated_first: from its
+// part on, wrapping around.
+template <typename S>
+__device__ __forceinline__ unsigned preferred_part(typename S::key_type k) {
+  if constexpr (!S::WIDE || SLOTS <= S::part_slots(SLOTS)) {
+    (void)k;
+    return 0u;
+  } else {
+    const unsigned x = (static_cast<unsigned>(k >> 32) ^ static_cast<unsigned>(k)) * 0x9E3779B1u;
+    return __umulhi(x, SLOTS / S::part_slots(SLOTS));
+  }
+}
+
+// The first slot of `mask` (not 0) in the order that starts at part `part`.
+template <typename S>
+__device__ __forceinline__ unsigned rotated_first(unsigned mask, unsigned part) {
+  if constexpr (!S::WIDE || SLOTS <= S::part_slots(SLOTS)) {
+    (void)part;
+    return __ffs(mask) - 1;
+  } else {
+    const unsigned shift = part * S::part_slots(SLOTS);
+    const unsigned full = SLOTS == 32 ? ~0u : (1u << SLOTS) - 1u;
+    const unsigned rot = ((mask >> shift) | (mask << ((SLOTS - shift) % 32u))) & full;
+    return (__ffs(shift == 0 ? mask : rot) - 1 + shift) % SLOTS;
+  }
+}
+
+// One lane loads a bucket's key words into w: a packed bucket's words (load_bucket), or
+// a wide bucket's SLOTS key words, part by part, two a load, all issued together.
+template <typename S, bool COHERENT>
+__device__ __forceinline__ void load_keys(const unsigned long long* bucket, unsigned long long (&w)[SLOTS]) {
+  if constexpr (S::WIDE) {
+#pragma unroll
+    for (unsigned i = 0; i < SLOTS; i += 2) {
+      const ulonglong2 p = load_slot_pair<COHERENT>(key_at<S>(bucket, i));
+      w[i] = p.x;
+      w[i + 1] = p.y;
+    }
+  } else {
+    load_bucket<COHERENT>(bucket, w);
+  }
+}
+
 // What one lane saw in a bucket: the slot holding its key (SLOTS if none) and the word
 // there, the slots that held the empty word, and (wide slots) those that were BUSY_KEY.
 template <typename S>
@@ -166,7 +224,7 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
     for (unsigned line = 0; line < LINES; ++line) {
       ulonglong2 v[LINE / 2];
 #pragma unroll
-      for (unsigned i = 0; i < LINE / 2; ++i) v[i] = load_slot_pair<COHERENT>(bucket + line * LINE + 2 * i);
+      for (unsigned i = 0; i < LINE / 2; ++i) v[i] = load_slot_pair<COHERENT>(key_at<S>(bucket, line * LINE + 2 * i));
 #pragma unroll
       for (unsigned i = 0; i < LINE / 2; ++i) {
         const unsigned slot = line * LINE + 2 * i;
@@ -214,7 +272,9 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
 // through L1, issued together; 16 registers, so a lookup kernel bounded to 32 registers
 // keeps them in flight without spilling, where four 16-byte loads spilled), stops at the group that holds k, and then
 // loads the value word of k's slot alone (one sector of the values that follow the key
-// words). Keys fill the lowest free slots, so most hits are in the first group. Where
+// words; with u64 values in the same line as the group). The groups are read from k's
+// preferred part on (preferred_part: the fill kernel puts k there when it has room), so
+// most hits are in the first group read. Where
 // the first group does not hold k, `*meta` (when not null; into `m`, `have_m` set) is
 // loaded with the second, so a miss in a bucket of 16 slots costs two dependent round
 // trips (first group; second group and word), not three. Only `hit` and `word` of the
@@ -227,23 +287,25 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
   using V = typename S::value_type;
   constexpr unsigned GROUP = SLOTS < 8 ? SLOTS : 8;
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
+  const unsigned first = preferred_part<S>(k);
 #pragma unroll
   for (unsigned group = 0; group < SLOTS / GROUP; ++group) {
     if (group == 1 && meta != nullptr) {
       m = *meta;
       have_m = true;
     }
+    const unsigned part = (group + first) % (SLOTS / GROUP);
     typename S::key_type key[GROUP];
 #pragma unroll
-    for (unsigned i = 0; i < GROUP; ++i) key[i] = bucket[group * GROUP + i];
+    for (unsigned i = 0; i < GROUP; ++i) key[i] = *key_at<S>(bucket, part * GROUP + i);
 #pragma unroll
     for (unsigned i = GROUP; i-- > 0;) {
-      if (key[i] == k) s.hit = group * GROUP + i;
+      if (key[i] == k) s.hit = part * GROUP + i;
     }
     if (s.hit != SLOTS) break;
   }
   if (s.hit != SLOTS) {
-    s.word = typename S::word{k, static_cast<unsigned long long>(reinterpret_cast<const V*>(bucket + SLOTS)[s.hit])};
+    s.word = typename S::word{k, static_cast<unsigned long long>(*key_value_at<S>(bucket, s.hit))};
   }
   return s;
 }

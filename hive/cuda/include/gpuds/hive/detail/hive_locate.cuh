@@ -341,7 +341,8 @@ struct hive_locate {
         const bool in_table = at >= slots && at < slots + static_cast<unsigned long long>(buckets) * bucket_words<S>();
         if (in_table) {
           const unsigned long long index = static_cast<unsigned long long>(at - slots);
-          mem::fetch_add_relaxed(meta + index / bucket_words<S>(), (1ull << (index % bucket_words<S>())) + META_VERSION);
+          const unsigned slot = S::slot_of_key(index % bucket_words<S>(), SLOTS);
+          mem::fetch_add_relaxed(meta + index / bucket_words<S>(), (1ull << slot) + META_VERSION);
         }
       }
       if (!tile::shfl(done, 0)) return false;

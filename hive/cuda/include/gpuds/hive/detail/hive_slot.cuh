@@ -7,9 +7,10 @@
 // reader always sees a whole pair. A slot is addressed by its word (`ptr`).
 //
 // wide_slot<V> (u64 keys, u32 or u64 values): a slot is a key word (8 bytes) and a value
-// word (sizeof(V) bytes) in two places: a bucket holds its SLOTS key words first (one
-// 128-byte line for 16 slots) and its SLOTS value words after them (hive_bucket.cuh,
-// bucket_words), so a probe reads the line of keys and loads a value only on a hit; a
+// word (sizeof(V) bytes) in two places: a bucket is parts (u64 values: of 8 slots, one
+// 128-byte line each; u32 values: one part), each its key words first and their value
+// words after them (hive_bucket.cuh, bucket_words), so a probe reads key words and loads
+// a value only on a hit, from the part's line (u64 values) that held the key; a
 // stash entry is one 16-byte wide_word {key, value} (a u32 value in its low half). A
 // slot is addressed by both words' addresses (`ptr`). Key words stay 8-byte aligned for
 // their atomics (a bucket is a multiple of 8 bytes: 16 bytes per slot for u64 values,
@@ -62,10 +63,15 @@ struct packed_slot {
   static constexpr key_type EMPTY_KEY = 0xffffffffu;
   // No second reserved key: a packed slot is never owned by a writer between two steps.
   static constexpr key_type BUSY_KEY = EMPTY_KEY;
-  // A slot is its word; a bucket is SLOTS words.
+  // A slot is its word; a bucket is SLOTS words, in one part (wide_slot's parts).
+  __host__ __device__ __forceinline__ static constexpr unsigned part_slots(unsigned slots) { return slots; }
   using ptr = word*;
   __host__ __device__ __forceinline__ static ptr at(unsigned long long* bucket, unsigned slot, unsigned) {
     return bucket + slot;
+  }
+  // The slot whose word lies `offset` words into its bucket.
+  __host__ __device__ __forceinline__ static unsigned slot_of_key(unsigned long long offset, unsigned) {
+    return static_cast<unsigned>(offset);
   }
   __host__ __device__ __forceinline__ static ptr entry(word* e) { return e; }
 
@@ -130,10 +136,28 @@ struct wide_slot {
     unsigned long long* key;
     V* value;
   };
+  // With u64 values a bucket is parts of PART slots (the whole bucket where it has
+  // fewer): a part's key words, then their values, so that 8 keys and their values are
+  // one 128-byte line. With u32 values a bucket is one part (its key words, then its
+  // values): parts of 8 would be 96 bytes, and a part's keys would straddle two lines.
+  static constexpr unsigned PART = sizeof(V) == 8 ? 8u : 32u;
+  __host__ __device__ __forceinline__ static constexpr unsigned part_slots(unsigned slots) {
+    return slots < PART ? slots : PART;
+  }
+  __host__ __device__ __forceinline__ static constexpr unsigned part_words(unsigned slots) {
+    return part_slots(slots) + part_slots(slots) * static_cast<unsigned>(sizeof(V)) / 8u;
+  }
   // Slot `slot` of a bucket of `slots` slots that starts at `bucket`: its key word among
-  // the bucket's key words, its value word among the value words that follow them.
+  // its part's key words, its value word among the value words that follow them.
   __host__ __device__ __forceinline__ static ptr at(unsigned long long* bucket, unsigned slot, unsigned slots) {
-    return ptr{bucket + slot, reinterpret_cast<V*>(bucket + slots) + slot};
+    const unsigned ps = part_slots(slots);
+    unsigned long long* const part = bucket + (slot / ps) * part_words(slots);
+    return ptr{part + slot % ps, reinterpret_cast<V*>(part + ps) + slot % ps};
+  }
+  // The slot whose key word lies `offset` words into its bucket (at's inverse).
+  __host__ __device__ __forceinline__ static unsigned slot_of_key(unsigned long long offset, unsigned slots) {
+    return static_cast<unsigned>(offset / part_words(slots)) * part_slots(slots) +
+           static_cast<unsigned>(offset % part_words(slots));
   }
   // A stash entry (a u32 value is the low half of the entry's value word).
   __host__ __device__ __forceinline__ static ptr entry(word* e) {

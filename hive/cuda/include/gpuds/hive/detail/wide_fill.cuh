@@ -8,7 +8,8 @@
 // lane reads b1's key words (through L1 the first time: a stale line shows slots empty that are not, whose
 // fill then fails, never a wrong key) and b1's metadata word (for its flags only), then:
 // - k in b1 (or, where b1 has SPILL, in b2): one store of the value into k's slot;
-// - else an empty slot in b1: a compare-and-swap of the lowest empty slot's key word from
+// - else an empty slot in b1: a compare-and-swap of the first empty slot's key word (in
+//   k's order: from k's preferred part on, hive_bucket.cuh's rotated_first) from
 //   EMPTY_KEY to k, then a store of the value and an atomic and of the slot's free bit
 //   (no one in this kernel waits for either);
 // - else (b1 full) the same in b2, b1's SPILL set first;
@@ -28,9 +29,11 @@
 // Why the two-step protocol of detail/hive_slot.cuh is not needed here: in this kernel
 // every write of a key word is such a fill (EMPTY_KEY to its final key), nothing empties
 // a slot and nothing moves a key, so the packed fill's argument holds for key words (two
-// fills of one key into a bucket cannot both succeed: the later one chose the lowest
-// slot it read empty and no lost swap returned full, so it saw the other's slot full,
-// with k; the FILL phase's argument below has the details; a fill into b2 follows a
+// fills of one key into a bucket cannot both succeed: the later one chose the first
+// slot, in k's order, that it read empty and no lost swap returned full, so it saw the
+// other's slot full, with k; every fill of k takes slots in the same order (from k's
+// preferred part on), which is all the argument needs of "first"; the FILL phase's
+// argument below has the details; a fill into b2 follows a
 // read of b1 full without k, and b1 stays full). No one in this kernel reads a value
 // word, so a key published before its value is seen by no reader: a replace of k (a
 // second pair of k in the batch) stores its value without looking at the old one, and
@@ -101,7 +104,7 @@ constexpr unsigned FILL = 4;    // compare-and-swap of slot `slot` of `cb`'s key
 // it. The steps and their correctness (top of this file, and the lost swap's argument
 // above):
 // - READ: k in b1 -> store the value into k's slot (a replace, done); b1 locked or
-//   STASHED -> queue; room in b1 -> FILL at its lowest empty slot, after CHECK2 (b2 read
+//   STASHED -> queue; room in b1 -> FILL at its first empty slot (in k's order), after CHECK2 (b2 read
 //   for k) where b1 has SPILL; b1 full -> READ2 (b2 read), SPILL set on b1 first.
 // - CHECK2: k in b2 -> store the value there; else FILL in b1 (the mask read in READ).
 // - READ2: k in b2 -> store the value; room -> FILL in b2; else queue (BOTH_FULL).
@@ -136,7 +139,7 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
   K k = S::EMPTY_KEY;
   V v = 0;
   unsigned b1 = 0, b2 = 0, cb = 0;
-  unsigned phase = IDLE, tries = 0, slot = 0, mask = 0, mask1 = 0;
+  unsigned phase = IDLE, tries = 0, slot = 0, mask = 0, mask1 = 0, pref = 0;
   unsigned long long mread = 0;
   K r = S::EMPTY_KEY;
   unsigned long long w[SLOTS];  // the key words of the bucket read last
@@ -174,7 +177,7 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
       phase = FILL;
       cb = in;
       mask = empty;
-      slot = __ffs(empty) - 1;
+      slot = rotated_first<S>(empty, pref);
       cas = true;
     };
     auto retry = [&]() {
@@ -200,6 +203,7 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
           const hash_pair h = hashes(k);
           b1 = t.bucket_of(h.h1);
           b2 = t.bucket_of(h.h2);
+          pref = preferred_part<S>(k);
           tries = 0;
           phase = READ;
           load1 = true;
@@ -255,7 +259,7 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
         replaces += 1;  // a pair of k filled it first (the lost swap's argument)
         done_at(cb, slot);
       } else {
-        mask &= mask - 1;  // slot holds another key for good
+        mask &= ~(1u << slot);  // slot holds another key for good
         if (mask != 0) {
           fill(cb, mask);
         } else {
@@ -272,9 +276,9 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
       // A key's first read of b1 goes through L1 (see the top of this file: a stale line
       // only shows filled slots empty); every later read bypasses it.
       if (load1 && tries == 0) {
-        load_bucket<false>(base, w);
+        load_keys<S, false>(base, w);
       } else {
-        load_bucket<true>(base, w);
+        load_keys<S, true>(base, w);
       }
     }
     if (set_spill) meta_or(t.meta + b1, META_SPILL);

@@ -509,7 +509,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         // b2's key words with the first candidates under the lock (W_PICK checks them),
         // b1's otherwise; every read here is under b1's lock, at L2.
         w_b2 = !load_b1;
-        load_bucket<true>(t.bucket(w_b2 ? b2 : b1), w);
+        load_keys<S, true>(t.bucket(w_b2 ? b2 : b1), w);
       }
       if (cas != C_NONE) {
         unsigned long long* p = t.meta + b1;
