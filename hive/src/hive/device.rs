@@ -87,7 +87,8 @@ pub(crate) const EMPTY: u64 = u64::MAX;
 pub struct HiveRef {
     /// The buckets' words: per bucket, `slots_per_bucket` packed 8-byte pairs (`u32`
     /// keys), or `slots_per_bucket` 8-byte keys followed by as many values (`u64` keys:
-    /// 8 or 4 bytes each).
+    /// 8 or 4 bytes each; with `u64` values and 16 slots, two parts of 8 keys each
+    /// followed by their 8 values).
     pub slots: u64,
     /// One 64-bit word per bucket: free mask (low half), then lock, SPILL and STASHED
     /// flags and a version (high half).

@@ -2,8 +2,9 @@
 //!
 //! Pairs are kept in buckets of 16 (or 8, or 32) slots; a bucket is read by a tile of as
 //! many lanes, one slot each. Pairs of 32-bit keys and values are packed into one 64-bit
-//! word; with `u64` keys (and `u32` or `u64` values) a bucket holds its keys in one
-//! array and their values after them ([`HiveKey`], [`HiveValue`]).
+//! word; with `u64` keys (and `u32` or `u64` values) a bucket holds its keys together
+//! and their values after them (`u64` values in buckets of 16 slots: in two parts of 8
+//! slots, one line each) ([`HiveKey`], [`HiveValue`]).
 //! Each key has two candidate buckets (two hash functions, [`HashPair`]); inserts go
 //! through the paper's four steps (replace, claim-then-commit, bounded cuckoo eviction,
 //! stash), lookups and deletes look in the two buckets and the stash. The table grows

@@ -94,10 +94,10 @@ pub(crate) const fn words_per_entry<K: HiveKey>() -> usize {
 
 /// How a table's buckets lie in its slot array (the host twin of `bucket_words` and
 /// `slot_at` in `gpuds/hive/detail/hive_bucket.cuh` and `hive_slot.cuh`): packed, a
-/// bucket is `slots` words, one pair each; wide, a bucket is parts (`u64` values: of 8
-/// slots, all of them where it has fewer; `u32` values: one part), each its key words,
-/// then their value words of `value_bytes` bytes (8, or 4: two values to a word, the
-/// lower slot in the low half).
+/// bucket is `slots` words, one pair each; wide, a bucket is parts (`u64` values in
+/// buckets of 16 slots: two parts of 8; otherwise one part), each its key words, then
+/// their value words of `value_bytes` bytes (8, or 4: two values to a word, the lower
+/// slot in the low half).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Layout {
     /// Whether keys and values are apart (u64 keys).
@@ -134,8 +134,8 @@ impl Layout {
         if !self.wide {
             return (s, s, 0);
         }
-        let part_slots = if self.value_bytes == 8 {
-            self.slots.min(8)
+        let part_slots = if self.value_bytes == 8 && self.slots == 16 {
+            8
         } else {
             self.slots
         };

@@ -7,8 +7,8 @@
 // operation is cooperative over a tile of HIVE_SLOTS lanes: all lanes of the tile call it
 // with the same arguments, and the result is the same on every lane. What a slot holds
 // and how it changes is the slot policy's (detail/hive_slot.cuh): one packed word for u32
-// pairs; for u64 keys a key word among its bucket's keys and a value word among the
-// values after them, changed in two steps with the key word as the commit point.
+// pairs; for u64 keys a key word among its bucket's (or its part's) keys and a value word
+// among the values after them, changed in two steps with the key word as the commit point.
 //
 // Addressing is linear hashing (§IV-C): a hash h names bucket h & mask, or
 // h & (2 * mask + 1) when that is below the split pointer. The metadata (mask, split,
@@ -455,7 +455,7 @@ struct hive_ref : hive_locate<K, V> {
     return STEP_LEFTOVER;
   }
 
-  // The key in a bucket word a lane loaded whole (load_bucket): a packed slot's word, or
+  // The key in a bucket word a lane loaded whole (load_keys): a packed slot's word, or
   // a wide slot's key word.
   __device__ __forceinline__ static K stored_key(unsigned long long w) {
     if constexpr (S::WIDE) {

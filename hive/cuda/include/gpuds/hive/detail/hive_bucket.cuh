@@ -208,7 +208,7 @@ struct alone_scan {
 };
 
 // Reads a bucket alone and looks for k, 128 bytes at a time (16 packed slots, or the key
-// words of 16 wide slots). STOP: return after the first 128 bytes that hold k (a hit in
+// words of 16 wide slots, through key_at: one line, or two parts' keys). STOP: return after the first 128 bytes that hold k (a hit in
 // the first line of a bucket costs that line alone); otherwise the whole bucket is read
 // (inserts need its empty slots). The loads of a line are issued together, 16 bytes
 // each. Wide slots: the key words alone are read, and `word` of a hit holds k and no
@@ -286,6 +286,8 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
   static_assert(S::WIDE, "wide slots only");
   using V = typename S::value_type;
   constexpr unsigned GROUP = SLOTS < 8 ? SLOTS : 8;
+  // A group is a part where a bucket has several (the preferred part is a group index).
+  static_assert(S::part_slots(SLOTS) == SLOTS || S::part_slots(SLOTS) == GROUP, "groups are parts");
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
   const unsigned first = preferred_part<S>(k);
 #pragma unroll

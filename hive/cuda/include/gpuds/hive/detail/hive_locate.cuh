@@ -335,8 +335,8 @@ struct hive_locate {
       if (tile::rank() == 0 && S::erase(mt.at, mt.word)) {
         done = 1;
         // A match in the table (not the stash, a separate array): its bucket and slot
-        // follow from the place of the word that holds its key (a wide bucket's key words
-        // come first).
+        // follow from the place of the word that holds its key (S::slot_of_key: a wide
+        // bucket's parts, each its key words first).
         unsigned long long* const at = key_address(mt.at);
         const bool in_table = at >= slots && at < slots + static_cast<unsigned long long>(buckets) * bucket_words<S>();
         if (in_table) {

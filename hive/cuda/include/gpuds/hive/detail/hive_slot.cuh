@@ -136,13 +136,15 @@ struct wide_slot {
     unsigned long long* key;
     V* value;
   };
-  // With u64 values a bucket is parts of PART slots (the whole bucket where it has
-  // fewer): a part's key words, then their values, so that 8 keys and their values are
-  // one 128-byte line. With u32 values a bucket is one part (its key words, then its
-  // values): parts of 8 would be 96 bytes, and a part's keys would straddle two lines.
-  static constexpr unsigned PART = sizeof(V) == 8 ? 8u : 32u;
+  // With u64 values a bucket of 16 slots is two parts of PART slots: a part's key words,
+  // then their values, so that 8 keys and their values are one 128-byte line. Every other
+  // bucket is one part (its key words, then its values): with u32 values parts of 8 would
+  // be 96 bytes, a part's keys straddling two lines; buckets of 8 slots are one line
+  // already; buckets of 32 are filled by inserts that take the lowest free slot (no fill
+  // kernel honours a preferred part there), so their keys stay together.
+  static constexpr unsigned PART = 8;
   __host__ __device__ __forceinline__ static constexpr unsigned part_slots(unsigned slots) {
-    return slots < PART ? slots : PART;
+    return sizeof(V) == 8 && slots == 16 ? PART : slots;
   }
   __host__ __device__ __forceinline__ static constexpr unsigned part_words(unsigned slots) {
     return part_slots(slots) + part_slots(slots) * static_cast<unsigned>(sizeof(V)) / 8u;
