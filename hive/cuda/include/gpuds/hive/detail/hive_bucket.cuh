@@ -151,6 +151,13 @@ __device__ __forceinline__ const typename S::value_type* key_value_at(const unsi
   return S::at(const_cast<unsigned long long*>(bucket), slot, SLOTS).value;
 }
 
+// The parts of a bucket of slot policy S (hive_slot.cuh): 1 for packed slots and wide
+// buckets of one part.
+template <typename S>
+__host__ __device__ __forceinline__ constexpr unsigned parts() {
+  return SLOTS / S::part_slots(SLOTS);
+}
+
 // The part of a wide bucket (hive_slot.cuh) that k fills first and a lookup of k reads
 // first: a bit of a multiplicative hash of k's two words, so that keys of one bucket
 // prefer its parts about evenly (0 for packed slots and wide buckets of one part). Every
@@ -158,19 +165,19 @@ __device__ __forceinline__ const typename S::value_type* key_value_at(const unsi
 // part on, wrapping around.
 template <typename S>
 __device__ __forceinline__ unsigned preferred_part(typename S::key_type k) {
-  if constexpr (!S::WIDE || SLOTS <= S::part_slots(SLOTS)) {
+  if constexpr (parts<S>() == 1) {
     (void)k;
     return 0u;
   } else {
     const unsigned x = (static_cast<unsigned>(k >> 32) ^ static_cast<unsigned>(k)) * 0x9E3779B1u;
-    return __umulhi(x, SLOTS / S::part_slots(SLOTS));
+    return __umulhi(x, parts<S>());
   }
 }
 
 // The first slot of `mask` (not 0) in the order that starts at part `part`.
 template <typename S>
 __device__ __forceinline__ unsigned rotated_first(unsigned mask, unsigned part) {
-  if constexpr (!S::WIDE || SLOTS <= S::part_slots(SLOTS)) {
+  if constexpr (parts<S>() == 1) {
     (void)part;
     return __ffs(mask) - 1;
   } else {
@@ -208,8 +215,9 @@ struct alone_scan {
 };
 
 // Reads a bucket alone and looks for k, 128 bytes at a time (16 packed slots, or the key
-// words of 16 wide slots, through key_at: one line, or two parts' keys). STOP: return after the first 128 bytes that hold k (a hit in
-// the first line of a bucket costs that line alone); otherwise the whole bucket is read
+// words of 16 wide slots, through key_at: one line, or two parts' keys). STOP: return
+// after the first 128 bytes that hold k (a hit in the first line of a bucket costs that
+// line alone); otherwise the whole bucket is read
 // (inserts need its empty slots). The loads of a line are issued together, 16 bytes
 // each. Wide slots: the key words alone are read, and `word` of a hit holds k and no
 // value (the inserts that scan this way replace through S::replace, which reads the
@@ -284,10 +292,9 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
                                                           const unsigned long long* meta, unsigned long long& m,
                                                           bool& have_m) {
   static_assert(S::WIDE, "wide slots only");
-  using V = typename S::value_type;
   constexpr unsigned GROUP = SLOTS < 8 ? SLOTS : 8;
   // A group is a part where a bucket has several (the preferred part is a group index).
-  static_assert(S::part_slots(SLOTS) == SLOTS || S::part_slots(SLOTS) == GROUP, "groups are parts");
+  static_assert(parts<S>() == 1 || S::part_slots(SLOTS) == GROUP, "groups are parts");
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
   const unsigned first = preferred_part<S>(k);
 #pragma unroll
