@@ -276,9 +276,8 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
 }
 
 // A lookup's scan of a wide bucket by one lane alone, with no writer in flight. The lane
-// reads the bucket's key words, 8 at a time (64 bytes, two sectors: eight 8-byte loads
-// through L1, issued together; 16 registers, so a lookup kernel bounded to 32 registers
-// keeps them in flight without spilling, where four 16-byte loads spilled), stops at the group that holds k, and then
+// reads the bucket's key words, 8 at a time (64 bytes, two sectors: four 16-byte loads
+// through L1, issued together; 16 registers), stops at the group that holds k, and then
 // loads the value word of k's slot alone (one sector of the values that follow the key
 // words; with u64 values in the same line as the group). The groups are read from k's
 // preferred part on (preferred_part: the fill kernel puts k there when it has room), so
@@ -306,7 +305,12 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
     const unsigned part = (group + first) % (SLOTS / GROUP);
     typename S::key_type key[GROUP];
 #pragma unroll
-    for (unsigned i = 0; i < GROUP; ++i) key[i] = *key_at<S>(bucket, part * GROUP + i);
+    for (unsigned i = 0; i < GROUP; i += 2) {
+      // A group's key words are side by side, slots 2i and 2i + 1 16-byte aligned (as load_keys reads them).
+      const ulonglong2 p = load_slot_pair<false>(key_at<S>(bucket, part * GROUP + i));
+      key[i] = p.x;
+      key[i + 1] = p.y;
+    }
 #pragma unroll
     for (unsigned i = GROUP; i-- > 0;) {
       if (key[i] == k) s.hit = part * GROUP + i;
