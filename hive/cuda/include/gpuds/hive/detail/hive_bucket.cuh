@@ -279,7 +279,11 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
 // reads the bucket's key words, 8 at a time (64 bytes, two sectors: four 16-byte loads
 // through L1, issued together; 16 registers), stops at the group that holds k, and then
 // loads the value word of k's slot alone (one sector of the values that follow the key
-// words; with u64 values in the same line as the group). The groups are read from k's
+// words; with u64 values in the same line as the group), unless the first read had it:
+// with parts of one line (u64 values) the first group's read loads the values of its
+// first 4 slots too (one more sector, two 16-byte loads), so a hit there, the slots a
+// fill takes first, costs one round trip (docs/hive.md, *The lookup's bound*; absent keys
+// pay the sector). The groups are read from k's
 // preferred part on (preferred_part: the fill kernel puts k there when it has room), so
 // most hits are in the first group read. Where
 // the first group does not hold k, `*meta` (when not null; into `m`, `have_m` set) is
@@ -296,6 +300,13 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
   static_assert(parts<S>() == 1 || S::part_slots(SLOTS) == GROUP, "groups are parts");
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
   const unsigned first = preferred_part<S>(k);
+  // Parts of one line (u64 values): the values of the first group's first AHEAD slots
+  // (one sector), read with its keys.
+  constexpr bool SPEC = parts<S>() == 2;
+  constexpr unsigned AHEAD = 4;
+  unsigned long long ahead[AHEAD];
+  bool have_value = false;
+  unsigned long long value = 0;
 #pragma unroll
   for (unsigned group = 0; group < SLOTS / GROUP; ++group) {
     if (group == 1 && meta != nullptr) {
@@ -311,14 +322,31 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
       key[i] = p.x;
       key[i + 1] = p.y;
     }
+    if constexpr (SPEC) {
+      if (group == 0) {
+#pragma unroll
+        for (unsigned i = 0; i < AHEAD; i += 2) {
+          const ulonglong2 q = load_slot_pair<false>(key_value_at<S>(bucket, part * GROUP + i));
+          ahead[i] = q.x;
+          ahead[i + 1] = q.y;
+        }
+      }
+    }
 #pragma unroll
     for (unsigned i = GROUP; i-- > 0;) {
-      if (key[i] == k) s.hit = part * GROUP + i;
+      if (key[i] == k) {
+        s.hit = part * GROUP + i;
+        if constexpr (SPEC) {
+          have_value = group == 0 && i < AHEAD;
+          if (group == 0 && i < AHEAD) value = ahead[i % AHEAD];
+        }
+      }
     }
     if (s.hit != SLOTS) break;
   }
   if (s.hit != SLOTS) {
-    s.word = typename S::word{k, static_cast<unsigned long long>(*key_value_at<S>(bucket, s.hit))};
+    if (!have_value) value = static_cast<unsigned long long>(*key_value_at<S>(bucket, s.hit));
+    s.word = typename S::word{k, value};
   }
   return s;
 }
