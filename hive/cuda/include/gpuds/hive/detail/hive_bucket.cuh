@@ -282,8 +282,8 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
 // words; with u64 values in the same line as the group), unless the first read had it:
 // with parts of one line (u64 values) the first group's read loads the values of its
 // first 4 slots too (one more sector, two 16-byte loads), so a hit there, the slots a
-// fill takes first, costs one round trip (docs/hive.md, *The lookup's bound*; absent keys
-// pay the sector). The groups are read from k's
+// fill takes first, costs one round trip (docs/hive.md, *Values read ahead*; absent keys,
+// and hits elsewhere, pay the sector). The groups are read from k's
 // preferred part on (preferred_part: the fill kernel puts k there when it has room), so
 // most hits are in the first group read. Where
 // the first group does not hold k, `*meta` (when not null; into `m`, `have_m` set) is
@@ -317,7 +317,7 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
     typename S::key_type key[GROUP];
 #pragma unroll
     for (unsigned i = 0; i < GROUP; i += 2) {
-      // A group's key words are side by side, slots 2i and 2i + 1 16-byte aligned (as load_keys reads them).
+      // A group's key words are side by side, slots i and i + 1 16-byte aligned (as load_keys reads them).
       const ulonglong2 p = load_slot_pair<false>(key_at<S>(bucket, part * GROUP + i));
       key[i] = p.x;
       key[i + 1] = p.y;
@@ -338,7 +338,7 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
         s.hit = part * GROUP + i;
         if constexpr (SPEC) {
           have_value = group == 0 && i < AHEAD;
-          if (group == 0 && i < AHEAD) value = ahead[i % AHEAD];
+          if (have_value) value = ahead[i % AHEAD];
         }
       }
     }
