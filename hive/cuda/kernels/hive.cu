@@ -202,8 +202,9 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_reinsert)(ref_t 
 // then looked for in the stash by the whole tile, one after the other (find<false, 2>: two
 // loads in flight per lane). Four blocks of 256 an SM: the bound leaves every lookup its
 // registers (sm_90, NVRTC 13, 16 slots: 53 at u32/u32, 56 at u64/u64 with its values read
-// ahead, 42 at u64/u32, no spill), where 8 blocks held the kernel to 32 and ptxas serialized the packed bucket's
-// loads or spilled the wide ones (docs/hive.md, *The lookup's bound*).
+// ahead, 42 at u64/u32, no spill), where 8 blocks held the kernel to 32 and ptxas
+// serialized the packed bucket's loads or spilled the wide ones (docs/hive.md, *The
+// lookup's bound*).
 extern "C" __global__ void __launch_bounds__(256, 4)
     GPUDS_KERNEL(hive_find)(ref_t t, const K* keys, unsigned long long n, V* values, unsigned char* found, V absent) {
   for_each_op(n, [&](unsigned long long base) {

@@ -283,13 +283,12 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
 // with parts of one line (u64 values) the first group's read loads the values of its
 // first 4 slots too (one more sector, two 16-byte loads), so a hit there, the slots a
 // fill takes first, costs one round trip (docs/hive.md, *Values read ahead*; absent keys,
-// and hits elsewhere, pay the sector). The groups are read from k's
-// preferred part on (preferred_part: the fill kernel puts k there when it has room), so
-// most hits are in the first group read. Where
-// the first group does not hold k, `*meta` (when not null; into `m`, `have_m` set) is
-// loaded with the second, so a miss in a bucket of 16 slots costs two dependent round
-// trips (first group; second group and word), not three. Only `hit` and `word` of the
-// result are set.
+// and hits elsewhere, pay the sector). The groups are read from k's preferred part on
+// (preferred_part: the fill kernel puts k there when it has room), so most hits are in
+// the first group read. Where the first group does not hold k, `*meta` (when not null;
+// into `m`, `have_m` set) is loaded with the second, so a miss in a bucket of 16 slots
+// costs two dependent round trips (first group; second group and word), not three. Only
+// `hit` and `word` of the result are set.
 template <typename S>
 __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long long* bucket, typename S::key_type k,
                                                           const unsigned long long* meta, unsigned long long& m,
