@@ -113,6 +113,21 @@ __device__ __forceinline__ void set_slot(const Ref&, unsigned long long* bucket,
   }
 }
 
+// The OUT flags (two-part buckets) that the tile's placements need, each lane placing
+// `w` in slot `slot` where `places`; 0 for buckets of one part.
+__device__ __forceinline__ unsigned long long out_flags_of(bool places, unsigned slot, word w) {
+  if constexpr (parts<S>() == 2) {
+    const unsigned long long out = places ? out_flag<S>(slot, S::key_of(w)) : 0ull;
+    return (tile::any((out & META_OUT) != 0) ? META_OUT : 0ull) |
+           (tile::any((out & (META_OUT << 1)) != 0) ? META_OUT << 1 : 0ull);
+  } else {
+    (void)places;
+    (void)slot;
+    (void)w;
+    return 0ull;
+  }
+}
+
 // Sets buckets [from, to) to empty, unlocked, all slots free.
 extern "C" __global__ void GPUDS_KERNEL(hive_init)(ref_t t, unsigned from, unsigned to) {
   const unsigned long long total = static_cast<unsigned long long>(to - from) * SLOTS;
@@ -201,8 +216,8 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_reinsert)(ref_t 
 // word only after a miss in the first bucket); keys whose first bucket says STASHED are
 // then looked for in the stash by the whole tile, one after the other (find<false, 2>: two
 // loads in flight per lane). Four blocks of 256 an SM: the bound leaves every lookup its
-// registers (sm_90, NVRTC 13, 16 slots: 53 at u32/u32, 56 at u64/u64 with its values read
-// ahead, 42 at u64/u32, no spill), where 8 blocks held the kernel to 32 and ptxas
+// registers (sm_90, NVRTC 13, 16 slots: 53 at u32/u32, 64 at u64/u64 with its preferred
+// part's keys and values read at once, 42 at u64/u32, no spill), where 8 blocks held the kernel to 32 and ptxas
 // serialized the packed bucket's loads or spilled the wide ones (docs/hive.md, *The
 // lookup's bound*).
 extern "C" __global__ void __launch_bounds__(256, 4)
@@ -356,11 +371,15 @@ extern "C" __global__ void GPUDS_KERNEL(hive_split)(ref_t t, unsigned first, uns
       set_slot(t, t.bucket(b), r, S::EMPTY_WORD);
     }
     if (r >= n_movers) set_slot(t, dst, r, S::EMPTY_WORD);
+    // Two-part buckets: the OUT flags of the movers placed outside their preferred parts
+    // (the keys that stay keep their places, and b its flags).
+    const unsigned long long partner_out = out_flags_of(moves, rank, w);
     if (r == 0) {
       const unsigned long long mb = t.meta[b];
       t.meta[b] = mb | movers;
       const unsigned free_there = n_movers >= 32 ? 0u : (ALL_FREE & ~((1u << n_movers) - 1u));
-      t.meta[partner] = free_there | (mb & (META_SPILL | META_STASHED)) | (partner_spills ? META_SPILL : 0ull);
+      t.meta[partner] = free_there | (mb & (META_SPILL | META_STASHED)) | (partner_spills ? META_SPILL : 0ull) |
+                        partner_out;
     }
   }
 }
@@ -405,8 +424,12 @@ extern "C" __global__ void GPUDS_KERNEL(hive_merge)(ref_t t, unsigned first, uns
     if (takes) set_slot(t, t.bucket(b), r, moving);
     const unsigned taken = tile::ballot(takes);
     set_slot(t, t.bucket(partner), r, S::EMPTY_WORD);
+    // Two-part buckets: b keeps its OUT flags and gains those of the keys it takes
+    // outside their preferred parts.
+    const unsigned long long taken_out = out_flags_of(takes, r, moving);
     if (r == 0) {
-      const unsigned long long flags = (t.meta[b] | t.meta[partner]) & (META_SPILL | META_STASHED);
+      const unsigned long long flags =
+          ((t.meta[b] | t.meta[partner]) & (META_SPILL | META_STASHED)) | taken_out;
       t.meta[b] = (t.meta[b] & ~static_cast<unsigned long long>(ALL_FREE) & ~(META_SPILL | META_STASHED)) |
                   (free_bits & ~taken) | flags;
       t.meta[partner] = ALL_FREE;

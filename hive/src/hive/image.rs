@@ -9,6 +9,9 @@ use super::types::{decode, Layout};
 const LOCK: u32 = 1;
 const SPILL: u32 = 2;
 const STASHED: u32 = 4;
+/// Two-part buckets: the OUT flag of part p is bit `OUT_SHIFT + p` of the free mask's
+/// half (some key preferring part p sits in the other part).
+const OUT_SHIFT: u32 = 16;
 
 /// Linear-hashing address of hash `h` (see `hive_ref::bucket_of`).
 pub(crate) fn bucket_of(h: u32, level_mask: u32, split: u32) -> u32 {
@@ -122,6 +125,9 @@ impl Image {
             ));
         }
         let all_free: u32 = if s == 32 { u32::MAX } else { (1u32 << s) - 1 };
+        // Two-part buckets: OUT flags (bit 16 + p) past the free mask.
+        let two = self.layout.two_parts();
+        let out_flags: u32 = if two { 3 << OUT_SHIFT } else { 0 };
         let mut seen: HashSet<u64> = HashSet::new();
         let mut count = 0u64;
         for b in 0..buckets {
@@ -129,7 +135,7 @@ impl Image {
             if version & LOCK == LOCK {
                 return Err(format!("bucket {b} is still locked (word {version:#x})"));
             }
-            if mask & !all_free != 0 {
+            if mask & !(all_free | out_flags) != 0 {
                 return Err(format!(
                     "bucket {b}: free mask {mask:#x} has bits past its slots"
                 ));
@@ -165,6 +171,14 @@ impl Image {
                     return Err(format!(
                         "key {key:#x} sits in its second bucket {b}, but its first bucket \
                          {b1} has no SPILL flag"
+                    ));
+                }
+                let pref = self.layout.preferred_part(key);
+                if two && slot / 8 != pref && mask >> (OUT_SHIFT as usize + pref) & 1 == 0 {
+                    return Err(format!(
+                        "key {key:#x} sits in part {} of bucket {b}, outside its preferred part \
+                         {pref}, but the bucket has no OUT flag for part {pref}",
+                        slot / 8
                     ));
                 }
                 if !seen.insert(key) {
@@ -494,5 +508,42 @@ mod tests {
             assert_eq!(f.img.check(), Ok(()));
             assert_ne!(f.img.hashes(5), f.img.hashes(1 << 32 | 5));
         }
+    }
+
+    #[test]
+    fn a_key_outside_its_preferred_part_needs_the_out_flag() {
+        // One u64/u64 bucket of 16 slots (two parts): a key in its preferred part needs
+        // nothing, one in the other part needs its preferred part's OUT flag.
+        let layout = Layout::of::<u64, u64>(16);
+        assert!(layout.two_parts());
+        let mut img = Image {
+            layout,
+            reserved: vec![u64::MAX, u64::MAX - 1],
+            hash: HashPair::BitHash,
+            level_mask: 0,
+            split: 0,
+            slots: vec![EMPTY; layout.bucket_words()],
+            meta: vec![0xffff, 0],
+            stash: vec![EMPTY; 2 * 4],
+            stash_tail: 0,
+            stash_claims: 0,
+            len: 0,
+        };
+        let key = (0..).find(|&k| layout.preferred_part(k) == 1).unwrap();
+        let inside = (0..).find(|&k| layout.preferred_part(k) == 0).unwrap();
+        layout.set(&mut img.slots, 0, Some((inside, 1)));
+        img.meta[0] &= !1;
+        img.len = 1;
+        assert_eq!(img.check(), Ok(()));
+        // `key` prefers part 1 but sits in slot 2, in part 0.
+        layout.set(&mut img.slots, 2, Some((key, 2)));
+        img.meta[0] &= !(1 << 2);
+        img.len = 2;
+        assert!(img.check().unwrap_err().contains("no OUT flag for part 1"));
+        img.meta[0] |= 1 << (OUT_SHIFT + 1);
+        assert_eq!(img.check(), Ok(()));
+        // The flags are past the free mask: any other bit there is still an error.
+        img.meta[0] |= 1 << 20;
+        assert!(img.check().unwrap_err().contains("bits past its slots"));
     }
 }

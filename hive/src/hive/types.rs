@@ -128,19 +128,37 @@ impl Layout {
         }
     }
 
+    /// Whether a bucket is two parts of 8 slots in sectors of slot pairs (`u64` values,
+    /// 16 slots; `wide_slot::sector_pairs` on the device).
+    pub fn two_parts(&self) -> bool {
+        self.wide && self.value_bytes == 8 && self.slots == 16
+    }
+
+    /// The part of a two-part bucket that `key` fills first and a lookup of `key` reads
+    /// first (the device's `preferred_part`): the top bit of its two words' xor times
+    /// 0x9E3779B1; 0 for buckets of one part.
+    pub fn preferred_part(&self, key: u64) -> usize {
+        if !self.two_parts() {
+            return 0;
+        }
+        let x = ((key >> 32) as u32 ^ key as u32).wrapping_mul(0x9E37_79B1);
+        (x >> 31) as usize
+    }
+
     /// Where slot `s` of a bucket's words is: the word of its key, and the word and bit
     /// offset of its value.
     fn places(&self, s: usize) -> (usize, usize, u32) {
         if !self.wide {
             return (s, s, 0);
         }
-        let part_slots = if self.value_bytes == 8 && self.slots == 16 {
-            8
-        } else {
-            self.slots
-        };
+        let part_slots = if self.two_parts() { 8 } else { self.slots };
         let part = s / part_slots * (part_slots + part_slots * self.value_bytes / 8);
         let (j, values) = (s % part_slots, part + part_slots);
+        if self.two_parts() {
+            // Sectors of slot pairs: {key, key, value, value}.
+            let sector = part + j / 2 * 4 + j % 2;
+            return (sector, sector + 2, 0);
+        }
         if self.value_bytes == 8 {
             (part + j, values + j, 0)
         } else {
@@ -241,15 +259,19 @@ mod tests {
             assert_eq!(Layout::of::<u64, u64>(slots).bucket_words(), wide64);
             assert_eq!(Layout::of::<u64, u32>(slots).bucket_words(), wide32);
         }
-        // A 16-slot wide bucket: with u64 values two parts of 8 slots, each its 8 key
-        // words, then their values (one 128-byte line a part); with u32 values one part,
-        // the 16 key words, then the values two to a word, the lower slot in the low half.
+        // A 16-slot wide bucket: with u64 values two parts of 8 slots (one 128-byte line
+        // a part), each four sectors of slot pairs {key, key, value, value}; with u32
+        // values one part, the 16 key words, then the values two to a word, the lower
+        // slot in the low half.
         let l64 = Layout::of::<u64, u64>(16);
+        assert!(l64.two_parts() && !Layout::of::<u64, u64>(8).two_parts());
         let mut b = vec![u64::MAX; l64.bucket_words()];
         l64.set(&mut b, 3, Some((7, 70)));
-        assert_eq!((b[3], b[8 + 3]), (7, 70));
+        assert_eq!((b[4 + 1], b[4 + 3]), (7, 70));
         l64.set(&mut b, 9, Some((8, 80)));
-        assert_eq!((b[16 + 1], b[16 + 8 + 1]), (8, 80));
+        assert_eq!((b[16 + 1], b[16 + 3]), (8, 80));
+        l64.set(&mut b, 14, Some((6, 60)));
+        assert_eq!((b[16 + 12], b[16 + 14]), (6, 60));
         assert_eq!(l64.pair(&b, 3), Some((7, 70)));
         assert_eq!(l64.pair(&b, 9), Some((8, 80)));
         assert_eq!(l64.pair(&b, 4), None);

@@ -139,8 +139,8 @@ struct hive_ref : hive_locate<K, V> {
       if ((m & (META_SPILL | META_STASHED)) == 0 && free_bits != 0) {
         // Step 2 in b1, lock-free: k is absent if b1 is as read.
         if (pending<S>(m, w) != 0) return false;
-        const unsigned slot = __ffs(free_bits) - 1;
-        if (!meta1.claim_from(m, slot)) return false;
+        const unsigned slot = rotated_first<S>(free_bits, preferred_part<S>(k));
+        if (!meta1.claim_from(m, slot, out_flag<S>(slot, k))) return false;
         if (tile::rank() == 0) S::publish(slot_at<S>(bucket(b1), slot), wd);
         t.steps[1] += 1;
         t.len += 1;
@@ -220,10 +220,13 @@ struct hive_ref : hive_locate<K, V> {
         continue;
       }
       if ((m & META_SPILL) == 0 && free_bits != 0) {
-        const unsigned slot = __ffs(free_bits) - 1;
+        // The first free slot in k's order (its preferred part first), OUT set in the
+        // same swap where that is the other part.
+        const unsigned slot = rotated_first<S>(free_bits, preferred_part<S>(k));
         // A failed swap returns the fresher word (with acquire semantics): read the
         // bucket again against it.
-        const unsigned long long seen = mem::cas_acquire(m1, m, (m & ~(1ull << slot)) + META_VERSION);
+        const unsigned long long seen =
+            mem::cas_acquire(m1, m, ((m & ~(1ull << slot)) | out_flag<S>(slot, k)) + META_VERSION);
         if (seen != m) {
           m = seen;
           continue;
@@ -362,6 +365,7 @@ struct hive_ref : hive_locate<K, V> {
     if (free_bits != 0) {
       const unsigned slot = claim_alone(meta + b1, free_bits);
       if (slot < SLOTS) {
+        note_out<S>(meta + b1, slot, k);
         put_alone<S>(slot_at<S>(bucket(b1), slot), wd);
         return STEP_CLAIM;
       }
@@ -386,8 +390,9 @@ struct hive_ref : hive_locate<K, V> {
     const unsigned free2 = free_of(seen);
     if ((((s.empty & ~free2) | s.busy) & ALL_FREE) != 0) return STEP_LEFTOVER;
     if (free2 != 0) {
-      const unsigned slot = __ffs(free2) - 1;
-      if (mem::cas_acquire(m2, seen, (seen & ~(1ull << slot)) + META_VERSION) != seen) return STEP_LEFTOVER;
+      const unsigned slot = rotated_first<S>(free2, preferred_part<S>(k));
+      const unsigned long long next = ((seen & ~(1ull << slot)) | out_flag<S>(slot, k)) + META_VERSION;
+      if (mem::cas_acquire(m2, seen, next) != seen) return STEP_LEFTOVER;
       put_alone<S>(slot_at<S>(bucket(b2), slot), wd);
       return STEP_CLAIM;
     }
@@ -444,6 +449,8 @@ struct hive_ref : hive_locate<K, V> {
         word victim = held_word(w[i]);
         swapped = S::replace(at, victim, wd);
         if (swapped) {
+          note_out<S>(meta + b1, i, S::key_of(wd));
+          note_out<S>(tm, slot, stored_key(w[i]));
           put_alone<S>(slot_at<S>(bucket(target), slot), victim);
         } else {
           mem::fetch_add_relaxed(tm, (1ull << slot) + META_VERSION);
@@ -528,8 +535,8 @@ struct hive_ref : hive_locate<K, V> {
         }
         const unsigned free2 = free_of(m2);
         if (free2 != 0) {
-          const unsigned slot = __ffs(free2) - 1;
-          if (!meta2.claim_from(m2, slot)) continue;
+          const unsigned slot = rotated_first<S>(free2, preferred_part<S>(k));
+          if (!meta2.claim_from(m2, slot, out_flag<S>(slot, k))) continue;
           if (tile::rank() == 0) S::publish(slot_at<S>(bucket(b2), slot), wd);
           return result::make(STEP_CLAIM);
         }
@@ -547,7 +554,10 @@ struct hive_ref : hive_locate<K, V> {
     if (slot == SLOTS) return false;
     const unsigned f = first_of(S::key_of(hand));
     if (f != b) meta_of(f).mark(META_SPILL);
-    if (tile::rank() == 0) S::publish(slot_at<S>(bucket(b), slot), hand);
+    if (tile::rank() == 0) {
+      note_out<S>(meta + b, slot, S::key_of(hand));
+      S::publish(slot_at<S>(bucket(b), slot), hand);
+    }
     return true;
   }
 
@@ -637,7 +647,11 @@ struct hive_ref : hive_locate<K, V> {
             if (fh != cur) meta_of(fh).mark(META_SPILL);
             if (tile::rank() == 0) {
               swapped = S::replace(slot_at<S>(bucket(cur), slot), victim, hand);
-              if (swapped) S::publish(slot_at<S>(bucket(target), tslot), victim);
+              if (swapped) {
+                note_out<S>(meta + cur, slot, S::key_of(hand));
+                note_out<S>(meta + target, tslot, S::key_of(victim));
+                S::publish(slot_at<S>(bucket(target), tslot), victim);
+              }
             }
             swapped = tile::shfl(swapped, 0);
             if (!swapped) meta_of(target).free_slot(tslot);
@@ -664,7 +678,10 @@ struct hive_ref : hive_locate<K, V> {
         }
         if (fh != cur) meta_of(fh).mark(META_SPILL);
         unsigned swapped = 0;
-        if (tile::rank() == 0) swapped = S::replace(slot_at<S>(bucket(cur), slot), victim, hand);
+        if (tile::rank() == 0) {
+          swapped = S::replace(slot_at<S>(bucket(cur), slot), victim, hand);
+          if (swapped) note_out<S>(meta + cur, slot, S::key_of(hand));
+        }
         if (!tile::shfl(swapped, 0)) {
           if (!mine) meta_of(target).unlock();
           contended = true;

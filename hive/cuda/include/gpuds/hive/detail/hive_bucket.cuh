@@ -9,7 +9,8 @@
 // bucket_words in all (wide_slot::at says where a slot's words are).
 // Beside the slots each bucket has one 64-bit metadata word:
 //
-//   bits 0..31   free mask (bit s set = slot s free)
+//   bits 0..31   free mask (bit s set = slot s free); in two-part buckets (u64 values,
+//                16 slots) bits 16 and 17 are the parts' OUT flags (META_OUT, below)
 //   bit 32       LOCK: held by an insert that cannot finish in its first bucket, and by
 //                evictions (both buckets of every key they move)
 //   bit 33       SPILL: some key whose first bucket this is was placed in its second one
@@ -57,6 +58,8 @@ constexpr unsigned long long META_LOCK = 1ull << 32;
 constexpr unsigned long long META_SPILL = 1ull << 33;
 constexpr unsigned long long META_STASHED = 1ull << 34;
 constexpr unsigned long long META_VERSION = 1ull << 35;
+// Two-part buckets only: OUT of part p is bit 16 + p (out_flag, below).
+constexpr unsigned long long META_OUT = 1ull << 16;
 
 __host__ __device__ __forceinline__ unsigned long long pack(unsigned k, unsigned v) { return packed_slot::pack(k, v); }
 __host__ __device__ __forceinline__ unsigned key_of(unsigned long long w) { return packed_slot::key_of(w); }
@@ -275,79 +278,111 @@ __device__ __forceinline__ alone_scan<S> scan_alone(const unsigned long long* bu
   return s;
 }
 
-// A lookup's scan of a wide bucket by one lane alone, with no writer in flight. The lane
-// reads the bucket's key words, 8 at a time (64 bytes, two sectors: four 16-byte loads
-// through L1, issued together; 16 registers), stops at the group that holds k, and then
-// loads the value word of k's slot alone (one sector of the values that follow the key
-// words; with u64 values in the same line as the group), unless the first read had it:
-// with parts of one line (u64 values) the first group's read loads the values of its
-// first 4 slots too (one more sector, two 16-byte loads), so a hit there, the slots a
-// fill takes first, costs one round trip (docs/hive.md, *Values read ahead*; absent keys,
-// and hits elsewhere, pay the sector). The groups are read from k's preferred part on
-// (preferred_part: the fill kernel puts k there when it has room), so most hits are in
-// the first group read. Where the first group does not hold k, `*meta` (when not null;
-// into `m`, `have_m` set) is loaded with the second, so a miss in a bucket of 16 slots
-// costs two dependent round trips (first group; second group and word), not three. Only
-// `hit` and `word` of the result are set.
+// A lookup's scan of a wide bucket of one part by one lane alone, with no writer in
+// flight. The lane reads the bucket's key words, 8 at a time (64 bytes, two sectors:
+// four 16-byte loads through L1, issued together; 16 registers), stops at the group that
+// holds k, and then loads the value word of k's slot alone (one sector of the values
+// that follow the key words). Keys fill the lowest free slots, so most hits are in the
+// first group. Where the first group does not hold k, `*meta` (when not null; into `m`,
+// `have_m` set) is loaded with the second, so a miss in a bucket of 16 slots costs two
+// dependent round trips (first group; second group and word), not three. Only `hit` and
+// `word` of the result are set. (Buckets of two parts: scan_lookup_parts.)
 template <typename S>
 __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long long* bucket, typename S::key_type k,
                                                           const unsigned long long* meta, unsigned long long& m,
                                                           bool& have_m) {
-  static_assert(S::WIDE, "wide slots only");
+  static_assert(S::WIDE && parts<S>() == 1, "wide buckets of one part");
   constexpr unsigned GROUP = SLOTS < 8 ? SLOTS : 8;
-  // A group is a part where a bucket has several (the preferred part is a group index).
-  static_assert(parts<S>() == 1 || S::part_slots(SLOTS) == GROUP, "groups are parts");
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
-  const unsigned first = preferred_part<S>(k);
-  // Parts of one line (u64 values): the values of the first group's first AHEAD slots
-  // (one sector), read with its keys.
-  constexpr bool SPEC = parts<S>() == 2;
-  constexpr unsigned AHEAD = 4;
-  unsigned long long ahead[AHEAD];
-  bool have_value = false;
-  unsigned long long value = 0;
 #pragma unroll
   for (unsigned group = 0; group < SLOTS / GROUP; ++group) {
     if (group == 1 && meta != nullptr) {
       m = *meta;
       have_m = true;
     }
-    const unsigned part = (group + first) % (SLOTS / GROUP);
     typename S::key_type key[GROUP];
 #pragma unroll
     for (unsigned i = 0; i < GROUP; i += 2) {
       // A group's key words are side by side, slots i and i + 1 16-byte aligned (as load_keys reads them).
-      const ulonglong2 p = load_slot_pair<false>(key_at<S>(bucket, part * GROUP + i));
+      const ulonglong2 p = load_slot_pair<false>(key_at<S>(bucket, group * GROUP + i));
       key[i] = p.x;
       key[i + 1] = p.y;
     }
-    if constexpr (SPEC) {
-      if (group == 0) {
-#pragma unroll
-        for (unsigned i = 0; i < AHEAD; i += 2) {
-          const ulonglong2 q = load_slot_pair<false>(key_value_at<S>(bucket, part * GROUP + i));
-          ahead[i] = q.x;
-          ahead[i + 1] = q.y;
-        }
-      }
-    }
 #pragma unroll
     for (unsigned i = GROUP; i-- > 0;) {
-      if (key[i] == k) {
-        s.hit = part * GROUP + i;
-        if constexpr (SPEC) {
-          have_value = group == 0 && i < AHEAD;
-          if (have_value) value = ahead[i % AHEAD];
-        }
-      }
+      if (key[i] == k) s.hit = group * GROUP + i;
     }
     if (s.hit != SLOTS) break;
   }
   if (s.hit != SLOTS) {
-    if (!have_value) value = static_cast<unsigned long long>(*key_value_at<S>(bucket, s.hit));
-    s.word = typename S::word{k, value};
+    s.word = typename S::word{k, static_cast<unsigned long long>(*key_value_at<S>(bucket, s.hit))};
   }
   return s;
+}
+
+// A lookup's scan of a bucket of two parts (sector pairs, hive_slot.cuh) by one lane
+// alone, with no writer in flight: the lane reads k's preferred part whole, its keys and
+// their values (one line, four sectors: eight 16-byte loads issued together), so a hit
+// there, where the fills put k, costs one round trip and one line, as a packed bucket's.
+// On a miss it loads the bucket's word into `m` and reads the other part only where the
+// word's OUT flag of the preferred part is set (some key preferring it was placed in the
+// other part; hive_bucket.cuh, META_OUT): a miss costs the line and the word in two round
+// trips, and a third with the other line where the flag is set. `m` is loaded on every
+// miss. Only `hit` and `word` of the result are set.
+template <typename S>
+__device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long long* bucket, typename S::key_type k,
+                                                           const unsigned long long* meta, unsigned long long& m) {
+  static_assert(S::WIDE && parts<S>() == 2 && sizeof(typename S::value_type) == 8, "two parts of sector pairs");
+  constexpr unsigned PS = SLOTS / 2;
+  alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
+  const unsigned pref = preferred_part<S>(k);
+  unsigned long long value = 0;
+#pragma unroll
+  for (unsigned round = 0; round < 2; ++round) {
+    const unsigned part = pref ^ round;
+    if (round == 1) {
+      m = *meta;
+      if ((m & (META_OUT << pref)) == 0) break;
+    }
+    ulonglong2 keys[PS / 2], values[PS / 2];
+#pragma unroll
+    for (unsigned j = 0; j < PS / 2; ++j) {
+      // Sector j of the part: slots 2j and 2j + 1, their keys and then their values.
+      keys[j] = load_slot_pair<false>(key_at<S>(bucket, part * PS + 2 * j));
+      values[j] = load_slot_pair<false>(
+          reinterpret_cast<const unsigned long long*>(key_value_at<S>(bucket, part * PS + 2 * j)));
+    }
+#pragma unroll
+    for (unsigned j = PS / 2; j-- > 0;) {
+      if (keys[j].y == k) {
+        s.hit = part * PS + 2 * j + 1;
+        value = values[j].y;
+      }
+      if (keys[j].x == k) {
+        s.hit = part * PS + 2 * j;
+        value = values[j].x;
+      }
+    }
+    if (s.hit != SLOTS) break;
+  }
+  if (s.hit != SLOTS) s.word = typename S::word{k, value};
+  return s;
+}
+
+// A two-part bucket's key words (sector pairs) in k's order, FROM = 0: its preferred
+// part's 8 into w[0..7], FROM = 8: the other part's into w[8..15]. w[i] is the key word
+// of slot i ^ flip (flip: 8 times k's preferred part), so the bits of a mask over w are
+// k's order of the bucket's slots (the fill kernel's, rotated_first's).
+template <typename S, bool COHERENT, unsigned FROM>
+__device__ __forceinline__ void load_part_keys(const unsigned long long* bucket, unsigned long long (&w)[SLOTS],
+                                               unsigned flip) {
+  static_assert(parts<S>() == 2, "two parts");
+#pragma unroll
+  for (unsigned i = FROM; i < FROM + SLOTS / 2; i += 2) {
+    const ulonglong2 p = load_slot_pair<COHERENT>(key_at<S>(bucket, i ^ flip));
+    w[i] = p.x;
+    w[i + 1] = p.y;
+  }
 }
 
 // WABC by one lane alone: clears the lowest bit of `free_bits` that is still free in
@@ -385,6 +420,46 @@ __device__ __forceinline__ unsigned long long meta_and(unsigned long long* p, un
 }
 __device__ __forceinline__ unsigned long long meta_or(unsigned long long* p, unsigned long long v) {
   return atomicOr(p, v);
+}
+
+// Two-part buckets (u64 values, 16 slots): bit 16 + p of the metadata word (past the
+// free mask), OUT of part p, says that some key preferring part p was placed in the
+// other part of this bucket. Every placement of a key outside its preferred part sets
+// it (note_out, or in the claim's own swap); it is cleared only when the bucket is
+// emptied (hive_init, a merged partner). Where it is clear, every key of the bucket
+// that prefers p lies in part p, so the readers that run with no other kind of writer
+// beside them (the bulk lookup, the fill kernel: kernels apart from every placement
+// that could set it) read that part alone (docs/hive.md, *Sector pairs and OUT
+// flags*; META_OUT is above).
+
+// The OUT flag that placing k in slot `slot` needs (0 in its preferred part, and in
+// buckets of one part).
+template <typename S>
+__device__ __forceinline__ unsigned long long out_flag(unsigned slot, typename S::key_type k) {
+  if constexpr (parts<S>() == 1) {
+    (void)slot;
+    (void)k;
+    return 0ull;
+  } else {
+    static_assert(parts<S>() == 1 || SLOTS == 16, "OUT flags sit past a 16-slot free mask");
+    const unsigned p = preferred_part<S>(k);
+    return slot / S::part_slots(SLOTS) == p ? 0ull : META_OUT << p;
+  }
+}
+
+// Sets the OUT flag that k placed in slot `slot` of the bucket with metadata word `meta`
+// needs, if any (an atomic or, not waited for: the readers that use the flag run in
+// later kernels).
+template <typename S>
+__device__ __forceinline__ void note_out(unsigned long long* meta, unsigned slot, typename S::key_type k) {
+  if constexpr (parts<S>() != 1) {
+    const unsigned long long f = out_flag<S>(slot, k);
+    if (f != 0) atomicOr(meta, f);
+  } else {
+    (void)meta;
+    (void)slot;
+    (void)k;
+  }
 }
 
 // Releases a bucket's lock held by the calling lane: its earlier writes become visible
@@ -431,10 +506,12 @@ struct bucket_meta {
 
   // The claim of an insert that knows its key is absent as of `seen`: clears the slot's
   // bit and advances the version only if the word is still `seen`.
-  __device__ __forceinline__ bool claim_from(unsigned long long seen, unsigned slot) const {
+  // `flags` (an OUT flag the placement needs) are set in the same swap.
+  __device__ __forceinline__ bool claim_from(unsigned long long seen, unsigned slot,
+                                             unsigned long long flags = 0ull) const {
     unsigned ok = 0;
     if (tile::rank() == 0) {
-      const unsigned long long next = (seen & ~(1ull << slot)) + META_VERSION;
+      const unsigned long long next = ((seen & ~(1ull << slot)) | flags) + META_VERSION;
       ok = mem::cas_acq_rel(word, seen, next) == seen;
     }
     return tile::shfl(ok, 0) != 0;
@@ -508,7 +585,10 @@ template <typename S>
 __device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta, typename S::word word) {
   const unsigned slot = claim(meta);
   if (slot == SLOTS) return false;
-  if (tile::rank() == 0) S::publish(slot_at<S>(bucket, slot), word);
+  if (tile::rank() == 0) {
+    note_out<S>(meta.word, slot, S::key_of(word));
+    S::publish(slot_at<S>(bucket, slot), word);
+  }
   return true;
 }
 

@@ -291,18 +291,22 @@ struct hive_locate {
   // Lookup by one lane alone, with no writer in flight (the bulk lookup kernel: every
   // lane of a warp has its own bucket read in flight). Reads k's first bucket b1, and
   // only after a miss there b1's metadata word: a key found in b1 costs one 128-byte
-  // line (16 packed slots), or for wide slots the 64 bytes of the 8 key words that hold
-  // it and one sector of values. Reads b2 alone where b1 has SPILL; sets `stash` where
+  // line (16 packed slots; or k's preferred part of a two-part bucket, keys and values,
+  // scan_lookup_parts), or for other wide buckets the 64 bytes of the 8 key words that
+  // hold it and one sector of values (scan_lookup_wide, which loads b1's word with b1's
+  // second group of key words). Reads b2 alone where b1 has SPILL; sets `stash` where
   // b1 has STASHED and k was not found, so that the tile scans the stash for it
-  // (stash_of().find). Wide slots load b1's word with b1's second group of key words
-  // (scan_lookup_wide).
+  // (stash_of().find).
   __device__ __forceinline__ bool find_alone(K k, V& value, bool& stash) const {
     const hash_pair h = hashes(k);
     const unsigned b1 = bucket_of(h.h1);
     unsigned long long m = 0;
     bool have_m = false;
     alone_scan<S> s;
-    if constexpr (S::WIDE) {
+    if constexpr (parts<S>() == 2) {
+      s = scan_lookup_parts<S>(bucket(b1), k, meta + b1, m);
+      have_m = true;  // loaded on every miss
+    } else if constexpr (S::WIDE) {
       s = scan_lookup_wide<S>(bucket(b1), k, meta + b1, m, have_m);
     } else {
       s = scan_alone<S, false, true>(bucket(b1), k);
@@ -311,7 +315,10 @@ struct hive_locate {
       if (!have_m) m = meta[b1];
       const unsigned b2 = bucket_of(h.h2);
       if ((m & META_SPILL) != 0 && b2 != b1) {
-        if constexpr (S::WIDE) {
+        if constexpr (parts<S>() == 2) {
+          unsigned long long m2 = 0;  // b2's word (m stays b1's, for STASHED)
+          s = scan_lookup_parts<S>(bucket(b2), k, meta + b2, m2);
+        } else if constexpr (S::WIDE) {
           s = scan_lookup_wide<S>(bucket(b2), k, nullptr, m, have_m);
         } else {
           s = scan_alone<S, false, true>(bucket(b2), k);

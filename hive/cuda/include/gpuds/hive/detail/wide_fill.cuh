@@ -40,6 +40,19 @@
 // whichever store lands last wins, as for any two pairs of one key in a batch. The
 // kernel boundary makes every key, value and free bit visible before anything reads
 // them (the second kernel, later lookups).
+//
+// Two-part buckets (u64 values, 16 slots; hive_slot.cuh's sector pairs): READ loads only
+// k's preferred part of b1 (its 8 key words, one line) and the word. Where the part holds
+// k, or has room and the word's OUT flag of that part is clear, that decides: no key
+// preferring the part sits in the other one (every placement outside its preferred part
+// sets OUT, and the placements before this kernel are visible; in this kernel a fill
+// leaves the part only after reading it full, and a full part stays full, so a fill of k
+// into the part's room that raced with one into the other part fails its swap and reads
+// again). Otherwise the lane loads the other part too (one more round trip, for about
+// one insert in ten at load 0.8) and goes on as with the whole bucket. A fill outside
+// its preferred part sets OUT after its swap (the readers that use it run in later
+// kernels). w holds the key words in k's order (w[i] is slot i ^ 8 * part), so the
+// masks are in k's order as well.
 #pragma once
 #include <gpuds/hive/detail/batch_loop.cuh>
 #include <gpuds/hive/detail/bulk_insert.cuh>
@@ -104,8 +117,10 @@ constexpr unsigned FILL = 4;    // compare-and-swap of slot `slot` of `cb`'s key
 // it. The steps and their correctness (top of this file, and the lost swap's argument
 // above):
 // - READ: k in b1 -> store the value into k's slot (a replace, done); b1 locked or
-//   STASHED -> queue; room in b1 -> FILL at its first empty slot (in k's order), after CHECK2 (b2 read
-//   for k) where b1 has SPILL; b1 full -> READ2 (b2 read), SPILL set on b1 first.
+//   STASHED -> queue; two parts, only the preferred part read, and k may be in the
+//   other one (OUT) or the part is full -> READ again with the other part loaded; room
+//   in b1 -> FILL at its first empty slot (in k's order), after CHECK2 (b2 read for k)
+//   where b1 has SPILL; b1 full -> READ2 (b2 read), SPILL set on b1 first.
 // - CHECK2: k in b2 -> store the value there; else FILL in b1 (the mask read in READ).
 // - READ2: k in b2 -> store the value; room -> FILL in b2; else queue (BOTH_FULL).
 // - FILL: the swap returned EMPTY_KEY -> store the value, clear the free bit (done); it
@@ -140,6 +155,12 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
   V v = 0;
   unsigned b1 = 0, b2 = 0, cb = 0;
   unsigned phase = IDLE, tries = 0, slot = 0, mask = 0, mask1 = 0, pref = 0;
+  // Two-part buckets: w[i] is the key word of slot i ^ flip (flip: 8 times k's preferred
+  // part), so masks over w are in k's order; `half`: only k's preferred part was read
+  // (w[0..7]). One part: flip is 0 and half false.
+  constexpr bool TWO = parts<S>() == 2;
+  const auto flip = [&]() { return TWO ? pref * (SLOTS / 2) : 0u; };
+  bool half = false;
   unsigned long long mread = 0;
   K r = S::EMPTY_KEY;
   unsigned long long w[SLOTS];  // the key words of the bucket read last
@@ -163,7 +184,12 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
       if (w[i] == S::EMPTY_KEY) seen_empty |= 1u << i;
       if (w[i] == k) seen_hit = i;
     }
-    bool load1 = false, load2 = false, cas = false, park = false, set_spill = false, both = false;
+    if (TWO && half) {
+      seen_empty &= (1u << (SLOTS / 2)) - 1u;
+      if (seen_hit >= SLOTS / 2) seen_hit = SLOTS;
+    }
+    bool load1 = false, load2 = false, load_other = false, cas = false, park = false, set_spill = false,
+         both = false;
     // A store of the value into slot `at` of bucket `in` (k is there: done).
     bool put = false;
     unsigned put_b = 0, put_slot = 0;
@@ -173,11 +199,12 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
       put_slot = at;
       phase = IDLE;
     };
+    // (`at`, `empty` and `slot` count in k's order: slot i of the bucket is i ^ flip.)
     auto fill = [&](unsigned in, unsigned empty) {
       phase = FILL;
       cb = in;
       mask = empty;
-      slot = rotated_first<S>(empty, pref);
+      slot = __ffs(empty) - 1;
       cas = true;
     };
     auto retry = [&]() {
@@ -216,7 +243,13 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
         done_at(b1, seen_hit);
       } else if ((m & (META_STASHED | META_LOCK)) != 0) {
         park = true;
+      } else if (TWO && half && ((m & (META_OUT << pref)) != 0 || seen_empty == 0)) {
+        // Only k's preferred part was read, and it does not settle the insert: k may be
+        // in the other part (OUT set), or the room is there (the part is full).
+        load_other = true;
       } else if (seen_empty != 0) {
+        // (Read half: the preferred part has room and OUT is clear, so no key that
+        // prefers it, k included, sits in the other part: the part alone decides.)
         if ((m & META_SPILL) != 0 && b2 != b1) {
           mask1 = seen_empty;
           phase = CHECK2;  // k may have spilled to b2 in an earlier batch
@@ -251,8 +284,10 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
       }
     } else {  // FILL
       if (r == S::EMPTY_KEY) {
-        // k is in; its value and the slot's free bit follow (no one here reads either).
-        meta_and(t.meta + cb, ~(1ull << slot));
+        // k is in; its value and the slot's free bit follow (no one here reads either),
+        // and outside its preferred part the OUT flag (read by later kernels only).
+        meta_and(t.meta + cb, ~(1ull << (slot ^ flip())));
+        if (TWO && slot >= SLOTS / 2) meta_or(t.meta + cb, META_OUT << pref);
         fills += 1;
         done_at(cb, slot);
       } else if (r == k) {
@@ -269,20 +304,33 @@ __device__ void insert_states(const Ref& t, const typename Ref::key_type* keys,
     }
 
     // --- Issue: the value store, loads, the flag, then the compare-and-swap. --------
-    if (put) mem::st_relaxed(slot_at<S>(t.bucket(put_b), put_slot).value, v);
+    if (put) mem::st_relaxed(slot_at<S>(t.bucket(put_b), put_slot ^ flip()).value, v);
     if (load1) mread = mem::ld_relaxed(t.meta + b1);
-    if (load1 || load2) {
+    if (load1 || load2 || load_other) {
       const unsigned long long* const base = t.bucket(load2 ? b2 : b1);
       // A key's first read of b1 goes through L1 (see the top of this file: a stale line
       // only shows filled slots empty); every later read bypasses it.
-      if (load1 && tries == 0) {
+      const bool through_l1 = load1 && tries == 0;
+      if constexpr (TWO) {
+        // b1: k's preferred part first (half), the other part where that does not
+        // settle it; b2: both.
+        if (!load_other) {
+          if (through_l1) {
+            load_part_keys<S, false, 0>(base, w, flip());
+          } else {
+            load_part_keys<S, true, 0>(base, w, flip());
+          }
+        }
+        if (!load1) load_part_keys<S, true, SLOTS / 2>(base, w, flip());
+        half = load1;
+      } else if (through_l1) {
         load_keys<S, false>(base, w);
       } else {
         load_keys<S, true>(base, w);
       }
     }
     if (set_spill) meta_or(t.meta + b1, META_SPILL);
-    if (cas) r = mem::cas_relaxed(slot_at<S>(t.bucket(cb), slot).key, S::EMPTY_KEY, k);
+    if (cas) r = mem::cas_relaxed(slot_at<S>(t.bucket(cb), slot ^ flip()).key, S::EMPTY_KEY, k);
 
     // --- Leave what cannot finish here to the second kernel (convergent). ------------
     left.add(park, index | (both ? bulk::BOTH_FULL : 0u));

@@ -348,7 +348,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         } else if ((m & META_LOCK) != 0 || (seen_odd & ~free_bits & ALL_FREE) != 0) {
           retry();  // locked, or a slot pending (claimed but empty, or BUSY_KEY)
         } else {
-          slot = __ffs(free_bits) - 1;
+          slot = rotated_first<S>(free_bits, preferred_part<S>(k));
           phase = P_CLAIM;
           cas = C_CLAIM;
         }
@@ -442,7 +442,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
               }
             }
             vslot = bulk::candidate_group(key_bits(k), round) * CANDIDATES + pick;
-            slot = __ffs(free_of(mt)) - 1;
+            slot = rotated_first<S>(free_of(mt), preferred_part<S>(vkey));
             phase = W_TLOCK;
             cas = C_TLOCK;
           }
@@ -517,7 +517,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         if (cas == C_TLOCK) {
           p = t.meta + target;
           expected = mt;
-          desired = ((mt | META_LOCK) + META_VERSION) & ~(1ull << slot);
+          desired = (((mt | META_LOCK) + META_VERSION) & ~(1ull << slot)) | out_flag<S>(slot, vkey);
         } else if (cas == C_BUSY || cas == C_RELEASE) {
           p = slot_at<S>(t.bucket(b1), vslot).key;
           expected = cas == C_BUSY ? vkey : S::BUSY_KEY;
@@ -527,8 +527,10 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           expected = S::EMPTY_KEY;
           desired = vkey;
         } else if (cas == C_CLAIM) {
-          desired = (m & ~(1ull << slot)) + META_VERSION;
+          desired = ((m & ~(1ull << slot)) | out_flag<S>(slot, k)) + META_VERSION;
         }
+        // k takes the victim's slot in b1 (locked by the lane): its OUT flag, if any.
+        if (cas == C_RELEASE) note_out<S>(t.meta + b1, vslot, k);
         // The swaps that publish a key word (k into the victim's slot, the victim into
         // the target's) are releases: the value the key word publishes was stored before
         // them (an exchange this lane waited for), and a release orders that store before
