@@ -3,10 +3,11 @@
 //
 // A bucket is HIVE_SLOTS slots (detail/hive_slot.cuh), read by a tile of HIVE_SLOTS
 // lanes, one slot per lane: packed (u32 pairs), HIVE_SLOTS 64-bit words, so 16 slots are
-// one 128-byte line and 32 slots two; wide (u64 keys), parts of slots, each its key words
-// followed by their value words: u64 values, parts of 8 (8 keys and their values, one
-// line); u32 values, one part (16 key words, one line, then 16 values, half a line);
-// bucket_words in all (wide_slot::at says where a slot's words are).
+// one 128-byte line and 32 slots two; wide (u64 keys): u64 values in buckets of 16, two
+// parts of 8 slots, one line each, in sectors of slot pairs {key, key, value, value};
+// otherwise one part, its key words followed by their value words (u32 values: 16 key
+// words, one line, then 16 values, half a line); bucket_words in all (wide_slot::at says
+// where a slot's words are).
 // Beside the slots each bucket has one 64-bit metadata word:
 //
 //   bits 0..31   free mask (bit s set = slot s free); in two-part buckets (u64 values,
@@ -16,7 +17,9 @@
 //   bit 33       SPILL: some key whose first bucket this is was placed in its second one
 //   bit 34       STASHED: some key whose first bucket this is was parked in the stash
 //   bits 35..63  version, advanced by every change except a WABC claim (which changes
-//                the mask anyway), so that a word read earlier can be compared whole
+//                the mask anyway) and a flag's atomic or (which only ever sets a bit, so
+//                the word cannot come back to a value read before it), so that a word
+//                read earlier can be compared whole
 //
 // Invariants: a slot's word is written only by the owner of its free bit just after
 // claiming it, or by a compare-and-swap from a word that was read there (replace,
@@ -217,8 +220,9 @@ struct alone_scan {
   unsigned busy;
 };
 
-// Reads a bucket alone and looks for k, 128 bytes at a time (16 packed slots, or the key
-// words of 16 wide slots, through key_at: one line, or two parts' keys). STOP: return
+// Reads a bucket alone and looks for k, 16 slots at a time (16 packed slots, one line, or
+// the key words of 16 wide slots, through key_at: one line of keys, or in sector pairs
+// the key halves of eight sectors in two lines). STOP: return
 // after the first 128 bytes that hold k (a hit in the first line of a bucket costs that
 // line alone); otherwise the whole bucket is read
 // (inserts need its empty slots). The loads of a line are issued together, 16 bytes

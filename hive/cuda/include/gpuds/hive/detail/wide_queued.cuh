@@ -15,8 +15,8 @@
 // warp waited for its slowest lane (wide_fill::queued, still chosen by defining
 // HIVE_WIDE_QUEUED_ALONE).
 //
-// The direct move, one phase per round trip (a wide slot is a key word among its
-// bucket's key words and a value word among the values after them: detail/hive_slot.cuh):
+// The direct move, one phase per round trip (a wide slot is a key word and a value word,
+// in one sector in two-part buckets and apart otherwise: detail/hive_slot.cuh):
 //   W_READ    b1's metadata word `m` loaded (relaxed).
 //   W_LOCK    lock swap of b1's word from `m` issued (LOCK and SPILL set, version
 //             advanced), where `m` is unlocked, not STASHED and full.
@@ -24,21 +24,28 @@
 //   W_PICK    the metadata words of CANDIDATES victims' other buckets loaded, and (the
 //             first round under the lock) b2's key words.
 //   W_TLOCK   lock swap of the chosen target's word from the word read, which also
-//             clears the target's lowest free bit (the slot is claimed in the lock's
-//             own swap).
-//   W_BUSY    swap of the victim's key word in b1 from the victim's key to BUSY_KEY.
+//             clears the target's first free bit in the victim's order (the slot is
+//             claimed in the lock's own swap, with the OUT flag it needs, hive_bucket.cuh);
+//             a lost swap whose returned word is unlocked with room swaps again from it
+//             (a try), the victims' bucket still locked.
+//   W_M2      (no victim of b1 has a target with room, after every round) b2's word
+//             loaded, b1 still locked: b2 full and unlocked goes on to
+//   W_LOCK2   lock swap of b2's word (LOCK and SPILL set); then W_B1 to W_TPUT with b2
+//             as the victims' bucket (b2's key words read under both locks; k takes the
+//             victim's slot in b2), as the packed machine moves out of b2.
+//   W_BUSY    swap of the victim's key word (in b1, or b2) from its key to BUSY_KEY.
 //   W_XCHG    exchange of the victim's value word with k's value (returns the victim's
 //             value: read under the slot's ownership).
 //   W_RELEASE swap of the victim's key word from BUSY_KEY to k (k published in b1), and
 //             exchange of the target's claimed value word with the victim's value.
 //   W_TPUT    swap of the target's claimed key word from EMPTY_KEY to the victim's key;
-//             then both locks are released.
+//             then the locks are released.
 // About 9 dependent round trips, none of which makes the other lanes wait.
 //
 // The plain path, for entries not tagged BOTH_FULL (the first kernel's lost races):
 //   P_READ    b1's word `m` and b1's key words loaded at once (relaxed, at L2).
-//   P_CLAIM   swap of b1's word from `m` (its lowest free bit cleared, version
-//             advanced), where k is not among the keys read, and `m` is unlocked, has a
+//   P_CLAIM   swap of b1's word from `m` (its first free bit in k's order cleared, with
+//             the OUT flag it needs, version advanced), where k is not among the keys read, and `m` is unlocked, has a
 //             free slot, no SPILL or STASHED, and no pending slot (claimed in `m` but
 //             read EMPTY_KEY, or BUSY_KEY); on success the slot's value word is
 //             exchanged with k's value (an acquire) and its key word stored as k: done.
@@ -88,6 +95,13 @@
 //   target after the unlock. The target's slot is the lane's own: its free bit was
 //   cleared by the lane's lock swap, from a word in which it was set, so its key word
 //   was EMPTY_KEY (a slot is written only by the claimer of its bit) and stays so.
+// - The move out of b2 (from2): b1 stays locked throughout, so the arguments for b1 and
+//   the stash stand; b2 is locked from a word read unlocked and full, and its key words
+//   are read after that swap (full, none k or BUSY_KEY): k is not in b2, and cannot
+//   enter it (every placement of k in b2 needs b1's lock). k lands in b2, its second
+//   bucket, after SPILL was set in b1's lock swap; the victim leaves b2 under the locks
+//   of both its buckets (b2 and the target), and b2's lock swap set SPILL for a victim
+//   whose first bucket is b2. The rest is the move out of b1 with b2 in its place.
 //
 // Why the plain path's claim is the only insert of k: it is insert_alone's lock-free
 // claim with the word and the bucket read at once, not the word first (the packed
@@ -148,7 +162,23 @@ enum : unsigned {
 };
 
 // Phases: what the lane's last issued step was (see the top of this file).
-enum : unsigned { IDLE, W_READ, W_LOCK, W_B1, W_PICK, W_TLOCK, W_BUSY, W_XCHG, W_RELEASE, W_TPUT, P_READ, P_CLAIM, R_BUSY };
+enum : unsigned {
+  IDLE,
+  W_READ,
+  W_LOCK,
+  W_B1,
+  W_PICK,
+  W_TLOCK,
+  W_BUSY,
+  W_XCHG,
+  W_RELEASE,
+  W_TPUT,
+  P_READ,
+  P_CLAIM,
+  R_BUSY,
+  W_M2,
+  W_LOCK2
+};
 
 // The compare-and-swap a lane issues (one call site for every lane that has one).
 enum : unsigned {
@@ -159,6 +189,7 @@ enum : unsigned {
   C_RELEASE,  // b1's key word vslot from BUSY_KEY to k (a release)
   C_TPUT,     // the target's key word `slot` from EMPTY_KEY to the victim's key (a release)
   C_CLAIM,    // b1's word from m: slot `slot`'s free bit cleared, version advanced
+  C_LOCK2,    // b2's word from mt: locked, SPILL set (the move out of b2)
 };
 
 // The exchange of a value word a lane issues (an acquire: waited for before what follows).
@@ -249,6 +280,10 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
     unsigned b1 = 0, b2 = 0, target = 0;
     unsigned phase = IDLE, tries = 0, slot = 0, vslot = 0, round = 0;
     bool locked = false, tlocked = false, w_b2 = false, plain = false;
+    // from2: the move is out of b2 (b1's keys had no victim with room): b2 is locked too,
+    // and the victim, and k's slot, are in b2. vb(): the bucket the victim leaves.
+    bool from2 = false;
+    const auto vb = [&]() { return from2 ? b2 : b1; };
     // m: b1's word as read (then locked from); mt: the target's word as read; r: the
     // last compare-and-swap's old word.
     unsigned long long m = 0, mt = 0, r = 0;
@@ -285,15 +320,17 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         if (w[i] == S::EMPTY_KEY || w[i] == S::BUSY_KEY) seen_odd |= 1u << i;
         if (w[i] == k) seen_hit = i;
       }
-      bool load_meta = false, load_b1 = false, load_cand = false, park_it = false;
+      bool load_meta = false, load_m2 = false, load_b1 = false, load_cand = false, park_it = false;
       unsigned cas = C_NONE, xchg = X_NONE;
       // Releases the locks the lane holds (every write under them was an atomic the lane
       // waited for: unlock_after_atomics).
       auto unlock = [&]() {
         if (tlocked) unlock_after_atomics(t.meta + target);
+        if (from2) unlock_after_atomics(t.meta + b2);
         if (locked) unlock_after_atomics(t.meta + b1);
         locked = false;
         tlocked = false;
+        from2 = false;
       };
       // Reads b1's word again (and b1's key words on the plain path), or parks the
       // insert after TRIES tries.
@@ -313,6 +350,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           k = tk;
           v = tv;
           tries = 0;
+          from2 = false;
           plain = (entry & bulk::BOTH_FULL) == 0;
           if (Ref::reserved(k)) {
             park_it = true;  // the tile reports it
@@ -428,9 +466,15 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
               } else {
                 load_cand = true;
               }
+            } else if (!from2) {
+              // None of b1's keys can move: move one of b2's and put k there, as the
+              // packed machine does (b1 stays locked, so k can enter neither bucket
+              // meanwhile; SPILL is set in b1). b2's word first.
+              phase = W_M2;
+              load_m2 = true;
             } else {
               unlock();
-              park_it = true;  // no victim with room: the tile's random walks
+              park_it = true;  // no victim with room in either bucket: the tile's random walks
             }
           } else {
 #pragma unroll
@@ -447,8 +491,39 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
             cas = C_TLOCK;
           }
         }
-      } else if (phase == W_TLOCK) {
+      } else if (phase == W_M2) {
+        mt = r;  // b2's word
+        if (free_of(mt) != 0) {
+          unlock();
+          park_it = true;  // b2 has room: insert_alone's claim
+        } else if ((mt & META_LOCK) != 0) {
+          unlock();
+          retry();
+        } else {
+          phase = W_LOCK2;
+          cas = C_LOCK2;
+        }
+      } else if (phase == W_LOCK2) {
         if (r != mt) {
+          unlock();
+          retry();
+        } else {
+          // b2 is locked (and SPILL set): read its key words under both locks, then its
+          // victims' other buckets, as for b1.
+          from2 = true;
+          round = 0;
+          phase = W_B1;
+          load_b1 = true;
+        }
+      } else if (phase == W_TLOCK) {
+        if (r != mt && (r & META_LOCK) == 0 && free_of(r) != 0 && ++tries < TRIES) {
+          // The swap returned the target's fresher word, unlocked and with room: swap
+          // again from it, the victims' bucket (or buckets) still locked (the victim and
+          // its target are the same; the claim is that word's first free slot).
+          mt = r;
+          slot = rotated_first<S>(free_of(mt), preferred_part<S>(vkey));
+          cas = C_TLOCK;
+        } else if (r != mt) {
           unlock();
           retry();
         } else {
@@ -489,6 +564,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
 
       // --- Issue: loads first, then the compare-and-swap, then the exchange. ---------
       if (load_meta) r = mem::ld_relaxed(t.meta + b1);
+      if (load_m2) r = mem::ld_relaxed(t.meta + b2);
       if (load_cand) {
         // The candidates of a round are one group of CANDIDATES slots of b1 (w), the
         // groups taken in turn from one that depends on k (bulk::candidate_group).
@@ -501,15 +577,16 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
             if (i == g) key = w[i * CANDIDATES + c];
           }
           ck[c] = key;
-          alt[c] = t.alternate(key, b1);
-          am[c] = alt[c] == b1 ? 0ull : mem::ld_relaxed(t.meta + alt[c]);
+          alt[c] = t.alternate(key, vb());
+          am[c] = alt[c] == vb() ? 0ull : mem::ld_relaxed(t.meta + alt[c]);
         }
       }
-      if (load_b1 || (load_cand && round == 0)) {
-        // b2's key words with the first candidates under the lock (W_PICK checks them),
-        // b1's otherwise; every read here is under b1's lock, at L2.
+      if (load_b1 || (load_cand && round == 0 && !from2)) {
+        // b2's key words with the first candidates under b1's lock (W_PICK checks them),
+        // the victims' bucket's otherwise (b1, or b2 under its lock too); every read here
+        // is under b1's lock, at L2.
         w_b2 = !load_b1;
-        load_keys<S, true>(t.bucket(w_b2 ? b2 : b1), w);
+        load_keys<S, true>(t.bucket(w_b2 ? b2 : vb()), w);
       }
       if (cas != C_NONE) {
         unsigned long long* p = t.meta + b1;
@@ -518,8 +595,12 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           p = t.meta + target;
           expected = mt;
           desired = (((mt | META_LOCK) + META_VERSION) & ~(1ull << slot)) | out_flag<S>(slot, vkey);
+        } else if (cas == C_LOCK2) {
+          p = t.meta + b2;
+          expected = mt;
+          desired = (mt | META_LOCK | META_SPILL) + META_VERSION;
         } else if (cas == C_BUSY || cas == C_RELEASE) {
-          p = slot_at<S>(t.bucket(b1), vslot).key;
+          p = slot_at<S>(t.bucket(vb()), vslot).key;
           expected = cas == C_BUSY ? vkey : S::BUSY_KEY;
           desired = cas == C_BUSY ? S::BUSY_KEY : k;
         } else if (cas == C_TPUT) {
@@ -530,7 +611,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           desired = ((m & ~(1ull << slot)) | out_flag<S>(slot, k)) + META_VERSION;
         }
         // k takes the victim's slot in b1 (locked by the lane): its OUT flag, if any.
-        if (cas == C_RELEASE) note_out<S>(t.meta + b1, vslot, k);
+        if (cas == C_RELEASE) note_out<S>(t.meta + vb(), vslot, k);
         // The swaps that publish a key word (k into the victim's slot, the victim into
         // the target's) are releases: the value the key word publishes was stored before
         // them (an exchange this lane waited for), and a release orders that store before
@@ -546,7 +627,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         // key word that publishes it is written (the store below, or a later swap).
         const bool in_target = xchg == X_TARGET;
         const typename S::ptr p =
-            slot_at<S>(t.bucket(in_target ? target : b1), in_target || xchg == X_CLAIM ? slot : vslot);
+            slot_at<S>(t.bucket(in_target ? target : vb()), in_target || xchg == X_CLAIM ? slot : vslot);
         const V old = mem::exch_acquire(p.value, in_target ? vval : v);
         if (xchg == X_VICTIM) r = old;
         // The plain path publishes k in its claimed slot, or releases k's slot after a
