@@ -36,7 +36,8 @@
 //   W_BUSY    swap of the victim's key word (in b1, or b2) from its key to BUSY_KEY.
 //   W_XCHG    exchange of the victim's value word with k's value (returns the victim's
 //             value: read under the slot's ownership).
-//   W_RELEASE swap of the victim's key word from BUSY_KEY to k (k published in b1), and
+//   W_RELEASE swap of the victim's key word from BUSY_KEY to k (k published in b1, or
+//             in b2 when moving out of b2), and
 //             exchange of the target's claimed value word with the victim's value.
 //   W_TPUT    swap of the target's claimed key word from EMPTY_KEY to the victim's key;
 //             then the locks are released.
@@ -59,13 +60,15 @@
 // later through insert_alone and the tile code, as bulk::insert_lanes does: reserved
 // keys; plain entries whose b1 is full, SPILL-flagged or STASHED; BOTH_FULL entries
 // with b1 == b2, b1 with room or STASHED, k found in b1 or b2 (a replace), b2 with an
-// empty or BUSY_KEY slot, or no candidate of b1 with room among SLOTS; and an insert
-// still not done after TRIES tries. When 32 are parked the warp stops taking entries, lets its
+// empty or BUSY_KEY slot, b2 with room in its word (W_M2), or no candidate of b1 or b2
+// with room among SLOTS each; and an insert still not done after TRIES tries. When 32 are parked the warp stops taking entries, lets its
 // lanes finish (so that no lane of the warp holds a lock) and runs them one per lane.
 //
 // No wait is unbounded: a lock is only ever taken by one compare-and-swap from a word
 // read unlocked; a lost swap releases what the lane holds and counts a try (at most
-// TRIES, then the insert is parked); no phase loops on memory.
+// TRIES, then the insert is parked), except a target's lock swap that lost to a word
+// still unlocked with room, which swaps again from that word (also a try); no phase
+// loops on memory.
 //
 // Why k ends up in the table exactly once (with the concurrent inserts of this kernel:
 // other lanes of this machine, insert_alone and the tile code of parked inserts; the
@@ -185,8 +188,8 @@ enum : unsigned {
   C_NONE,
   C_LOCK,     // b1's word from m: locked, SPILL set
   C_TLOCK,    // the target's word from mt: locked, slot `slot` claimed
-  C_BUSY,     // b1's key word vslot from the victim's key to BUSY_KEY
-  C_RELEASE,  // b1's key word vslot from BUSY_KEY to k (a release)
+  C_BUSY,     // vb()'s key word vslot from the victim's key to BUSY_KEY
+  C_RELEASE,  // vb()'s key word vslot from BUSY_KEY to k (a release)
   C_TPUT,     // the target's key word `slot` from EMPTY_KEY to the victim's key (a release)
   C_CLAIM,    // b1's word from m: slot `slot`'s free bit cleared, version advanced
   C_LOCK2,    // b2's word from mt: locked, SPILL set (the move out of b2)
@@ -195,7 +198,7 @@ enum : unsigned {
 // The exchange of a value word a lane issues (an acquire: waited for before what follows).
 enum : unsigned {
   X_NONE,
-  X_VICTIM,   // b1's value word vslot to k's value (the victim's value returned)
+  X_VICTIM,   // vb()'s value word vslot to k's value (the victim's value returned)
   X_TARGET,   // the target's value word `slot` to the victim's value
   X_CLAIM,    // b1's value word `slot` to k's value, then its key word stored as k
   X_REPLACE,  // b1's value word vslot to k's value, then its key word (BUSY_KEY) stored as k
@@ -610,7 +613,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         } else if (cas == C_CLAIM) {
           desired = ((m & ~(1ull << slot)) | out_flag<S>(slot, k)) + META_VERSION;
         }
-        // k takes the victim's slot in b1 (locked by the lane): its OUT flag, if any.
+        // k takes the victim's slot in vb() (locked by the lane): its OUT flag, if any.
         if (cas == C_RELEASE) note_out<S>(t.meta + vb(), vslot, k);
         // The swaps that publish a key word (k into the victim's slot, the victim into
         // the target's) are releases: the value the key word publishes was stored before
