@@ -366,18 +366,37 @@ extern "C" __global__ void GPUDS_KERNEL(hive_split)(ref_t t, unsigned first, uns
     const unsigned n_movers = __popc(movers);
     const unsigned rank = __popc(below);
     unsigned long long* dst = t.bucket(partner);
+    // Where the mover goes in the partner (`to`), and the partner's slots used: the first
+    // n_movers, or in two-part buckets each mover in its preferred part first (ranked
+    // among the movers that prefer it), the overflow of a part after the other part's own.
+    unsigned to = rank;
+    unsigned used = n_movers >= 32 ? ~0u : ((1u << n_movers) - 1u);
+    if constexpr (parts<S>() == 2) {
+      constexpr unsigned H = SLOTS / 2;
+      const unsigned pref = moves ? preferred_part<S>(S::key_of(w)) : 0u;
+      const unsigned m0 = tile::ballot(moves && pref == 0), m1 = tile::ballot(moves && pref == 1);
+      const unsigned c0 = __popc(m0), c1 = __popc(m1);
+      const unsigned n0 = c0 < H ? c0 : H, n1 = c1 < H ? c1 : H;
+      const unsigned own = __popc((pref == 0 ? m0 : m1) & ((1u << r) - 1u));
+      if (pref == 0) {
+        to = own < H ? own : H + n1 + (own - H);
+      } else {
+        to = own < H ? H + own : n0 + (own - H);
+      }
+      used = ((1u << (n0 + c1 - n1)) - 1u) | (((1u << (n1 + c0 - n0)) - 1u) << H);
+    }
     if (moves) {
-      set_slot(t, dst, rank, w);
+      set_slot(t, dst, to, w);
       set_slot(t, t.bucket(b), r, S::EMPTY_WORD);
     }
-    if (r >= n_movers) set_slot(t, dst, r, S::EMPTY_WORD);
+    if (((used >> r) & 1u) == 0) set_slot(t, dst, r, S::EMPTY_WORD);
     // Two-part buckets: the OUT flags of the movers placed outside their preferred parts
     // (the keys that stay keep their places, and b its flags).
-    const unsigned long long partner_out = out_flags_of(moves, rank, w);
+    const unsigned long long partner_out = out_flags_of(moves, to, w);
     if (r == 0) {
       const unsigned long long mb = t.meta[b];
       t.meta[b] = mb | movers;
-      const unsigned free_there = n_movers >= 32 ? 0u : (ALL_FREE & ~((1u << n_movers) - 1u));
+      const unsigned free_there = ALL_FREE & ~used;
       t.meta[partner] = free_there | (mb & (META_SPILL | META_STASHED)) | (partner_spills ? META_SPILL : 0ull) |
                         partner_out;
     }
@@ -413,14 +432,42 @@ extern "C" __global__ void GPUDS_KERNEL(hive_merge)(ref_t t, unsigned first, uns
     // of that rank.
     const bool is_free = (free_bits >> r) & 1u;
     const unsigned free_rank = __popc(free_bits & ((1u << r) - 1u));
+    // Two-part buckets: a free slot of part P takes first the movers that prefer P (in
+    // rank order), then the overflow of the other part's movers (those past its free
+    // slots); the host checked that all fit.
+    unsigned pick_from = movers, pick_rank = free_rank;
+    bool takes = is_free && free_rank < n_movers;
+    if constexpr (parts<S>() == 2) {
+      constexpr unsigned H = SLOTS / 2;
+      constexpr unsigned LO = (1u << H) - 1u;
+      const bool mover = !S::is_empty(w);
+      const unsigned pref = mover ? preferred_part<S>(S::key_of(w)) : 0u;
+      const unsigned m0 = tile::ballot(mover && pref == 0), m1 = tile::ballot(mover && pref == 1);
+      const unsigned part = r / H;
+      const unsigned mine = part == 0 ? m0 : m1, other = part == 0 ? m1 : m0;
+      const unsigned part_free = free_bits & (part == 0 ? LO : LO << H);
+      const unsigned f_other = __popc(free_bits & (part == 0 ? LO << H : LO));
+      const unsigned q = __popc(part_free & ((1u << r) - 1u));
+      const unsigned c_mine = __popc(mine), f_mine = __popc(part_free);
+      const unsigned own = c_mine < f_mine ? c_mine : f_mine;
+      takes = false;
+      if (is_free && q < own) {
+        pick_from = mine;
+        pick_rank = q;
+        takes = true;
+      } else if (is_free && f_other + (q - own) < static_cast<unsigned>(__popc(other))) {
+        pick_from = other;
+        pick_rank = f_other + (q - own);
+        takes = true;
+      }
+    }
     unsigned source = 0;
-    if (is_free && free_rank < n_movers) {
-      unsigned m = movers;
-      for (unsigned i = 0; i < free_rank; ++i) m &= m - 1u;
+    if (takes) {
+      unsigned m = pick_from;
+      for (unsigned i = 0; i < pick_rank; ++i) m &= m - 1u;
       source = __ffs(m) - 1;
     }
     const word moving = S::template shfl<tile>(w, source);
-    const bool takes = is_free && free_rank < n_movers;
     if (takes) set_slot(t, t.bucket(b), r, moving);
     const unsigned taken = tile::ballot(takes);
     set_slot(t, t.bucket(partner), r, S::EMPTY_WORD);

@@ -365,7 +365,7 @@ struct hive_ref : hive_locate<K, V> {
       if (s.busy != 0) return STEP_LEFTOVER;
     }
     if (free_bits != 0) {
-      const unsigned slot = claim_alone(meta + b1, free_bits);
+      const unsigned slot = claim_alone(meta + b1, free_bits, preferred_part<S>(k));
       if (slot < SLOTS) {
         note_out<S>(meta + b1, slot, k);
         put_alone<S>(slot_at<S>(bucket(b1), slot), wd);
@@ -444,7 +444,7 @@ struct hive_ref : hive_locate<K, V> {
       if (target == b1 || free_of(mt) == 0 || (mt & META_LOCK) != 0) continue;
       unsigned long long* const tm = meta + target;
       if (mem::cas_acquire(tm, mt, (mt | META_LOCK) + META_VERSION) != mt) continue;
-      const unsigned slot = claim_alone(tm, free_of(mt));
+      const unsigned slot = claim_alone(tm, free_of(mt), preferred_part<S>(stored_key(w[i])));
       bool swapped = false;
       if (slot < SLOTS) {
         const typename S::ptr at = slot_at<S>(bucket(b1), i);
@@ -552,7 +552,7 @@ struct hive_ref : hive_locate<K, V> {
   // Places `hand` in bucket b with a WABC claim, flagging its first bucket first when b
   // is not it. The caller holds the locks of the hand's first bucket.
   __device__ __forceinline__ bool place(unsigned b, word hand) const {
-    const unsigned slot = claim(meta_of(b));
+    const unsigned slot = claim(meta_of(b), preferred_part<S>(S::key_of(hand)));
     if (slot == SLOTS) return false;
     const unsigned f = first_of(S::key_of(hand));
     if (f != b) meta_of(f).mark(META_SPILL);
@@ -642,7 +642,7 @@ struct hive_ref : hive_locate<K, V> {
         const unsigned fv = first_of(S::key_of(victim));
         const unsigned fh = first_of(S::key_of(hand));
         if (direct) {
-          const unsigned tslot = claim(meta_of(target));
+          const unsigned tslot = claim(meta_of(target), preferred_part<S>(S::key_of(victim)));
           unsigned swapped = 0;
           if (tslot < SLOTS) {
             if (fv != target) meta_of(fv).mark(META_SPILL);

@@ -393,9 +393,19 @@ __device__ __forceinline__ void load_part_keys(const unsigned long long* bucket,
 // the metadata word with a fetch-and, trying fresher masks on a lost race (at most SLOTS
 // + 1 tries). Returns the slot, or SLOTS when the bucket is full. For a lane whose key is
 // made unique by its first bucket's lock, as `claim` below.
-__device__ __forceinline__ unsigned claim_alone(unsigned long long* meta, unsigned free_bits) {
+// The first slot of `mask` (not 0) in the order that starts at part `part` of a
+// two-part bucket (rotated_first's order; part 0: the lowest slot, the only order of
+// buckets of one part, whose keys all prefer part 0).
+__device__ __forceinline__ unsigned first_from(unsigned mask, unsigned part) {
+  if (part == 0) return __ffs(mask) - 1;
+  const unsigned shift = part * (SLOTS / 2);
+  const unsigned rot = ((mask >> shift) | (mask << ((SLOTS - shift) % 32u))) & ALL_FREE;
+  return (__ffs(rot) - 1 + shift) % SLOTS;
+}
+
+__device__ __forceinline__ unsigned claim_alone(unsigned long long* meta, unsigned free_bits, unsigned part = 0) {
   for (unsigned tries = 0; tries <= SLOTS && free_bits != 0; ++tries) {
-    const unsigned slot = __ffs(free_bits) - 1;
+    const unsigned slot = first_from(free_bits, part);
     const unsigned long long bit = 1ull << slot;
     const unsigned old = static_cast<unsigned>(atomicAnd(meta, ~bit));
     if (old & static_cast<unsigned>(bit)) return slot;
@@ -568,12 +578,12 @@ struct bucket_meta {
 // tried. Returns the claimed slot (the same on every lane), or SLOTS when the bucket is
 // full. Used where the claimer's key is made unique by a lock (its first bucket's);
 // a claimed slot that cannot be used after all is given back with `free_slot`.
-__device__ __forceinline__ unsigned claim(bucket_meta meta) {
+__device__ __forceinline__ unsigned claim(bucket_meta meta, unsigned part = 0) {
   unsigned free_bits = 0;
   if (tile::rank() == 0) free_bits = free_of(mem::ld_relaxed(meta.word));
   free_bits = tile::shfl(free_bits, 0);
   for (unsigned tries = 0; tries <= SLOTS && free_bits != 0; ++tries) {
-    const unsigned slot = __ffs(free_bits) - 1;
+    const unsigned slot = first_from(free_bits, part);
     const unsigned long long bit = 1ull << slot;
     unsigned old = 0;
     if (tile::rank() == 0) old = static_cast<unsigned>(meta_and(meta.word, ~bit));
@@ -587,7 +597,7 @@ __device__ __forceinline__ unsigned claim(bucket_meta meta) {
 // WABC claim, then rank 0 publishes the word at once. Returns whether it was placed.
 template <typename S>
 __device__ __forceinline__ bool claim_commit(unsigned long long* bucket, bucket_meta meta, typename S::word word) {
-  const unsigned slot = claim(meta);
+  const unsigned slot = claim(meta, preferred_part<S>(S::key_of(word)));
   if (slot == SLOTS) return false;
   if (tile::rank() == 0) {
     note_out<S>(meta.word, slot, S::key_of(word));
