@@ -339,7 +339,8 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_apply)(ref_t t, 
 // Expansion (§IV-C1): splits buckets [first, first + count) into their partners
 // b + level_mask + 1 (all below the end of the level). One tile per pair: each lane
 // decides from the one extra hash bit whether its entry stays or moves; movers are
-// ranked with a ballot and packed into the partner's first slots. Keys whose first
+// ranked with a ballot and packed into the partner's first slots (in two-part buckets
+// each into its preferred part first, the overflow after the other part's own). Keys whose first
 // bucket was b may now have the partner as first bucket, so the partner inherits b's
 // SPILL and STASHED flags; an entry that stays in b although its first bucket is now the
 // partner (it was here by its other hash) sets the partner's SPILL.
@@ -417,7 +418,9 @@ extern "C" __global__ void GPUDS_KERNEL(hive_merge_check)(ref_t t, unsigned firs
 
 // Contraction (§IV-C2): merges the partners b + level_mask + 1 of buckets
 // [first, first + count) back into them. The i-th entry of the partner goes to the i-th
-// free slot of the bucket (prefix ranks of both masks); the host checked that it fits.
+// free slot of the bucket (prefix ranks of both masks; in two-part buckets a part's free
+// slots take the entries that prefer it first, then the other part's overflow); the host
+// checked that it fits.
 // The bucket keeps the flags of both (keys of either have it as first bucket now).
 extern "C" __global__ void GPUDS_KERNEL(hive_merge)(ref_t t, unsigned first, unsigned count) {
   const unsigned tiles = (gridDim.x * blockDim.x) / SLOTS;

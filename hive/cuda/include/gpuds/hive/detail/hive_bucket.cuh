@@ -571,8 +571,10 @@ struct bucket_meta {
   }
 };
 
-// WABC (§III-E): rank 0 reads the free mask (relaxed) and broadcasts it, the lowest
-// free slot is elected, and rank 0 clears that one bit with a fetch-and. The old mask
+// WABC (§III-E): rank 0 reads the free mask (relaxed) and broadcasts it, the first free
+// slot in the order from part `part` (first_from: the key's preferred part; the lowest
+// free slot in buckets of one part) is elected, and rank 0 clears that one bit with a
+// fetch-and. The old mask
 // says whether the bit was still free: if so the slot is ours; if another warp took it
 // first, the fetch-and changed nothing, and the next free bit of the fresher mask is
 // tried. Returns the claimed slot (the same on every lane), or SLOTS when the bucket is
