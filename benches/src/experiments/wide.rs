@@ -12,7 +12,7 @@
 //! - LinearProbeMap at the asked types and the same load, the same operations (its own
 //!   rows, the flat table as a reference point);
 //! - for HiveMap's 64-bit forms, the finds on a table that grew to hold the keys (made
-//!   for an eighth of them, resized between batches; [`growth_rows`]) against the finds
+//!   for an eighth of them, resized between batches; `growth_rows`) against the finds
 //!   on the table made at its size.
 //!
 //! The structures' u32 configurations: SlabHashMap sized by [`SlabHashMap::new`] (an
