@@ -10,7 +10,10 @@
 //! - the same structure at u32 keys and values, the same operations and sizes, measured
 //!   just before (the ratio is what the wider words cost);
 //! - LinearProbeMap at the asked types and the same load, the same operations (its own
-//!   rows, the flat table as a reference point).
+//!   rows, the flat table as a reference point);
+//! - for HiveMap's 64-bit forms, the finds on a table that grew to hold the keys (made
+//!   for an eighth of them, resized between batches; `growth_rows`) against the finds
+//!   on the table made at its size.
 //!
 //! The structures' u32 configurations: SlabHashMap sized by [`SlabHashMap::new`] (an
 //! average slab count of 0.7, the paper's), HiveMap with 16 slots per bucket and BitHash
@@ -100,12 +103,18 @@ pub fn plan(structure: Structure, params: &Params) -> Vec<Case> {
                         (Word::U32, Word::U32) => {
                             case::<u32, u32, HiveMap, HiveMap>(bench, n, load, no_rows)
                         }
-                        (Word::U64, Word::U32) => {
-                            case::<u64, u32, HiveMap<u64, u32>, HiveMap>(bench, n, load, no_rows)
-                        }
-                        (Word::U64, Word::U64) => {
-                            case::<u64, u64, HiveMap<u64, u64>, HiveMap>(bench, n, load, no_rows)
-                        }
+                        (Word::U64, Word::U32) => case::<u64, u32, HiveMap<u64, u32>, HiveMap>(
+                            bench,
+                            n,
+                            load,
+                            growth_rows::<u64, u32>,
+                        ),
+                        (Word::U64, Word::U64) => case::<u64, u64, HiveMap<u64, u64>, HiveMap>(
+                            bench,
+                            n,
+                            load,
+                            growth_rows::<u64, u64>,
+                        ),
                         (Word::U32, Word::U64) => {
                             unreachable!("not among hive's forms: plan has no such case")
                         }
@@ -295,6 +304,7 @@ impl<K: TreeKey, V: TreeValue> Subject<K, V> for GpuBTreeMap<K, V> {
 fn node_rows<K: TreeKey, V: TreeValue>(
     bench: &mut Bench,
     n: usize,
+    _: f64,
     default: &Measured,
 ) -> Result<Vec<Row>> {
     let mut out = Vec::new();
@@ -436,7 +446,20 @@ fn measure_built<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
         .timer
         .measure(|rep| rep.time(|| subject.find(&misses.keys, &mut out, &mut found)))?;
     subject.validate()?;
-    let m = SAMPLE.min(n);
+    check_sample(bench, &mut subject, &inputs, &misses)?;
+    Ok(Measured { insert, hit, miss })
+}
+
+/// Checks `subject`'s finds on a sample: the first [`SAMPLE`] keys of `inputs` (present,
+/// with their values) and of `misses` (absent).
+fn check_sample<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
+    bench: &Bench,
+    subject: &mut S,
+    inputs: &Inputs<K, V>,
+    misses: &Inputs<K, V>,
+) -> Result<()> {
+    let stream = bench.gpu.stream().clone();
+    let m = SAMPLE.min(inputs.keys.len());
     let keys = stream.clone_dtoh(&inputs.keys.slice(..m))?;
     let want = stream.clone_dtoh(&inputs.values.slice(..m))?;
     let got = subject.get(&keys)?;
@@ -457,14 +480,15 @@ fn measure_built<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
             S::NAME
         )));
     }
-    Ok(Measured { insert, hit, miss })
+    Ok(())
 }
 
-/// Rows a case adds after its structure's: from the structure measured at the asked types.
-type Extra = fn(&mut Bench, usize, &Measured) -> Result<Vec<Row>>;
+/// Rows a case adds after its structure's: from the structure measured at the asked types
+/// (`n` keys at the case's load).
+type Extra = fn(&mut Bench, usize, f64, &Measured) -> Result<Vec<Row>>;
 
 /// No rows of its own.
-fn no_rows(_: &mut Bench, _: usize, _: &Measured) -> Result<Vec<Row>> {
+fn no_rows(_: &mut Bench, _: usize, _: f64, _: &Measured) -> Result<Vec<Row>> {
     Ok(Vec::new())
 }
 
@@ -474,6 +498,7 @@ fn no_rows(_: &mut Bench, _: usize, _: &Measured) -> Result<Vec<Row>> {
 fn delete_rows<K: SlabKey, V: SlabValue>(
     bench: &mut Bench,
     n: usize,
+    _: f64,
     _: &Measured,
 ) -> Result<Vec<Row>> {
     let narrow = time_delete::<u32, u32>(bench, n)?;
@@ -520,6 +545,90 @@ fn time_delete<K: SlabKey, V: SlabValue>(bench: &mut Bench, n: usize) -> Result<
     Ok(timing)
 }
 
+/// Batches in which [`growth_rows`] inserts its keys.
+const GROWTH_BATCHES: usize = 16;
+
+/// HiveMap at K, V after growth: a table made for an eighth of the `n` keys (automatic
+/// resizing on, `max_load` the case's load) takes them in [`GROWTH_BATCHES`] batches and
+/// grows by splits between them; then the finds of the present and of absent keys, each
+/// row against the same find on a table made at its size (`fresh`, measured just before
+/// at the same types). The ratio is what placing keys by splits costs lookups.
+fn growth_rows<K: HiveKey, V: HiveValue<K>>(
+    bench: &mut Bench,
+    n: usize,
+    load: f64,
+    fresh: &Measured,
+) -> Result<Vec<Row>> {
+    let config = HiveConfig {
+        capacity: (n as f64 / load / 8.0).ceil() as usize,
+        slots_per_bucket: 16,
+        hash: HashPair::BitHash,
+        auto_resize: true,
+        max_load: load,
+        ..Default::default()
+    };
+    let mut map = HiveMap::<K, V>::with_config(&bench.gpu, config).map_err(core_error)?;
+    let first = map.buckets();
+    let mut inputs = Inputs::<K, V>::new(&bench.gpu, n)?;
+    let mut misses = Inputs::<K, V>::new(&bench.gpu, n)?;
+    inputs.generate(0, 1)?;
+    misses.generate(n as u64, 1)?;
+    let step = n.div_ceil(GROWTH_BATCHES).max(1);
+    for start in (0..n).step_by(step) {
+        let end = (start + step).min(n);
+        map.insert_many(
+            &inputs.keys.slice(start..end),
+            &inputs.values.slice(start..end),
+        )
+        .map_err(core_error)?;
+    }
+    map.validate().map_err(core_error)?;
+    let stream = bench.gpu.stream().clone();
+    // SAFETY: every find writes all of `out` (a value or its absent marker).
+    let mut out = unsafe { stream.alloc::<V>(n) }?;
+    let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
+    let mut find = |bench: &mut Bench, keys: &CudaSlice<K>| {
+        bench
+            .timer
+            .measure(|rep| rep.time(|| Subject::find(&mut map, keys, &mut out, &mut found)))
+    };
+    let hit = find(bench, &inputs.keys)?;
+    let miss = find(bench, &misses.keys)?;
+    check_sample(bench, &mut map, &inputs, &misses)?;
+    let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
+    let note = format!(
+        "grown from {first} to {} buckets in {GROWTH_BATCHES} batches, load {:.3}",
+        map.buckets(),
+        map.load_factor()
+    );
+    let rows = [
+        ("find (hit)", hit, fresh.hit),
+        ("find (miss)", miss, fresh.miss),
+    ];
+    Ok(rows
+        .into_iter()
+        .map(|(op, timing, base)| {
+            Row::new(
+                "hive",
+                &format!("{op}, {types}, after growth"),
+                n as u64,
+                timing,
+                n as f64,
+                Unit::GigaQueriesPerSecond,
+            )
+            .with_structure("HiveMap")
+            .with_operation(op)
+            .with_types(K::SUFFIX, V::SUFFIX)
+            .with_load(load)
+            .with_baseline(Some(Baseline {
+                label: format!("HiveMap {types} made at its size, this run"),
+                rate: base.giga_rate(n as f64),
+            }))
+            .with_note(note.clone())
+        })
+        .collect())
+}
+
 /// One case: [`rows`], then `extra`'s rows.
 fn case<K, V, S, N>(bench: &mut Bench, n: usize, load: f64, extra: Extra) -> Result<Vec<Row>>
 where
@@ -529,7 +638,7 @@ where
     N: Subject<u32, u32>,
 {
     let (mut out, wide) = rows::<K, V, S, N>(bench, n, load)?;
-    out.extend(extra(bench, n, &wide)?);
+    out.extend(extra(bench, n, load, &wide)?);
     Ok(out)
 }
 

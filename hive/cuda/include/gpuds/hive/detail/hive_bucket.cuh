@@ -468,7 +468,7 @@ template <typename S>
 __device__ __forceinline__ void note_out(unsigned long long* meta, unsigned slot, typename S::key_type k) {
   if constexpr (parts<S>() != 1) {
     const unsigned long long f = out_flag<S>(slot, k);
-    if (f != 0) atomicOr(meta, f);
+    if (f != 0) meta_or(meta, f);
   } else {
     (void)meta;
     (void)slot;
