@@ -93,6 +93,17 @@ __device__ __forceinline__ unsigned long long cas_acquire(unsigned long long* p,
                : "=l"(old) : "l"(p), "l"(expected), "l"(desired) : "memory");
   return old;
 }
+// A release alone: publishes the thread's earlier writes with the swap, and (unlike
+// acq_rel) does not invalidate L1 after it, for a swap after which the thread reads
+// nothing the swap must order (a key word put into a slot after its value).
+__device__ __forceinline__ unsigned long long cas_release(unsigned long long* p,
+                                                          unsigned long long expected,
+                                                          unsigned long long desired) {
+  unsigned long long old;
+  asm volatile("atom.release.gpu.global.cas.b64 %0, [%1], %2, %3;"
+               : "=l"(old) : "l"(p), "l"(expected), "l"(desired) : "memory");
+  return old;
+}
 __device__ __forceinline__ unsigned cas_relaxed(unsigned* p, unsigned expected, unsigned desired) {
   unsigned old;
   asm volatile("atom.relaxed.gpu.global.cas.b32 %0, [%1], %2, %3;"

@@ -49,10 +49,10 @@
 //             the OUT flag it needs, version advanced), where k is not among the keys read, and `m` is unlocked, has a
 //             free slot, no SPILL or STASHED, and no pending slot (claimed in `m` but
 //             read EMPTY_KEY, or BUSY_KEY); on success the slot's value word is
-//             exchanged with k's value (an acquire) and its key word stored as k: done.
+//             exchanged with k's value and its key word stored as k (a release): done.
 //   R_BUSY    k was read in b1: swap of its key word from k to BUSY_KEY; on success its
-//             value word is exchanged with k's value (an acquire) and its key word
-//             stored back as k: done (S::replace, in phases).
+//             value word is exchanged with k's value and its key word stored back as
+//             k (a release): done (S::replace, in phases).
 // A locked b1 or a pending slot is read again (a try); b1 full, SPILL-flagged or
 // STASHED is parked (insert_alone's lock paths).
 //
@@ -142,9 +142,14 @@
 // into the target's slot after its value, the W_RELEASE exchange; the plain path's key
 // store after its value's exchange). A reader that acquires the key word (the slot
 // protocol's replace, delete and the lookups' confirm) therefore sees the value, as the
-// wide protocol requires (hive_slot.cuh). The locks' writes are atomics the lane waits
-// for before its release (unlock_after_atomics), as in bulk::insert_lanes. The kernel
-// boundary makes everything visible to later kernels.
+// wide protocol requires (hive_slot.cuh). The value exchanges are relaxed: a release
+// orders them before the key word (and drains them before its swap), and the victim's
+// value is read after the acquire that made its slot the lane's (W_BUSY). The publishing
+// swaps are releases alone (no acquire: the lane reads nothing they must order, and an
+// acquire would invalidate L1 after each). The locks' writes are atomics the lane waits
+// for before its release (unlock_after_atomics), as in bulk::insert_lanes: the last of a
+// move's, W_TPUT's swap, comes after its exchanges were drained by its release. The
+// kernel boundary makes everything visible to later kernels.
 #pragma once
 #include <gpuds/hive/detail/batch_loop.cuh>
 #include <gpuds/hive/detail/bulk_insert.cuh>
@@ -195,7 +200,7 @@ enum : unsigned {
   C_LOCK2,    // b2's word from mt: locked, SPILL set (the move out of b2)
 };
 
-// The exchange of a value word a lane issues (an acquire: waited for before what follows).
+// The exchange of a value word a lane issues (relaxed; a release after it publishes it).
 enum : unsigned {
   X_NONE,
   X_VICTIM,   // vb()'s value word vslot to k's value (the victim's value returned)
@@ -552,7 +557,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         xchg = X_TARGET;
       } else if (phase == W_RELEASE) {
         // r: the release swap's old word, BUSY_KEY (the lane owned the slot). Reading it
-        // waits for that swap; the exchange of the target's value was an acquire.
+        // waits for that swap; W_TPUT's release drains the exchange of the target's value.
         if (r != S::BUSY_KEY) status::report(t.status, status::RETRY_LIMIT);  // not reached
         phase = W_TPUT;
         cas = C_TPUT;
@@ -616,22 +621,22 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         // k takes the victim's slot in vb() (locked by the lane): its OUT flag, if any.
         if (cas == C_RELEASE) note_out<S>(t.meta + vb(), vslot, k);
         // The swaps that publish a key word (k into the victim's slot, the victim into
-        // the target's) are releases: the value the key word publishes was stored before
-        // them (an exchange this lane waited for), and a release orders that store before
+        // the target's) are releases: the value the key word publishes was written before
+        // them (an exchange of an earlier step), and a release orders that write before
         // the key word for every reader that acquires it, as the wide protocol requires
-        // (hive_slot.cuh). That an acquire atomic's result is back does not order a later
-        // relaxed write in the PTX memory model.
+        // (hive_slot.cuh). Releases alone: nothing the lane reads after them depends on
+        // them (it checks the old word, then unlocks or goes on to W_TPUT).
         const bool publishes = cas == C_RELEASE || cas == C_TPUT;
-        r = publishes ? mem::cas_acq_rel(p, expected, desired) : mem::cas_acquire(p, expected, desired);
+        r = publishes ? mem::cas_release(p, expected, desired) : mem::cas_acquire(p, expected, desired);
       }
 
       if (xchg != X_NONE) {
-        // An acquire: the lane waits for it, so the value is performed at L2 before the
-        // key word that publishes it is written (the store below, or a later swap).
+        // Relaxed: the key word that publishes the value is written by a release (the
+        // store below, or a later swap), which orders the exchange before it.
         const bool in_target = xchg == X_TARGET;
         const typename S::ptr p =
             slot_at<S>(t.bucket(in_target ? target : vb()), in_target || xchg == X_CLAIM ? slot : vslot);
-        const V old = mem::exch_acquire(p.value, in_target ? vval : v);
+        const V old = mem::exch_relaxed(p.value, in_target ? vval : v);
         if (xchg == X_VICTIM) r = old;
         // The plain path publishes k in its claimed slot, or releases k's slot after a
         // replace, with a release store (after the value's exchange; see the swaps above).
