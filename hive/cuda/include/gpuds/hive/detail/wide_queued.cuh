@@ -570,7 +570,22 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         phase = IDLE;
       }
 
-      // --- Issue: loads first, then the compare-and-swap, then the exchange. ---------
+      // --- Issue: the publishing swaps first, then loads, then the other swaps, then
+      // the exchange. The swaps that publish a key word (k into the victim's slot, the
+      // victim into the target's) are releases: the value the key word publishes was
+      // written before them (an exchange of an earlier step), and a release orders that
+      // write before the key word for every reader that acquires it, as the wide
+      // protocol requires (hive_slot.cuh). Releases alone: nothing the lane reads after
+      // them depends on them (it checks the old word, then unlocks or goes on to
+      // W_TPUT). Issued before this step's loads, their fence waits for no load.
+      if (cas == C_RELEASE || cas == C_TPUT) {
+        const bool into_victim = cas == C_RELEASE;
+        unsigned long long* const p =
+            into_victim ? slot_at<S>(t.bucket(vb()), vslot).key : slot_at<S>(t.bucket(target), slot).key;
+        // k takes the victim's slot in vb() (locked by the lane): its OUT flag, if any.
+        if (into_victim) note_out<S>(t.meta + vb(), vslot, k);
+        r = mem::cas_release(p, into_victim ? S::BUSY_KEY : S::EMPTY_KEY, into_victim ? k : vkey);
+      }
       if (load_meta) r = mem::ld_relaxed(t.meta + b1);
       if (load_m2) r = mem::ld_relaxed(t.meta + b2);
       if (load_cand) {
@@ -596,7 +611,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         w_b2 = !load_b1;
         load_keys<S, true>(t.bucket(w_b2 ? b2 : vb()), w);
       }
-      if (cas != C_NONE) {
+      if (cas != C_NONE && cas != C_RELEASE && cas != C_TPUT) {
         unsigned long long* p = t.meta + b1;
         unsigned long long expected = m, desired = (m | META_LOCK | META_SPILL) + META_VERSION;
         if (cas == C_TLOCK) {
@@ -607,27 +622,14 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           p = t.meta + b2;
           expected = mt;
           desired = (mt | META_LOCK | META_SPILL) + META_VERSION;
-        } else if (cas == C_BUSY || cas == C_RELEASE) {
+        } else if (cas == C_BUSY) {
           p = slot_at<S>(t.bucket(vb()), vslot).key;
-          expected = cas == C_BUSY ? vkey : S::BUSY_KEY;
-          desired = cas == C_BUSY ? S::BUSY_KEY : k;
-        } else if (cas == C_TPUT) {
-          p = slot_at<S>(t.bucket(target), slot).key;
-          expected = S::EMPTY_KEY;
-          desired = vkey;
+          expected = vkey;
+          desired = S::BUSY_KEY;
         } else if (cas == C_CLAIM) {
           desired = ((m & ~(1ull << slot)) | out_flag<S>(slot, k)) + META_VERSION;
         }
-        // k takes the victim's slot in vb() (locked by the lane): its OUT flag, if any.
-        if (cas == C_RELEASE) note_out<S>(t.meta + vb(), vslot, k);
-        // The swaps that publish a key word (k into the victim's slot, the victim into
-        // the target's) are releases: the value the key word publishes was written before
-        // them (an exchange of an earlier step), and a release orders that write before
-        // the key word for every reader that acquires it, as the wide protocol requires
-        // (hive_slot.cuh). Releases alone: nothing the lane reads after them depends on
-        // them (it checks the old word, then unlocks or goes on to W_TPUT).
-        const bool publishes = cas == C_RELEASE || cas == C_TPUT;
-        r = publishes ? mem::cas_release(p, expected, desired) : mem::cas_acquire(p, expected, desired);
+        r = mem::cas_acquire(p, expected, desired);
       }
 
       if (xchg != X_NONE) {
