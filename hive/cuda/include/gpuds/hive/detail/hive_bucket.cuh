@@ -484,10 +484,11 @@ __device__ __forceinline__ void unlock_word(unsigned long long* word) {
 }
 
 // Releases a bucket's lock whose holder wrote under it only with atomics whose results
-// it has waited for (acquire swaps): each was performed at L2, where every later reader
-// at gpu scope reads, before this atomic is issued, so no fence has to drain the lane's
-// (and its warp's) other memory operations first. A holder with a plain store under the
-// lock releases with unlock_word.
+// it has waited for (acquire swaps), or with atomics that a release swap it waited for
+// drained before its own swap (wide_queued's relaxed value exchanges): each was performed
+// at L2, where every later reader at gpu scope reads, before this atomic is issued, so no
+// fence has to drain the lane's (and its warp's) other memory operations first. A holder
+// with a plain store under the lock releases with unlock_word.
 __device__ __forceinline__ void unlock_after_atomics(unsigned long long* word) {
   mem::fetch_add_relaxed(word, META_VERSION - META_LOCK);
 }

@@ -331,7 +331,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
       bool load_meta = false, load_m2 = false, load_b1 = false, load_cand = false, park_it = false;
       unsigned cas = C_NONE, xchg = X_NONE;
       // Releases the locks the lane holds (every write under them was an atomic the lane
-      // waited for: unlock_after_atomics).
+      // waited for, or one a release swap it waited for drained first: W_TPUT's drains
+      // the target's value exchange; unlock_after_atomics).
       auto unlock = [&]() {
         if (tlocked) unlock_after_atomics(t.meta + target);
         if (from2) unlock_after_atomics(t.meta + b2);
@@ -563,7 +564,9 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         cas = C_TPUT;
       } else {  // W_TPUT: the victim's key word is in the target
         // Not reached otherwise: a claimed slot's key word stays EMPTY_KEY until its
-        // claimer writes it. Were it not, the victim would be lost: say so.
+        // claimer writes it. Were it not, the victim would be lost: say so. This use of
+        // r is also what makes the lane wait for W_TPUT's swap (a release alone) before
+        // the relaxed unlocks below: keep it.
         if (r != S::EMPTY_KEY) status::report(t.status, status::RETRY_LIMIT);
         unlock();
         evictions += 1;
@@ -577,7 +580,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
       // write before the key word for every reader that acquires it, as the wide
       // protocol requires (hive_slot.cuh). Releases alone: nothing the lane reads after
       // them depends on them (it checks the old word, then unlocks or goes on to
-      // W_TPUT). Issued before this step's loads, their fence waits for no load.
+      // W_TPUT). Issued before this step's loads, their fence waits for none of them
+      // (only for what the warp still has in flight from earlier steps).
       if (cas == C_RELEASE || cas == C_TPUT) {
         const bool into_victim = cas == C_RELEASE;
         unsigned long long* const p =
