@@ -1,6 +1,7 @@
 //! [`Program`]: a source, in-memory headers, defines and options.
 
 use std::borrow::Cow;
+use std::sync::OnceLock;
 
 use super::arch::{Arch, Compiled, Output};
 use crate::error::Result;
@@ -159,7 +160,7 @@ impl Program {
             h.field(name.as_bytes());
             h.field(value.as_bytes());
         }
-        for option in &self.options {
+        for option in self.options_for(lineinfo_from_env()) {
             h.field(option.as_bytes());
         }
         h.field(&arch.number().to_le_bytes());
@@ -180,7 +181,22 @@ impl Program {
             "-default-device".to_string(),
         ];
         options.extend(self.defines.iter().map(|(n, v)| format!("-D{n}={v}")));
-        options.extend(self.options.iter().cloned());
+        options.extend(
+            self.options_for(lineinfo_from_env())
+                .into_iter()
+                .map(str::to_string),
+        );
+        options
+    }
+
+    /// The program's extra options, with `-lineinfo` added when `lineinfo` asks for it and
+    /// the program has not (the same list, so the same fingerprint, as a program given
+    /// `.option("-lineinfo")`).
+    fn options_for(&self, lineinfo: bool) -> Vec<&str> {
+        let mut options: Vec<&str> = self.options.iter().map(String::as_str).collect();
+        if lineinfo && !options.contains(&LINEINFO) {
+            options.push(LINEINFO);
+        }
         options
     }
 
@@ -229,9 +245,33 @@ impl Fnv128 {
     }
 }
 
+/// NVRTC's option for line information (no effect on the generated code).
+const LINEINFO: &str = "-lineinfo";
+
+/// Whether `GPUDS_LINEINFO` is set (and neither empty nor `0`): every program is then
+/// compiled with `-lineinfo`, so that a profiler maps instructions to source lines
+/// (Nsight Compute's source page, `nvdisasm -g` on a cached image). Read once per process;
+/// part of the fingerprint, so images cached without line information are not reused.
+fn lineinfo_from_env() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| {
+        std::env::var_os("GPUDS_LINEINFO").is_some_and(|v| !v.is_empty() && v != "0")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lineinfo_is_one_more_option_and_never_twice() {
+        let p = Program::new("k", "extern \"C\" __global__ void k() {}").option("-ftz=true");
+        assert_eq!(p.options_for(false), ["-ftz=true"]);
+        assert_eq!(p.options_for(true), ["-ftz=true", LINEINFO]);
+        let q = p.clone().option(LINEINFO);
+        assert_eq!(q.options_for(true), ["-ftz=true", LINEINFO]);
+        assert_eq!(q.options_for(false), ["-ftz=true", LINEINFO]);
+    }
 
     fn key(p: &Program) -> u128 {
         p.identity(Arch::new(9, 0), Output::Cubin, (13, 0))
