@@ -20,16 +20,17 @@ Inputs (on a machine with the GPU and the CUDA tools):
 
 2. Disassemble the kernel's image with its line table: `nvdisasm -g -c IMAGE > q.sass`.
    The images are in gpuds's kernel cache (GPUDS_CACHE_DIR, by default
-   ~/.cache/gpuds/kernels); the one that holds the kernel is the one whose listing has
-   `.text.KERNEL:`. An image compiled elsewhere by the same NVRTC version from the same
-   sources and defines has the same code.
+   $XDG_CACHE_HOME/gpuds/kernels or ~/.cache/gpuds/kernels); the one to take has
+   `.text.KERNEL:` in its listing and `//## File` lines in that section (the same kernel
+   compiled without GPUDS_LINEINFO has none). An image compiled elsewhere by the same
+   NVRTC version from the same sources and defines has the same code.
 
 Usage: scripts/sass-lines.py KERNEL CSV SASS [--top N] [--launch I]
 
 CSV and SASS may be gzip files. With several launches of KERNEL in the CSV, the one with
 the most executed instructions is used (--launch picks another, 0 the first). Exits 1 when
-the kernel is not in either file or the two disagree on an instruction (the listing is of
-other code).
+the kernel is not in either file, the listing has no line table, or the two disagree on
+the kernel's instructions (the listing is of other code).
 """
 
 import argparse
@@ -41,7 +42,7 @@ import sys
 
 
 def open_text(path):
-    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+    return gzip.open(path, "rt", newline="") if path.endswith(".gz") else open(path, newline="")
 
 
 def line_table(path, kernel):
@@ -102,19 +103,38 @@ def main():
     table = line_table(args.sass, args.kernel)
     if not table:
         sys.exit(f"{args.sass}: no .text.{args.kernel} section")
+    if all(where is None for where, _ in table.values()):
+        sys.exit(f"{args.sass}: {args.kernel} has no line table (compiled without GPUDS_LINEINFO?)")
     runs = launches(args.csv, args.kernel)
     if not runs:
         sys.exit(f"{args.csv}: no launch of {args.kernel}")
+    header = runs[0][0]
+    if header is None:
+        sys.exit(f"{args.csv}: no header row (Address, Source, ...)")
+    names = ("Address", "Source", "Instructions Executed")
+    missing = [n for n in names if n not in header]
+    samples_cols = [i for i, name in enumerate(header) if name.startswith("Warp Stall Sampling (All")]
+    if missing or not samples_cols:
+        sys.exit(f"{args.csv}: no column {', '.join(missing) or 'Warp Stall Sampling (All Samples)'}"
+                 " (profile with --section SourceCounters)")
+    col = {name: header.index(name) for name in names}
+    samples_col = samples_cols[0]
+
+    def number(cell):
+        try:
+            return int(cell.replace(",", "")) if cell.strip() else 0
+        except ValueError:
+            sys.exit(f"{args.csv}: not a count: {cell!r}")
 
     def executed(run):
-        h, rows = run
-        i = h.index("Instructions Executed")
-        return sum(int(r[i]) for r in rows)
+        return sum(number(r[col["Instructions Executed"]]) for r in run[1])
 
+    if args.launch is not None and not 0 <= args.launch < len(runs):
+        sys.exit(f"--launch {args.launch}: {len(runs)} launches of {args.kernel} in {args.csv}")
     run = runs[args.launch] if args.launch is not None else max(runs, key=executed)
-    header, rows = run
-    col = {name: header.index(name) for name in ("Address", "Source", "Instructions Executed")}
-    samples_col = next(i for i, name in enumerate(header) if name.startswith("Warp Stall Sampling (All"))
+    rows = run[1]
+    if len(rows) != len(table):
+        sys.exit(f"{len(rows)} instructions in the CSV, {len(table)} in the listing: other code")
     base = int(rows[0][col["Address"]], 16)
 
     inst = collections.Counter()
@@ -126,8 +146,8 @@ def main():
         source = [w for w in source if not w.startswith("@")]
         if opcode is None or not source or source[0].split(".")[0] != opcode:
             sys.exit(f"instruction at +{offset:#x} differs between the CSV and the listing: other code")
-        inst[where] += int(r[col["Instructions Executed"]])
-        samples[where] += int(r[samples_col])
+        inst[where] += number(r[col["Instructions Executed"]])
+        samples[where] += number(r[samples_col])
 
     total_inst = sum(inst.values()) or 1
     total_samples = sum(samples.values()) or 1

@@ -307,7 +307,7 @@ mod tests {
             Program::new("k", SOURCE)
                 .define("N", 1)
                 .header("x.cuh", "int x;")
-                .option("-lineinfo"),
+                .option("-ftz=true"),
             Program::new("k", String::from(SOURCE) + " ")
                 .define("N", 1)
                 .header("x.cuh", "int x;"),
