@@ -426,10 +426,6 @@ fn measure_built<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
 ) -> Result<Measured> {
     let mut inputs = Inputs::<K, V>::new(&bench.gpu, n)?;
     let mut misses = Inputs::<K, V>::new(&bench.gpu, n)?;
-    let stream = bench.gpu.stream().clone();
-    // SAFETY: every find writes all of `out` (a value or its absent marker).
-    let mut out = unsafe { stream.alloc::<V>(n) }?;
-    let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
     let mut seed = 0;
     let insert = bench.timer.measure(|rep| {
         subject.clear()?;
@@ -439,6 +435,23 @@ fn measure_built<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
     })?;
     subject.validate()?;
     misses.generate(n as u64, seed)?;
+    let (hit, miss) = time_finds(bench, &mut subject, &inputs, &misses)?;
+    Ok(Measured { insert, hit, miss })
+}
+
+/// Times the finds of `inputs`' keys (present) and of `misses`' keys (absent) in
+/// `subject`, then validates it and checks the finds on a sample ([`check_sample`]).
+fn time_finds<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
+    bench: &mut Bench,
+    subject: &mut S,
+    inputs: &Inputs<K, V>,
+    misses: &Inputs<K, V>,
+) -> Result<(Timing, Timing)> {
+    let n = inputs.keys.len();
+    let stream = bench.gpu.stream().clone();
+    // SAFETY: every find writes all of `out` (a value or its absent marker).
+    let mut out = unsafe { stream.alloc::<V>(n) }?;
+    let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
     let hit = bench
         .timer
         .measure(|rep| rep.time(|| subject.find(&inputs.keys, &mut out, &mut found)))?;
@@ -446,8 +459,8 @@ fn measure_built<K: DeviceKey, V: DeviceValue, S: Subject<K, V>>(
         .timer
         .measure(|rep| rep.time(|| subject.find(&misses.keys, &mut out, &mut found)))?;
     subject.validate()?;
-    check_sample(bench, &mut subject, &inputs, &misses)?;
-    Ok(Measured { insert, hit, miss })
+    check_sample(bench, subject, inputs, misses)?;
+    Ok((hit, miss))
 }
 
 /// Checks `subject`'s finds on a sample: the first [`SAMPLE`] keys of `inputs` (present,
@@ -583,18 +596,7 @@ fn growth_rows<K: HiveKey, V: HiveValue<K>>(
         .map_err(core_error)?;
     }
     map.validate().map_err(core_error)?;
-    let stream = bench.gpu.stream().clone();
-    // SAFETY: every find writes all of `out` (a value or its absent marker).
-    let mut out = unsafe { stream.alloc::<V>(n) }?;
-    let mut found = stream.alloc_zeros::<u32>(n.div_ceil(32))?;
-    let mut find = |bench: &mut Bench, keys: &CudaSlice<K>| {
-        bench
-            .timer
-            .measure(|rep| rep.time(|| Subject::find(&mut map, keys, &mut out, &mut found)))
-    };
-    let hit = find(bench, &inputs.keys)?;
-    let miss = find(bench, &misses.keys)?;
-    check_sample(bench, &mut map, &inputs, &misses)?;
+    let (hit, miss) = time_finds(bench, &mut map, &inputs, &misses)?;
     let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
     let note = format!(
         "grown from {first} to {} buckets in {GROWTH_BATCHES} batches, load {:.3}",
