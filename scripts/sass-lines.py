@@ -68,9 +68,9 @@ def line_table(path, kernel):
 
 
 def launches(path, kernel):
-    """The kernel's launches in an ncu source-page CSV: (header, rows) each."""
-    found = []
+    """The header row of an ncu source-page CSV and the kernel's launches (their rows)."""
     header = None
+    found = []
     current = None
     with open_text(path) as f:
         for row in csv.reader(f):
@@ -79,16 +79,12 @@ def launches(path, kernel):
             if row[0] == "Kernel Name":
                 current = [] if len(row) > 1 and row[1] == kernel else None
                 if current is not None:
-                    found.append((None, current))
-                continue
-            if row[0] == "Address":
+                    found.append(current)
+            elif row[0] == "Address":
                 header = row
-                if found and found[-1][0] is None and current is not None:
-                    found[-1] = (header, current)
-                continue
-            if current is not None and row[0].startswith("0x"):
+            elif current is not None and row[0].startswith("0x"):
                 current.append(row)
-    return [(h or header, rows) for h, rows in found if rows]
+    return header, [rows for rows in found if rows]
 
 
 def main():
@@ -105,10 +101,9 @@ def main():
         sys.exit(f"{args.sass}: no .text.{args.kernel} section")
     if all(where is None for where, _ in table.values()):
         sys.exit(f"{args.sass}: {args.kernel} has no line table (compiled without GPUDS_LINEINFO?)")
-    runs = launches(args.csv, args.kernel)
+    header, runs = launches(args.csv, args.kernel)
     if not runs:
         sys.exit(f"{args.csv}: no launch of {args.kernel}")
-    header = runs[0][0]
     if header is None:
         sys.exit(f"{args.csv}: no header row (Address, Source, ...)")
     names = ("Address", "Source", "Instructions Executed")
@@ -126,13 +121,13 @@ def main():
         except ValueError:
             sys.exit(f"{args.csv}: not a count: {cell!r}")
 
-    def executed(run):
-        return sum(number(r[col["Instructions Executed"]]) for r in run[1])
+    def executed(rows):
+        return sum(number(r[col["Instructions Executed"]]) for r in rows)
 
     if args.launch is not None and not 0 <= args.launch < len(runs):
         sys.exit(f"--launch {args.launch}: {len(runs)} launches of {args.kernel} in {args.csv}")
-    run = runs[args.launch] if args.launch is not None else max(runs, key=executed)
-    rows = run[1]
+    launch = args.launch if args.launch is not None else max(range(len(runs)), key=lambda i: executed(runs[i]))
+    rows = runs[launch]
     if len(rows) != len(table):
         sys.exit(f"{len(rows)} instructions in the CSV, {len(table)} in the listing: other code")
     base = int(rows[0][col["Address"]], 16)
@@ -151,7 +146,7 @@ def main():
 
     total_inst = sum(inst.values()) or 1
     total_samples = sum(samples.values()) or 1
-    print(f"{args.kernel}: launch {runs.index(run)} of {len(runs)}, {len(rows)} instructions, "
+    print(f"{args.kernel}: launch {launch} of {len(runs)}, {len(rows)} instructions, "
           f"{total_inst:,} executed (warp instructions), {total_samples:,} stall samples")
     print(f"{'samples':>8} {'executed':>9}  source line")
     for where, n in samples.most_common(args.top):

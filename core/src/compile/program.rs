@@ -181,23 +181,19 @@ impl Program {
             "-default-device".to_string(),
         ];
         options.extend(self.defines.iter().map(|(n, v)| format!("-D{n}={v}")));
-        options.extend(
-            self.options_for(lineinfo_from_env())
-                .into_iter()
-                .map(str::to_string),
-        );
+        options.extend(self.options_for(lineinfo_from_env()).map(str::to_string));
         options
     }
 
     /// The program's extra options, with `-lineinfo` added when `lineinfo` asks for it and
     /// the program has not (the same list, so the same fingerprint, as a program given
     /// `.option("-lineinfo")`).
-    fn options_for(&self, lineinfo: bool) -> Vec<&str> {
-        let mut options: Vec<&str> = self.options.iter().map(String::as_str).collect();
-        if lineinfo && !options.contains(&LINEINFO) {
-            options.push(LINEINFO);
-        }
-        options
+    fn options_for(&self, lineinfo: bool) -> impl Iterator<Item = &str> {
+        let add = lineinfo && !self.options.iter().any(|o| o == LINEINFO);
+        self.options
+            .iter()
+            .map(String::as_str)
+            .chain(add.then_some(LINEINFO))
     }
 
     /// Compiles the program with NVRTC. Needs NVRTC, not a GPU.
@@ -266,11 +262,20 @@ mod tests {
     #[test]
     fn lineinfo_is_one_more_option_and_never_twice() {
         let p = Program::new("k", "extern \"C\" __global__ void k() {}").option("-ftz=true");
-        assert_eq!(p.options_for(false), ["-ftz=true"]);
-        assert_eq!(p.options_for(true), ["-ftz=true", LINEINFO]);
+        assert_eq!(p.options_for(false).collect::<Vec<_>>(), ["-ftz=true"]);
+        assert_eq!(
+            p.options_for(true).collect::<Vec<_>>(),
+            ["-ftz=true", LINEINFO]
+        );
         let q = p.clone().option(LINEINFO);
-        assert_eq!(q.options_for(true), ["-ftz=true", LINEINFO]);
-        assert_eq!(q.options_for(false), ["-ftz=true", LINEINFO]);
+        assert_eq!(
+            q.options_for(true).collect::<Vec<_>>(),
+            ["-ftz=true", LINEINFO]
+        );
+        assert_eq!(
+            q.options_for(false).collect::<Vec<_>>(),
+            ["-ftz=true", LINEINFO]
+        );
     }
 
     fn key(p: &Program) -> u128 {
