@@ -22,6 +22,12 @@ using V = VALUE_T;
 using W = VALUE_T;
 #endif
 using ref_t = graph_ref<V>;
+#ifndef GRAPH_STILL
+#define GRAPH_STILL 1
+#endif
+#ifndef GRAPH_LATE
+#define GRAPH_LATE 0
+#endif
 using layout = ref_t::layout;
 
 // Words of a tally (per batch): entries added or removed, self-loop entries added or
@@ -84,6 +90,26 @@ struct block_tally {
     }
     const unsigned loops = sums >> 24;
     if (loops != 0u) add_loops(g, sign * static_cast<long long>(loops));
+  }
+
+  // The counts of one lane over many rounds, 16 bits a word (each round adds at most 2
+  // a word, and a warp's sum must stay below 2^16: flushed every LATE_ROUNDS rounds).
+  static constexpr unsigned long long LATE_ROUNDS = 512;
+  __device__ static unsigned long long pack(unsigned entries, bool skipped, bool present, bool loop) {
+    return static_cast<unsigned long long>(entries) | (skipped ? 1ull << 16 : 0ull) | (present ? 1ull << 32 : 0ull) |
+           (loop ? 1ull << 48 : 0ull);
+  }
+  // Adds a warp's lanes' packed counts (pack), all lanes calling.
+  __device__ void add_late(const ref_t& g, unsigned long long packed, int sign) const {
+    const unsigned long long sums = warp::sum(packed);
+    if (warp::lane_id() != 0 || sums == 0ull) return;
+#pragma unroll
+    for (unsigned w = 0; w < TALLY_WORDS; ++w) {
+      const unsigned long long x = (sums >> (16u * byte_of(w))) & 0xFFFFull;
+      if (x != 0ull) atomicAdd(&words[w], x);
+    }
+    const unsigned long long loops = sums >> 48;
+    if (loops != 0ull) add_loops(g, sign * static_cast<long long>(loops));
   }
 
   // Adds the block's words to the batch's tally (null: dropped); every thread calls it
@@ -383,6 +409,9 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(eras
   counts.open();
   const unsigned long long stride = thread_count();
   const unsigned long long rounds = (n + stride - 1) / stride;
+#if GRAPH_LATE
+  unsigned long long late = 0;
+#endif
   for (unsigned long long r = 0; r < rounds; ++r) {
     const unsigned long long i = r * stride + thread_index();
     const bool listed = i < n;
@@ -390,10 +419,19 @@ extern "C" __global__ void __launch_bounds__(128, EDGE_BLOCKS) GPUDS_KERNEL(eras
     const unsigned v = listed ? dst[i] : 0u;
     const bool active = listed && (gate == nullptr || (u < g.num_vertices && v < g.num_vertices));
     unsigned removed = 0;
-    unsigned outcome = g.erase_edge(active, u, v, removed);
+    unsigned outcome = g.template erase_edge<GRAPH_STILL>(active, u, v, removed);
     if (listed && !active) outcome = OP_SKIPPED;
+#if GRAPH_LATE
+    late += block_tally::pack(removed, listed && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
+                              active && u == v && removed != 0);
+    if (r % block_tally::LATE_ROUNDS == block_tally::LATE_ROUNDS - 1 || r + 1 == rounds) {
+      counts.add_late(g, late, -1);
+      late = 0;
+    }
+#else
     counts.add(g, removed, listed && outcome == OP_SKIPPED, active && outcome == OP_PRESENT,
                active && u == v && removed != 0, -1);
+#endif
     if (listed && outcomes != nullptr) outcomes[i] = outcome;
     note(failed, active, i, outcome);
   }

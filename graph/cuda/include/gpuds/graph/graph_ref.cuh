@@ -166,15 +166,17 @@ struct graph_ref {
     return erase_arc_at(run, u, e, v, old);
   }
   // erase_arc with u's entry `e` already read.
+  // STILL: a batch that inserts nothing while it runs (the slab hash's erase_alone_in).
+  template <bool STILL = false>
   __device__ unsigned erase_arc_at(bool run, unsigned u, const vertex_entry& e, unsigned v,
                                    value_type& old) const {
     unsigned* const h = run ? home(e, v) : nullptr;
     unsigned outcome;
     if constexpr (IS_SET) {
       (void)old;
-      outcome = lists.erase_alone_in(run, h, v);
+      outcome = lists.template erase_alone_in<STILL>(run, h, v);
     } else {
-      outcome = lists.erase_alone_in(run, h, v, old);
+      outcome = lists.template erase_alone_in<STILL>(run, h, v, old);
     }
     add_counts(run && outcome == OP_PRESENT, u, -1);
     return outcome;
@@ -217,18 +219,22 @@ struct graph_ref {
 
   // Deletes edge (u, v) (and (v, u) when undirected). OP_PRESENT: removed; OP_ABSENT:
   // not there; `removed` gets the entries this lane's request removed (0-2).
+  // STILL: nothing inserts into the graph while the call runs (the crate's deletion
+  // kernel): the lanes read the lists with plain loads cached in L1 (see
+  // slabhash::detail::alone::look).
+  template <bool STILL = false>
   __device__ unsigned erase_edge(bool active, unsigned u, unsigned v, unsigned& removed) const {
     unsigned outcome = OP_ABSENT;
     const bool run = admit(active, u, v, true, outcome);
     value_type old{};
     vertex_entry eu{}, ev{};
     both_entries(run, u, v, eu, ev);
-    const unsigned first = erase_arc_at(run, u, eu, v, old);
+    const unsigned first = erase_arc_at<STILL>(run, u, eu, v, old);
     if (run) outcome = first;
     removed = run && first == OP_PRESENT ? 1u : 0u;
     if (undirected()) {
       const bool back = run && first != OP_FAILED && u != v;
-      const unsigned second = erase_arc_at(back, v, ev, u, old);
+      const unsigned second = erase_arc_at<STILL>(back, v, ev, u, old);
       if (back && second == OP_PRESENT) ++removed;
       if (back && second == OP_FAILED) outcome = OP_FAILED;
     }

@@ -108,10 +108,18 @@ struct set_ref : detail::table {
 
   template <class Home>
   __device__ unsigned erase_alone_in(bool active, Home home, K key) const {
+    return erase_alone_in<false>(active, home, key);
+  }
+
+  // erase_alone_in in a batch that inserts nothing while it runs (STILL: the lane's reads
+  // are plain loads cached in L1; detail::alone::look says why that is exact).
+  template <bool STILL, class Home>
+  __device__ unsigned erase_alone_in(bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
     unsigned unused = 0;
-    const bool settled = active && detail::alone<K, no_value>::erase(*this, home_slab(home), key, unused, outcome);
+    const bool settled =
+        active && detail::alone<K, no_value>::template erase<STILL>(*this, home_slab(home), key, unused, outcome);
     const unsigned removed = __popc(__ballot_sync(warp::FULL_MASK, settled && outcome == OP_PRESENT));
     count(-static_cast<long long>(removed), 0);
     const bool left = active && !settled;

@@ -88,6 +88,18 @@ struct alone {
     }
   }
 
+  // One 16-byte read of a slab by look().
+  template <bool QUIET, bool STILL>
+  __device__ static ulonglong2 read(const unsigned long long* p) {
+    if constexpr (QUIET) {
+      return mem::ld_nc_v2_line(p);
+    } else if constexpr (STILL) {
+      return mem::ld_weak_v2(p);
+    } else {
+      return mem::ld_relaxed_v2(p);
+    }
+  }
+
   // Looks along the list from `slab` for key k: the first slot holding k or the first
   // empty slot, whichever comes first, in `slot` (and `slab` moved to its slab; maps:
   // `word` its pair), or the list's end (`slab` its tail) or the step cap. Each slab is
@@ -97,17 +109,23 @@ struct alone {
   // cached in L1 (u32/u32 lookups 1.20-1.21x on the H200: docs/slabhash.md), that ask L2
   // for the whole line (`.L2::128B`), so that a second half or a slab's next address,
   // read after the first half, waits on L2 rather than memory (absent keys 1.27x).
-  template <bool QUIET = false>
+  //
+  // STILL (a deletion in a batch that inserts nothing, so that a slab's words only go
+  // from a key to its tombstone while it runs): plain loads cached in L1
+  // (mem::ld_weak_v2). A key they show absent is absent for the whole batch; a key they
+  // show present is taken by the atomic that settles the request, which fails if another
+  // request took it first; no slab is appended.
+  template <bool QUIET = false, bool STILL = false>
   __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, word_t& word) {
     for (unsigned depth = 1;; ++depth) {
       unsigned next = NULL_SLAB;
 #pragma unroll
       for (unsigned half = 0; half < 2; ++half) {
         const unsigned long long* p = reinterpret_cast<const unsigned long long*>(slab) + 8u * half;
-        const ulonglong2 a = QUIET ? mem::ld_nc_v2_line(p) : mem::ld_relaxed_v2(p);
-        const ulonglong2 b = QUIET ? mem::ld_nc_v2_line(p + 2) : mem::ld_relaxed_v2(p + 2);
-        const ulonglong2 c = QUIET ? mem::ld_nc_v2_line(p + 4) : mem::ld_relaxed_v2(p + 4);
-        const ulonglong2 d = QUIET ? mem::ld_nc_v2_line(p + 6) : mem::ld_relaxed_v2(p + 6);
+        const ulonglong2 a = read<QUIET, STILL>(p);
+        const ulonglong2 b = read<QUIET, STILL>(p + 2);
+        const ulonglong2 c = read<QUIET, STILL>(p + 4);
+        const ulonglong2 d = read<QUIET, STILL>(p + 6);
         const unsigned long long u[8] = {a.x, a.y, b.x, b.y, c.x, c.y, d.x, d.y};
         unsigned hits = 0u, empties = 0u;
         // From the last slot down, so that `word` ends as the first target's (maps).
@@ -294,10 +312,12 @@ struct alone {
 
   // DELETE (unique keys), always settled: OP_PRESENT (removed; maps: `old` its value) or
   // OP_ABSENT; false only at the step cap (the warp walk reports it).
+  // STILL: look's plain loads, for a batch that inserts nothing (see look).
+  template <bool STILL = false>
   __device__ static bool erase(const table& t, unsigned* slab, K k, unsigned& old, unsigned& outcome) {
     unsigned slot = 0;
     word_t word = 0;
-    const unsigned where = look(t, slab, k, slot, word);
+    const unsigned where = look<false, STILL>(t, slab, k, slot, word);
     if (where == CUT) return false;
     outcome = OP_ABSENT;
     if (where != HIT) return true;
