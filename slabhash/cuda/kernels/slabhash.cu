@@ -160,11 +160,9 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, FIND_BLOCKS) GPUDS_KERN
   note(failed, active, i, outcome);
 }
 
-#ifndef SLAB_STILL
-#define SLAB_STILL 1
-#endif
 // DELETE (the least recent instance). `outcomes` and `olds` may be null. Sets and
-// packed pairs: each lane alone first; wide pairs: tiles of 8 lanes first; half
+// packed pairs: each lane alone first, with plain loads (STILL: nothing inserts while a
+// deletion batch runs; detail::alone::look); wide pairs: tiles of 8 lanes first; half
 // occupancy.
 extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, ERASE_BLOCKS) GPUDS_KERNEL(erase)(ref_t ref, const K* keys, unsigned long long n,
                                                unsigned* outcomes, V* olds,
@@ -175,10 +173,10 @@ extern "C" __global__ void __launch_bounds__(ITEM_BLOCK, ERASE_BLOCKS) GPUDS_KER
   if (refused(ref, guard)) return;
 #if SLAB_SET
   (void)olds;
-  const unsigned outcome = ref.template erase_alone_in<SLAB_STILL>(active, ref.home_of(active, key), key);
+  const unsigned outcome = ref.template erase_alone_in<true>(active, ref.home_of(active, key), key);
 #else
   V old = V(0);
-  const unsigned outcome = ref.template erase_alone_in<SLAB_STILL>(active, ref.home_of(active, key), key, old, olds != nullptr);
+  const unsigned outcome = ref.template erase_alone_in<true>(active, ref.home_of(active, key), key, old, olds != nullptr);
   if (active && olds != nullptr) olds[i] = old;
 #endif
   if (active && outcomes != nullptr) outcomes[i] = outcome;

@@ -50,17 +50,19 @@ __device__ __forceinline__ ulonglong2 ld_relaxed_v2_line(const unsigned long lon
   return v;
 #endif
 }
-// A plain (weak) 16-byte load (`p` 16-byte aligned), cached in L1: only for reads whose
-// every decision is confirmed by an atomic or holds in every state the words have had
-// since the kernel began (words that only move one way while it runs, as a slab's keys to
-// tombstones in a batch of deletions). Four of them on one half line ask L2 for its
-// sectors once, where four relaxed loads (which bypass L1) ask four times.
-__device__ __forceinline__ ulonglong2 ld_weak_v2(const unsigned long long* p) {
+// A plain (weak) 16-byte load (`p` 16-byte aligned), cached in L1, asking L2 for the
+// whole 128-byte line holding `p` on a miss (`.L2::128B`, from sm_75): only for reads
+// whose every decision is confirmed by an atomic or holds in every state the words have
+// had since the kernel began (words that only move one way while it runs, as a slab's
+// keys to tombstones in a batch of deletions). Relaxed loads bypass L1, so four of them
+// on one half line ask L2 four times; four of these ask it for the half line's sectors
+// once, and a later read of the line's other half waits on L2 rather than memory.
+__device__ __forceinline__ ulonglong2 ld_weak_v2_line(const unsigned long long* p) {
   ulonglong2 v;
-#if GPUDS_STILL_LINE
-  asm("ld.global.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p));
-#else
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 750
   asm("ld.global.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p));
+#else
+  asm("ld.global.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p));
 #endif
   return v;
 }

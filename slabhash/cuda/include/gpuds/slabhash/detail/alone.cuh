@@ -94,7 +94,7 @@ struct alone {
     if constexpr (QUIET) {
       return mem::ld_nc_v2_line(p);
     } else if constexpr (STILL) {
-      return mem::ld_weak_v2(p);
+      return mem::ld_weak_v2_line(p);
     } else {
       return mem::ld_relaxed_v2(p);
     }
@@ -111,10 +111,12 @@ struct alone {
   // read after the first half, waits on L2 rather than memory (absent keys 1.27x).
   //
   // STILL (a deletion in a batch that inserts nothing, so that a slab's words only go
-  // from a key to its tombstone while it runs): plain loads cached in L1
-  // (mem::ld_weak_v2). A key they show absent is absent for the whole batch; a key they
-  // show present is taken by the atomic that settles the request, which fails if another
-  // request took it first; no slab is appended.
+  // from a key to its tombstone while it runs): plain loads cached in L1 that ask L2 for
+  // the whole line (mem::ld_weak_v2_line; the graph's undirected deletion on the
+  // hollywood shape 1.17-1.21x on the H200, docs/graph.md). A key they show absent was
+  // absent when the batch began and stays so; a key they show present is taken by the
+  // atomic that settles the request, which tells a lane whose key another request took
+  // first (a duplicate in the batch) that it is gone; no slab is appended.
   template <bool QUIET = false, bool STILL = false>
   __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, word_t& word) {
     for (unsigned depth = 1;; ++depth) {
