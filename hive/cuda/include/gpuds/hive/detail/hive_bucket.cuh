@@ -348,6 +348,20 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
       m = *meta;
       if ((m & (META_OUT << pref)) == 0) break;
     }
+#if HIVE_KEYS_FIRST
+    ulonglong2 keys[PS / 2];
+#pragma unroll
+    for (unsigned j = 0; j < PS / 2; ++j) keys[j] = load_slot_pair<false>(key_at<S>(bucket, part * PS + 2 * j));
+#pragma unroll
+    for (unsigned j = PS / 2; j-- > 0;) {
+      if (keys[j].y == k) s.hit = part * PS + 2 * j + 1;
+      if (keys[j].x == k) s.hit = part * PS + 2 * j;
+    }
+    if (s.hit != SLOTS) {
+      value = static_cast<unsigned long long>(*key_value_at<S>(bucket, s.hit));
+      break;
+    }
+#else
     ulonglong2 keys[PS / 2], values[PS / 2];
 #pragma unroll
     for (unsigned j = 0; j < PS / 2; ++j) {
@@ -368,6 +382,7 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
       }
     }
     if (s.hit != SLOTS) break;
+#endif
   }
   if (s.hit != SLOTS) s.word = typename S::word{k, value};
   return s;
