@@ -216,8 +216,8 @@ extern "C" __global__ void HIVE_UPDATE_BOUNDS GPUDS_KERNEL(hive_reinsert)(ref_t 
 // word only after a miss in the first bucket); keys whose first bucket says STASHED are
 // then looked for in the stash by the whole tile, one after the other (find<false, 2>: two
 // loads in flight per lane). Four blocks of 256 an SM: the bound leaves every lookup its
-// registers (sm_90, NVRTC 13, 16 slots: 53 at u32/u32, 64 at u64/u64 with its preferred
-// part's keys and values read at once, 42 at u64/u32, no spill), where 8 blocks held the kernel to 32 and ptxas
+// registers (sm_90, NVRTC 13, 16 slots: 53 at u32/u32, 56 at u64/u64 (64 when it read its
+// preferred part's keys and values at once), 42 at u64/u32, no spill), where 8 blocks held the kernel to 32 and ptxas
 // serialized the packed bucket's loads or spilled the wide ones (docs/hive.md, *The
 // lookup's bound*).
 extern "C" __global__ void __launch_bounds__(256, 4)

@@ -325,14 +325,17 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
 }
 
 // A lookup's scan of a bucket of two parts (sector pairs, hive_slot.cuh) by one lane
-// alone, with no writer in flight: the lane reads k's preferred part whole, its keys and
-// their values (one line, four sectors: eight 16-byte loads issued together), so a hit
-// there, where the fills put k, costs one round trip and one line, as a packed bucket's.
-// On a miss it loads the bucket's word into `m` and reads the other part only where the
-// word's OUT flag of the preferred part is set (some key preferring it was placed in the
-// other part; hive_bucket.cuh, META_OUT): a miss costs the line and the word in two round
-// trips, and a third with the other line where the flag is set. `m` is loaded on every
-// miss. Only `hit` and `word` of the result are set.
+// alone, with no writer in flight: the lane reads the key words of k's preferred part
+// (four 16-byte loads issued together, one from each of the part's four sectors), and on
+// a hit the key's value with one 8-byte load from the sector it just read (in L1 unless
+// evicted meanwhile). Reading the part whole (eight loads, keys and values at once) was
+// 0.96x on present keys and 0.95x on absent ones (H200, docs/hive.md): fewer loads for
+// L1 to serve pay more than the second round trip costs. On a miss it loads the bucket's word
+// into `m` and reads the other part only where the word's OUT flag of the preferred
+// part is set (some key preferring it was placed in the other part; hive_bucket.cuh,
+// META_OUT): a miss costs the part's keys and the word in two round trips, and a third
+// with the other part's keys where the flag is set. `m` is loaded on every miss. Only
+// `hit` and `word` of the result are set.
 template <typename S>
 __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long long* bucket, typename S::key_type k,
                                                            const unsigned long long* meta, unsigned long long& m) {
@@ -348,7 +351,6 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
       m = *meta;
       if ((m & (META_OUT << pref)) == 0) break;
     }
-#if HIVE_KEYS_FIRST
     ulonglong2 keys[PS / 2];
 #pragma unroll
     for (unsigned j = 0; j < PS / 2; ++j) keys[j] = load_slot_pair<false>(key_at<S>(bucket, part * PS + 2 * j));
@@ -361,28 +363,6 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
       value = static_cast<unsigned long long>(*key_value_at<S>(bucket, s.hit));
       break;
     }
-#else
-    ulonglong2 keys[PS / 2], values[PS / 2];
-#pragma unroll
-    for (unsigned j = 0; j < PS / 2; ++j) {
-      // Sector j of the part: slots 2j and 2j + 1, their keys and then their values.
-      keys[j] = load_slot_pair<false>(key_at<S>(bucket, part * PS + 2 * j));
-      values[j] = load_slot_pair<false>(
-          reinterpret_cast<const unsigned long long*>(key_value_at<S>(bucket, part * PS + 2 * j)));
-    }
-#pragma unroll
-    for (unsigned j = PS / 2; j-- > 0;) {
-      if (keys[j].y == k) {
-        s.hit = part * PS + 2 * j + 1;
-        value = values[j].y;
-      }
-      if (keys[j].x == k) {
-        s.hit = part * PS + 2 * j;
-        value = values[j].x;
-      }
-    }
-    if (s.hit != SLOTS) break;
-#endif
   }
   if (s.hit != SLOTS) s.word = typename S::word{k, value};
   return s;

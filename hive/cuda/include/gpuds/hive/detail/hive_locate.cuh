@@ -291,8 +291,8 @@ struct hive_locate {
   // Lookup by one lane alone, with no writer in flight (the bulk lookup kernel: every
   // lane of a warp has its own bucket read in flight). Reads k's first bucket b1, and
   // only after a miss there b1's metadata word: a key found in b1 costs one 128-byte
-  // line (16 packed slots; or k's preferred part of a two-part bucket, keys and values,
-  // scan_lookup_parts), or for other wide buckets the 64 bytes of the 8 key words that
+  // line (16 packed slots; or the key words of k's preferred part of a two-part bucket
+  // and then its value from the same sector, scan_lookup_parts), or for other wide buckets the 64 bytes of the 8 key words that
   // hold it and one sector of values (scan_lookup_wide, which loads b1's word with b1's
   // second group of key words). Reads b2 alone where b1 has SPILL; sets `stash` where
   // b1 has STASHED and k was not found, so that the tile scans the stash for it
