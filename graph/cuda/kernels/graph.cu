@@ -60,9 +60,9 @@ __device__ __forceinline__ void add_warp_loops(const ref_t& g, long long x) {
 // counts in a register (lane_tally), each warp adds its lanes' sums there once every
 // LATE_ROUNDS rounds and at its end (shared atomics), and the block adds them to the
 // batch's tally once at its end. One global atomic per warp and round on the same few
-// words would serialize in L2: 2^17 of them for a batch of 2^22 edges. (A reduction
-// every round, as before, made each round wait for the slowest lane's last swap: the
-// undirected deletion 1.02-1.04x without it on the hollywood shape, H200.)
+// words would serialize in L2: 2^17 of them for a batch of 2^22 edges. (A reduction and
+// its shared atomics every round, as before, cost the undirected deletion on the
+// hollywood shape 1-7 %: 1.01-1.07x without them, H200, docs/graph.md.)
 struct block_tally {
   unsigned long long* words;  // TALLY_WORDS words of shared memory
 

@@ -1,7 +1,9 @@
 // gpuds/core/memory.cuh: memory-ordering primitives at GPU (.gpu) scope.
 //
 // Concurrent structures publish data with release stores and read it with acquire loads;
-// plain (weak) accesses are only for data no other thread can be writing. Everything is
+// plain (weak) accesses are only for data no other thread can be writing, or (ld_weak_v2,
+// ld_weak_v2_line) for words that only move one way for the whole kernel, whose every
+// decision an atomic confirms. Everything is
 // inline PTX (sm_70+ memory model), so no toolkit headers and no `volatile` tricks.
 // Every helper addresses global memory (`.global` state space): pass only pointers into
 // device allocations, never into shared or local memory.

@@ -166,7 +166,8 @@ struct graph_ref {
     return erase_arc_at(run, u, e, v, old);
   }
   // erase_arc with u's entry `e` already read.
-  // STILL: a batch that inserts nothing while it runs (the slab hash's erase_alone_in).
+  // STILL: a kernel in which nothing inserts into the graph from its start to its end
+  // (the slab hash's erase_alone_in; slabhash::detail::alone::look states the rule).
   template <bool STILL = false>
   __device__ unsigned erase_arc_at(bool run, unsigned u, const vertex_entry& e, unsigned v,
                                    value_type& old) const {
@@ -219,9 +220,11 @@ struct graph_ref {
 
   // Deletes edge (u, v) (and (v, u) when undirected). OP_PRESENT: removed; OP_ABSENT:
   // not there; `removed` gets the entries this lane's request removed (0-2).
-  // STILL: nothing inserts into the graph while the call runs (the crate's deletion
-  // kernel): the lanes read the lists with plain loads cached in L1 (see
-  // slabhash::detail::alone::look).
+  // STILL: nothing inserts into the graph from the start of the calling kernel to its
+  // end, anywhere in the grid (the crate's deletion kernel; a user kernel that also
+  // inserts must keep the default): the lanes read the lists with plain loads cached in
+  // L1 (slabhash::detail::alone::look). Graphs of u64 values delete their wide pairs by
+  // tiles, as before.
   template <bool STILL = false>
   __device__ unsigned erase_edge(bool active, unsigned u, unsigned v, unsigned& removed) const {
     unsigned outcome = OP_ABSENT;

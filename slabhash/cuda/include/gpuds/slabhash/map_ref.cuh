@@ -200,7 +200,8 @@ struct map_ref : detail::table {
     return erase_alone_in<false>(active, home, key, value, want_value);
   }
 
-  // erase_alone_in in a batch that inserts nothing while it runs (STILL: a packed pair's
+  // erase_alone_in in a kernel in which nothing inserts into the table from its start to
+  // its end, anywhere in the grid (detail::alone::look states the rule; STILL: a packed pair's
   // lane reads with plain loads cached in L1; detail::alone::look says why that is exact).
   template <bool STILL, class Home>
   __device__ unsigned erase_alone_in(bool active, Home home, K key, V& value, bool want_value = true) const {

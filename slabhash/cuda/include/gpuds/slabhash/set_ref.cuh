@@ -111,7 +111,8 @@ struct set_ref : detail::table {
     return erase_alone_in<false>(active, home, key);
   }
 
-  // erase_alone_in in a batch that inserts nothing while it runs (STILL: the lane's reads
+  // erase_alone_in in a kernel in which nothing inserts into the table from its start to
+  // its end, anywhere in the grid (detail::alone::look states the rule; STILL: the lane's reads
   // are plain loads cached in L1; detail::alone::look says why that is exact).
   template <bool STILL, class Home>
   __device__ unsigned erase_alone_in(bool active, Home home, K key) const {

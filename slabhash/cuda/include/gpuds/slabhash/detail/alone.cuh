@@ -110,13 +110,16 @@ struct alone {
   // for the whole line (`.L2::128B`), so that a second half or a slab's next address,
   // read after the first half, waits on L2 rather than memory (absent keys 1.27x).
   //
-  // STILL (a deletion in a batch that inserts nothing, so that a slab's words only go
-  // from a key to its tombstone while it runs): plain loads cached in L1 that ask L2 for
-  // the whole line (mem::ld_weak_v2_line; the graph's undirected deletion on the
-  // hollywood shape 1.17-1.21x on the H200, docs/graph.md). A key they show absent was
-  // absent when the batch began and stays so; a key they show present is taken by the
-  // atomic that settles the request, which tells a lane whose key another request took
-  // first (a duplicate in the batch) that it is gone; no slab is appended.
+  // STILL (a deletion in a kernel in which nothing inserts, appends or flushes from its
+  // start to its end, anywhere in the grid, so that a slab's words only go from a key to
+  // its tombstone while it runs): plain loads cached in L1 that ask L2 for the whole line
+  // (mem::ld_weak_v2_line; the graph's undirected deletion on the hollywood shape
+  // 1.16-1.21x on the H200, docs/graph.md). L1 is not coherent: a line it holds may be
+  // as old as the kernel. A key they show absent was absent when the kernel began and
+  // stays so; a key they show present is taken by the atomic that settles the request,
+  // which tells a lane whose key another request took first (a duplicate in the batch)
+  // that it is gone; no slab is appended. A kernel that also inserts, even before its
+  // deletions, must not use it: a stale line could hide a key inserted since.
   template <bool QUIET = false, bool STILL = false>
   __device__ static unsigned look(const table& t, unsigned*& slab, K k, unsigned& slot, word_t& word) {
     for (unsigned depth = 1;; ++depth) {
@@ -314,7 +317,7 @@ struct alone {
 
   // DELETE (unique keys), always settled: OP_PRESENT (removed; maps: `old` its value) or
   // OP_ABSENT; false only at the step cap (the warp walk reports it).
-  // STILL: look's plain loads, for a batch that inserts nothing (see look).
+  // STILL: look's plain loads, for a kernel that inserts nothing (see look for the rule).
   template <bool STILL = false>
   __device__ static bool erase(const table& t, unsigned* slab, K k, unsigned& old, unsigned& outcome) {
     unsigned slot = 0;
