@@ -31,6 +31,7 @@ for_every_map_type!(
     one_bucket_long_lists_and_many_buckets,
     two_to_the_24_keys,
     keys_a_32_bit_shortcut_would_confuse,
+    a_key_named_often_in_one_removal_goes_once,
 );
 
 /// The value stored for key `k` in most tests: all of its bits, mixed.
@@ -468,4 +469,38 @@ fn keys_a_32_bit_shortcut_would_confuse<K: SlabKey, V: TestValue>() {
     map.validate().unwrap();
     let after: Vec<(K, V)> = (1..len).step_by(2).map(|i| (keys[i], values[i])).collect();
     assert_eq!(contents(&map), after.into_iter().collect::<HashMap<K, V>>());
+}
+
+/// One removal batch (`remove_many`, the bulk deletion kernel, whose lanes read the lists
+/// with plain loads: a key a stale line still shows is settled by the atomic) that names
+/// each of 20,000 keys three times, apart and side by side: each key goes once, the
+/// count drops by 20,000, and every other key keeps its value.
+fn a_key_named_often_in_one_removal_goes_once<K: SlabKey, V: TestValue>() {
+    let Some(gpu) = gpu() else { return };
+    let keys = unique_keys::<K>(9, 50_000, &K::RESERVED);
+    let values: Vec<V> = keys.iter().map(|&k| value_of(k, 11)).collect();
+    let mut map = SlabHashMap::<K, V>::new(&gpu, 50_000).unwrap();
+    map.insert_many(&keys, &values).unwrap();
+    let gone = &keys[..20_000];
+    let mut batch: Vec<K> = gone.to_vec();
+    batch.extend(gone.iter().rev());
+    for &k in &gone[..10_000] {
+        batch.extend([k, k]);
+    }
+    batch.extend(&gone[10_000..]);
+    map.remove_many(&batch).unwrap();
+    map.validate().unwrap();
+    assert_eq!(map.len().unwrap(), 30_000);
+    let got = map.get_many(&keys).unwrap();
+    for (i, g) in got.iter().enumerate() {
+        assert_eq!(*g, (i >= 20_000).then_some(values[i]), "key #{i}");
+    }
+    map.flush().unwrap();
+    map.validate().unwrap();
+    let rest: HashMap<K, V> = keys[20_000..]
+        .iter()
+        .copied()
+        .zip(values[20_000..].iter().copied())
+        .collect();
+    assert_eq!(contents(&map), rest);
 }

@@ -16,6 +16,7 @@ for_every_set_type!(
     batches_match_hashset,
     set_batches_flush_and_bad_input,
     keys_a_32_bit_shortcut_would_confuse,
+    a_key_named_often_in_one_removal_goes_once,
 );
 
 fn contents<K: SlabKey>(set: &SlabHashSet<K>) -> HashSet<K> {
@@ -128,4 +129,29 @@ fn keys_a_32_bit_shortcut_would_confuse<K: SlabKey>() {
         contents(&set),
         keys.iter().copied().skip(1).step_by(2).collect()
     );
+}
+
+/// As the map test of the same name: one `remove_many` batch naming each of 20,000 keys
+/// three times removes each once.
+fn a_key_named_often_in_one_removal_goes_once<K: SlabKey>() {
+    let Some(gpu) = gpu() else { return };
+    let keys = unique_keys::<K>(9, 50_000, &K::RESERVED);
+    let mut set = SlabHashSet::<K>::new(&gpu, 50_000).unwrap();
+    set.insert_many(&keys).unwrap();
+    let gone = &keys[..20_000];
+    let mut batch: Vec<K> = gone.to_vec();
+    batch.extend(gone.iter().rev());
+    for &k in &gone[..10_000] {
+        batch.extend([k, k]);
+    }
+    batch.extend(&gone[10_000..]);
+    set.remove_many(&batch).unwrap();
+    set.validate().unwrap();
+    assert_eq!(set.len().unwrap(), 30_000);
+    let found = set.contains_many(&keys).unwrap();
+    assert!(found.iter().enumerate().all(|(i, &f)| f == (i >= 20_000)));
+    assert_eq!(set.stats().unwrap().tombstones, 20_000);
+    set.flush().unwrap();
+    set.validate().unwrap();
+    assert_eq!(contents(&set), keys[20_000..].iter().copied().collect());
 }
