@@ -16,7 +16,7 @@ use gpuds_testkit::{gpu, strategy, Op};
 
 use common::{
     contents, edge_keys, for_batch_sequences, instances, n, not_applied, reply, slots, small_pool,
-    TestValue,
+    thrice, TestValue,
 };
 
 for_every_map_type!(
@@ -482,12 +482,7 @@ fn a_key_named_often_in_one_removal_goes_once<K: SlabKey, V: TestValue>() {
     let mut map = SlabHashMap::<K, V>::new(&gpu, 50_000).unwrap();
     map.insert_many(&keys, &values).unwrap();
     let gone = &keys[..20_000];
-    let mut batch: Vec<K> = gone.to_vec();
-    batch.extend(gone.iter().rev());
-    for &k in &gone[..10_000] {
-        batch.extend([k, k]);
-    }
-    batch.extend(&gone[10_000..]);
+    let batch = thrice(gone);
     map.remove_many(&batch).unwrap();
     map.validate().unwrap();
     assert_eq!(map.len().unwrap(), 30_000);

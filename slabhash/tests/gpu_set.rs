@@ -10,7 +10,7 @@ use gpuds_testkit::check::{check_set, Reply};
 use gpuds_testkit::workload::unique_keys;
 use gpuds_testkit::{gpu, strategy, Op};
 
-use common::{edge_keys, for_batch_sequences, n};
+use common::{edge_keys, for_batch_sequences, n, thrice};
 
 for_every_set_type!(
     batches_match_hashset,
@@ -139,12 +139,7 @@ fn a_key_named_often_in_one_removal_goes_once<K: SlabKey>() {
     let mut set = SlabHashSet::<K>::new(&gpu, 50_000).unwrap();
     set.insert_many(&keys).unwrap();
     let gone = &keys[..20_000];
-    let mut batch: Vec<K> = gone.to_vec();
-    batch.extend(gone.iter().rev());
-    for &k in &gone[..10_000] {
-        batch.extend([k, k]);
-    }
-    batch.extend(&gone[10_000..]);
+    let batch = thrice(gone);
     set.remove_many(&batch).unwrap();
     set.validate().unwrap();
     assert_eq!(set.len().unwrap(), 30_000);

@@ -175,3 +175,16 @@ pub fn not_applied(result: Result<(), Error>, flag: Status) -> Vec<usize> {
         Err(e) => panic!("expected requests not applied ({flag}), got {e}"),
     }
 }
+
+/// Each of `keys` three times in one batch: in order, in reverse, and (the first half)
+/// twice side by side, so that a key is named by lanes of different warps and of one.
+pub fn thrice<K: Copy>(keys: &[K]) -> Vec<K> {
+    let half = keys.len() / 2;
+    let mut batch: Vec<K> = keys.to_vec();
+    batch.extend(keys.iter().rev());
+    for &k in &keys[..half] {
+        batch.extend([k, k]);
+    }
+    batch.extend(&keys[half..]);
+    batch
+}
