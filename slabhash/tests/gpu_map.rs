@@ -473,7 +473,7 @@ fn keys_a_32_bit_shortcut_would_confuse<K: SlabKey, V: TestValue>() {
 
 /// One removal batch (`remove_many`, the bulk deletion kernel, whose lanes read the lists
 /// with plain loads: a key a stale line still shows is settled by the atomic) that names
-/// each of 20,000 keys three times, apart and side by side: each key goes once, the
+/// each of 20,000 keys three or four times, apart and side by side: each key goes once, the
 /// count drops by 20,000, and every other key keeps its value.
 fn a_key_named_often_in_one_removal_goes_once<K: SlabKey, V: TestValue>() {
     let Some(gpu) = gpu() else { return };

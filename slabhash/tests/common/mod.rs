@@ -176,8 +176,9 @@ pub fn not_applied(result: Result<(), Error>, flag: Status) -> Vec<usize> {
     }
 }
 
-/// Each of `keys` three times in one batch: in order, in reverse, and (the first half)
-/// twice side by side, so that a key is named by lanes of different warps and of one.
+/// Each of `keys` several times in one batch: in order, in reverse, then the first half
+/// twice side by side (four times in all) and the second half once more (three), so that
+/// a key is named by lanes of different warps and of one.
 pub fn thrice<K: Copy>(keys: &[K]) -> Vec<K> {
     let half = keys.len() / 2;
     let mut batch: Vec<K> = keys.to_vec();
