@@ -1,7 +1,7 @@
 // gpuds/core/memory.cuh: memory-ordering primitives at GPU (.gpu) scope.
 //
 // Concurrent structures publish data with release stores and read it with acquire loads;
-// plain (weak) accesses are only for data no other thread can be writing, or (ld_weak_v2,
+// plain (weak) accesses are only for data no other thread can be writing, or (ld_weak,
 // ld_weak_v2_line) for words that only move one way for the whole kernel, whose every
 // decision an atomic confirms. Everything is
 // inline PTX (sm_70+ memory model), so no toolkit headers and no `volatile` tricks.
@@ -51,6 +51,19 @@ __device__ __forceinline__ ulonglong2 ld_relaxed_v2_line(const unsigned long lon
   asm volatile("ld.relaxed.gpu.global.L2::128B.v2.u64 {%0, %1}, [%2];" : "=l"(v.x), "=l"(v.y) : "l"(p) : "memory");
   return v;
 #endif
+}
+// Plain (weak) loads, cached in L1: only for reads whose every decision is confirmed by
+// an atomic or holds in every state the word has had since the kernel began (words that
+// only move one way while it runs).
+__device__ __forceinline__ unsigned ld_weak(const unsigned* p) {
+  unsigned v;
+  asm("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ unsigned long long ld_weak(const unsigned long long* p) {
+  unsigned long long v;
+  asm("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
+  return v;
 }
 // A plain (weak) 16-byte load (`p` 16-byte aligned), cached in L1, asking L2 for the
 // whole 128-byte line holding `p` on a miss (`.L2::128B`, from sm_75): only for reads

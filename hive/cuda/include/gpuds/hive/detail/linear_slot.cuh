@@ -17,20 +17,6 @@ namespace gpuds {
 namespace hive {
 namespace detail {
 
-// Weak (plain) global loads: for probes whose decisions are confirmed by a
-// compare-and-swap or hold in any state the slot had since the batch began (slots only
-// move forward: empty to key, or key to erased in batches without inserts).
-__device__ __forceinline__ unsigned ld_weak(const unsigned* p) {
-  unsigned v;
-  asm("ld.global.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ unsigned long long ld_weak(const unsigned long long* p) {
-  unsigned long long v;
-  asm("ld.global.u64 %0, [%1];" : "=l"(v) : "l"(p));
-  return v;
-}
-
 // How a probe reads a slot.
 enum class read_mode { nc, weak, relaxed };
 
@@ -39,7 +25,10 @@ __device__ __forceinline__ T read(const T* p) {
   if constexpr (M == read_mode::nc) {
     return mem::ld_nc(p);
   } else if constexpr (M == read_mode::weak) {
-    return ld_weak(p);
+    // Weak (mem::ld_weak): a probe's decisions are confirmed by a compare-and-swap or hold
+    // in any state the slot had since the batch began (slots only move forward: empty to
+    // key, or key to erased in batches without inserts).
+    return mem::ld_weak(p);
   } else {
     return mem::ld_relaxed(p);
   }
