@@ -610,18 +610,14 @@ fn growth_rows<K: HiveKey, V: HiveValue<K>>(
     Ok(rows
         .into_iter()
         .map(|(op, timing, base)| {
-            Row::new(
-                "hive",
-                &format!("{op}, {types}, after growth"),
-                n as u64,
+            typed_row::<K, V>(
+                ("hive", "HiveMap"),
+                op,
+                "after growth",
+                (n, load),
                 timing,
-                n as f64,
                 Unit::GigaQueriesPerSecond,
             )
-            .with_structure("HiveMap")
-            .with_operation(op)
-            .with_types(K::SUFFIX, V::SUFFIX)
-            .with_load(load)
             .with_baseline(Some(Baseline {
                 label: format!("HiveMap {types} made at its size, this run"),
                 rate: base.giga_rate(n as f64),
@@ -629,6 +625,30 @@ fn growth_rows<K: HiveKey, V: HiveValue<K>>(
             .with_note(note.clone())
         })
         .collect())
+}
+
+/// A row of `structure` at K, V in `experiment`: operation `op` on `n` keys at `load`,
+/// measured as "`op`, K/V, `form`".
+fn typed_row<K: DeviceKey, V: DeviceValue>(
+    (experiment, structure): (&str, &str),
+    op: &str,
+    form: &str,
+    (n, load): (usize, f64),
+    timing: Timing,
+    unit: Unit,
+) -> Row {
+    Row::new(
+        experiment,
+        &format!("{op}, {}/{}, {form}", K::SUFFIX, V::SUFFIX),
+        n as u64,
+        timing,
+        n as f64,
+        unit,
+    )
+    .with_structure(structure)
+    .with_operation(op)
+    .with_types(K::SUFFIX, V::SUFFIX)
+    .with_load(load)
 }
 
 /// One case: [`rows`], then `extra`'s rows.
@@ -657,23 +677,18 @@ where
     let wide = measure::<K, V, S>(bench, n, load)?;
     let name = S::NAME;
     let linear = measure::<K, V, LinearProbeMap<K, V>>(bench, n, load)?;
-    let types = format!("{}/{}", K::SUFFIX, V::SUFFIX);
     let experiment = S::EXPERIMENT;
     let mut out = Vec::new();
     for ((op, timing, unit), (_, base, _)) in ops(&wide).into_iter().zip(ops(&narrow)) {
         out.push(
-            Row::new(
-                experiment,
-                &format!("{op}, {types}, 64-bit form"),
-                n as u64,
+            typed_row::<K, V>(
+                (experiment, name),
+                op,
+                "64-bit form",
+                (n, load),
                 timing,
-                n as f64,
                 unit,
             )
-            .with_structure(name)
-            .with_operation(op)
-            .with_types(K::SUFFIX, V::SUFFIX)
-            .with_load(load)
             .with_baseline(Some(Baseline {
                 label: format!("{name} u32/u32, this run"),
                 rate: base.giga_rate(n as f64),
@@ -683,18 +698,14 @@ where
     }
     for (op, timing, unit) in ops(&linear) {
         out.push(
-            Row::new(
-                experiment,
-                &format!("{op}, {types}, LinearProbeMap reference"),
-                n as u64,
+            typed_row::<K, V>(
+                (experiment, "LinearProbeMap"),
+                op,
+                "LinearProbeMap reference",
+                (n, load),
                 timing,
-                n as f64,
                 unit,
             )
-            .with_structure("LinearProbeMap")
-            .with_operation(op)
-            .with_types(K::SUFFIX, V::SUFFIX)
-            .with_load(load)
             .with_note(format!(
                 "LinearProbeMap at the same types and load, beside {name}"
             )),
