@@ -50,7 +50,7 @@ constexpr bool PER_LANE_INSERT = SLOTS <= 16;
 // for 16 slots) and the direct move's candidates: two blocks per SM leave it 128
 // registers (it uses 116). Measured: two blocks insert faster than three (80 registers,
 // with spills) or four. The wide state machine (wide_queued.cuh) fits the same bound:
-// 114 registers (u64/u32) and 121 (u64/u64), no spills (NVRTC 13.0, sm_90, 16 slots).
+// 122 registers (u64/u32) and 126 (u64/u64), no spills (NVRTC 13.0, sm_90, 16 slots).
 #define HIVE_INSERT_BOUNDS __launch_bounds__(256, 2)
 // The first insert kernel (per-lane fills, buckets of up to 16 slots) needs
 // fewer: three blocks per SM. Otherwise it runs the tile code, bounded like the second.

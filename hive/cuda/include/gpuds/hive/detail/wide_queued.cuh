@@ -15,25 +15,32 @@
 // warp waited for its slowest lane (wide_fill::queued, still chosen by defining
 // HIVE_WIDE_QUEUED_ALONE).
 //
-// The direct move, one phase per round trip (a wide slot is a key word and a value word,
-// in one sector in two-part buckets and apart otherwise: detail/hive_slot.cuh):
+// The direct move, one phase per round trip (a wide slot is a key word and a value word
+// in two places: detail/hive_slot.cuh):
 //   W_READ    b1's metadata word `m` loaded (relaxed).
 //   W_LOCK    lock swap of b1's word from `m` issued (LOCK and SPILL set, version
-//             advanced), where `m` is unlocked, not STASHED and full.
-//   W_B1      under b1's lock: b1's key words loaded (coherent).
+//             advanced), where `m` is unlocked, not STASHED and full, with b1's key
+//             words loaded (coherent) before it; a won swap goes on to W_B1 in the
+//             same iteration (the keys are those under the lock: see W_LOCK's check in
+//             insert_lanes).
+//   W_B1      under b1's lock: b1's key words in hand (from W_LOCK; read again under
+//             the lock for a later round, and for b2 in the move out of b2).
 //   W_PICK    the metadata words of CANDIDATES victims' other buckets loaded, and (the
 //             first round under the lock) b2's key words.
-//   W_TLOCK   lock swap of the chosen target's word from the word read, which also
-//             clears the target's first free bit in the victim's order (the slot is
-//             claimed in the lock's own swap, with the OUT flag it needs, hive_bucket.cuh);
-//             a lost swap whose returned word is unlocked with room swaps again from it
-//             (a try), the victims' bucket still locked.
+//   W_TLOCK   lock swap of the chosen target's word from the word read (relaxed),
+//             which also clears the target's first free bit in the victim's order (the
+//             slot is claimed in the lock's own swap, with the OUT flag it needs,
+//             hive_bucket.cuh), and in the same round trip the swap of the victim's key
+//             word (in b1, or b2) from its key to BUSY_KEY (an acquire); a lost lock
+//             swap whose returned word is unlocked with room swaps again from it (a
+//             try), the victims' bucket still locked and the victim's slot still held;
+//             any other lost lock swap puts the victim's key back; a lost victim swap
+//             gives a won target slot back.
 //   W_M2      (no victim of b1 has a target with room, after every round) b2's word
 //             loaded, b1 still locked: b2 full and unlocked goes on to
 //   W_LOCK2   lock swap of b2's word (LOCK and SPILL set); then W_B1 to W_TPUT with b2
 //             as the victims' bucket (b2's key words read under both locks; k takes the
 //             victim's slot in b2), as the packed machine moves out of b2.
-//   W_BUSY    swap of the victim's key word (in b1, or b2) from its key to BUSY_KEY.
 //   W_XCHG    exchange of the victim's value word with k's value (returns the victim's
 //             value: read under the slot's ownership).
 //   W_RELEASE swap of the victim's key word from BUSY_KEY to k (k published in b1, or
@@ -41,7 +48,8 @@
 //             exchange of the target's claimed value word with the victim's value.
 //   W_TPUT    swap of the target's claimed key word from EMPTY_KEY to the victim's key;
 //             then the locks are released.
-// About 9 dependent round trips, none of which makes the other lanes wait.
+// About 7 dependent round trips (9 before b1's keys came with the lock swap and the
+// victim's swap with the target's), none of which makes the other lanes wait.
 //
 // The plain path, for entries not tagged BOTH_FULL (the first kernel's lost races):
 //   P_READ    b1's word `m` and b1's key words loaded at once (relaxed, at L2).
@@ -73,8 +81,9 @@
 // Why k ends up in the table exactly once (with the concurrent inserts of this kernel:
 // other lanes of this machine, insert_alone and the tile code of parked inserts; the
 // first kernel's lock-free fills ended before this kernel began, and nothing deletes):
-// - k is not in b1 at the move: b1's key words were read after the lock's swap from `m`
-//   returned (an acquire), all of them keys (no EMPTY_KEY slot, so none pending; no
+// - k is not in b1 at the move: b1's key words were read after `m` was read and the
+//   lock's swap from `m` won (so they are b1's keys under the lock: W_LOCK's check in
+//   insert_lanes), all of them keys (no EMPTY_KEY slot, so none pending; no
 //   BUSY_KEY, which could be k in the middle of a replace) and none k. While the lane
 //   holds b1's lock, k cannot enter b1: a lock-free claim in b1 needs a free bit (b1 is
 //   full as of `m`, and in a kernel that only inserts a bucket full and unlocked stays
@@ -92,12 +101,15 @@
 //   replace) or passes through b1's lock after this lane releases it, and finds k in b1.
 // - The victim leaves b1 only under the locks of both its buckets (b1 and the target),
 //   lands in its other bucket, and b1 carries SPILL (set in the lock's swap) for a victim
-//   whose first bucket is b1; between W_BUSY and W_TPUT an insert of the victim sees a
-//   BUSY_KEY slot in b1 (pending: it reads again) or must take a lock this lane holds
-//   (both its buckets), so it never concludes the victim absent, and it finds it in the
-//   target after the unlock. The target's slot is the lane's own: its free bit was
-//   cleared by the lane's lock swap, from a word in which it was set, so its key word
-//   was EMPTY_KEY (a slot is written only by the claimer of its bit) and stays so.
+//   whose first bucket is b1; from the victim's swap to BUSY_KEY (W_TLOCK) to W_TPUT an
+//   insert of the victim sees a BUSY_KEY slot in b1 (pending: it reads again) or must
+//   take a lock this lane holds (both its buckets), so it never concludes the victim
+//   absent, and it finds it in the target after the unlock (or in its slot again, its
+//   key put back, where the target's lock swap lost). The target's slot is the lane's
+//   own: its free bit was cleared by the lane's lock swap, from a word in which it was
+//   set, so its key word was EMPTY_KEY (a slot is written only by the claimer of its
+//   bit) and stays so; that swap is relaxed, since the lane reads nothing of the target
+//   after it and no one else writes the claimed slot's words.
 // - The move out of b2 (from2): b1 stays locked throughout, so the arguments for b1 and
 //   the stash stand; b2 is locked from a word read unlocked and full, and its key words
 //   are read after that swap (full, none k or BUSY_KEY): k is not in b2, and cannot
@@ -124,13 +136,15 @@
 // replace (R_BUSY) adds no key: it changes the value of a k it owns at BUSY_KEY.
 //
 // Why no value is lost or torn: the victim's value word is written only by the lane that
-// holds the slot's key word at BUSY_KEY (this lane, from W_BUSY to W_RELEASE), which
-// reads the victim's value with the same exchange that stores k's (so a replace of the
-// victim that landed before W_BUSY is carried to the target, and none can land after:
-// it would need to swap the key word from the victim's key); a replace of the victim in
-// flight makes W_BUSY fail (it returns BUSY_KEY), and the lane gives the target's
-// claimed slot back (its bit set again: its key word was never written), releases both
-// locks and tries again. The target's value word is written by this lane only, in its
+// holds the slot's key word at BUSY_KEY (this lane, from its swap in W_TLOCK to
+// W_RELEASE), which reads the victim's value with the same exchange that stores k's
+// (so a replace of the victim that landed before that swap is carried to the target,
+// and none can land after: it would need to swap the key word from the victim's key); a
+// replace of the victim in flight makes the swap fail (it returns BUSY_KEY), and the
+// lane gives the target's claimed slot back where its lock swap won (its bit set again:
+// its key word was never written), releases the locks and tries again. Where the
+// target's lock swap lost for good, the lane stores the victim's key back into its slot
+// (the value word untouched): the victim was at BUSY_KEY, pending, meanwhile. The target's value word is written by this lane only, in its
 // claimed slot, before the slot's key word. On the plain path the claimer writes the
 // value of the slot it claimed (its free bit), and a replace the value of the slot it
 // holds at BUSY_KEY, each before the key word. Values are whole words (4 or 8 bytes, one
@@ -144,7 +158,7 @@
 // protocol's replace, delete and the lookups' confirm) therefore sees the value, as the
 // wide protocol requires (hive_slot.cuh). The value exchanges are relaxed: a release
 // orders them before the key word (and drains them before its swap), and the victim's
-// value is read after the acquire that made its slot the lane's (W_BUSY). The publishing
+// value is read after the acquire that made its slot the lane's (W_TLOCK). The publishing
 // swaps are releases alone (no acquire: the lane reads nothing they must order, and an
 // acquire would invalidate L1 after each). The locks' writes are atomics the lane waits
 // for before its release (unlock_after_atomics), as in bulk::insert_lanes: the last of a
@@ -177,7 +191,6 @@ enum : unsigned {
   W_B1,
   W_PICK,
   W_TLOCK,
-  W_BUSY,
   W_XCHG,
   W_RELEASE,
   W_TPUT,
@@ -294,7 +307,10 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
     const auto vb = [&]() { return from2 ? b2 : b1; };
     // m: b1's word as read (then locked from); mt: the target's word as read; r: the
     // last compare-and-swap's old word.
-    unsigned long long m = 0, mt = 0, r = 0;
+    // r2: the victim's ownership swap's old word (W_TLOCK); held: the lane holds the
+    // victim's key word at BUSY_KEY while it swaps the target's word again.
+    unsigned long long m = 0, mt = 0, r = 0, r2 = 0;
+    bool held = false;
     unsigned long long am[CANDIDATES];
     unsigned alt[CANDIDATES];
     K ck[CANDIDATES];
@@ -328,7 +344,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         if (w[i] == S::EMPTY_KEY || w[i] == S::BUSY_KEY) seen_odd |= 1u << i;
         if (w[i] == k) seen_hit = i;
       }
-      bool load_meta = false, load_m2 = false, load_b1 = false, load_cand = false, park_it = false;
+      bool load_meta = false, load_m2 = false, load_b1 = false, load_cand = false, park_it = false, grab = false;
       unsigned cas = C_NONE, xchg = X_NONE;
       // Releases the locks the lane holds (every write under them was an atomic the lane
       // waited for, or one a release swap it waited for drained first: W_TPUT's drains
@@ -353,6 +369,21 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         }
       };
 
+      // W_LOCK won: b1 is the lane's, and w holds its key words, loaded with the swap
+      // (after `m` was read, before the swap): the keys of b1 under the lock. b1's word
+      // was `m` from that read to the swap (the swap succeeded from it, and every lock,
+      // unlock, claim and flag changes the word, versions never repeating), so no lock
+      // of b1 was taken or released in between; the last holder before it wrote its key
+      // words with atomics it waited for before its unlock, which came before `m` (the
+      // lock-handover argument of unlock_after_atomics); and without the lock a full
+      // bucket's key words change only to BUSY_KEY and back (a replace), which W_B1
+      // reads again. So the loads, issued after `m` returned, read what the lock then
+      // holds, and W_B1 goes on in this iteration: one round trip fewer per move.
+      if (phase == W_LOCK && r == m) {
+        locked = true;
+        round = 0;
+        phase = W_B1;
+      }
       if (phase == IDLE) {
         if (take && entry != NO_ENTRY) {
           index = offset + (entry & ~bulk::BOTH_FULL);
@@ -424,22 +455,19 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         } else if ((m & META_LOCK) != 0) {
           retry();
         } else {
+          // The lock swap, with b1's key words loaded before it (W_LOCK says why they
+          // are b1's keys under the lock when the swap succeeds).
           phase = W_LOCK;
           cas = C_LOCK;
+          load_b1 = true;
         }
       } else if (phase == W_LOCK) {
-        if (r != m) {
-          // The swap returned b1's fresher word: decide from it (no new read).
-          if (++tries >= TRIES) {
-            park_it = true;
-          } else {
-            phase = W_READ;
-          }
+        // (A won swap went on to W_B1 above.) The swap returned b1's fresher word:
+        // decide from it (no new read).
+        if (++tries >= TRIES) {
+          park_it = true;
         } else {
-          locked = true;
-          round = 0;
-          phase = W_B1;
-          load_b1 = true;
+          phase = W_READ;
         }
       } else if (phase == W_B1) {
         // w holds b1's key words, read under the lock.
@@ -498,6 +526,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
             slot = rotated_first<S>(free_of(mt), preferred_part<S>(vkey));
             phase = W_TLOCK;
             cas = C_TLOCK;
+            grab = true;  // the victim's slot in the same round trip (W_TLOCK)
           }
         }
       } else if (phase == W_M2) {
@@ -525,31 +554,40 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           load_b1 = true;
         }
       } else if (phase == W_TLOCK) {
-        if (r != mt && (r & META_LOCK) == 0 && free_of(r) != 0 && ++tries < TRIES) {
+        // r: the target's lock swap's old word; r2: the victim's ownership swap's, where
+        // it was issued with it (not after a retried lock swap: the lane holds the slot).
+        held = held || r2 == vkey;
+        if (!held) {
+          // The victim is in the middle of a replace: give the target's claimed slot
+          // back where the lock swap won (its key word was never written), unlock, try
+          // again.
+          if (r == mt) {
+            tlocked = true;
+            mem::fetch_add_relaxed(t.meta + target, (1ull << slot) + META_VERSION);
+          }
+          unlock();
+          retry();
+        } else if (r == mt) {
+          // Both are the lane's: the victim's value, exchanged with k's.
+          tlocked = true;
+          held = false;
+          phase = W_XCHG;
+          xchg = X_VICTIM;
+        } else if ((r & META_LOCK) == 0 && free_of(r) != 0 && ++tries < TRIES) {
           // The swap returned the target's fresher word, unlocked and with room: swap
-          // again from it, the victims' bucket (or buckets) still locked (the victim and
-          // its target are the same; the claim is that word's first free slot).
+          // again from it, the victims' bucket (or buckets) still locked and the
+          // victim's slot still held (the victim and its target are the same; the claim
+          // is that word's first free slot).
           mt = r;
           slot = rotated_first<S>(free_of(mt), preferred_part<S>(vkey));
           cas = C_TLOCK;
-        } else if (r != mt) {
+        } else {
+          // The target is lost: the victim's key word back (its value was not touched),
+          // then unlock and try again.
+          mem::st_relaxed(slot_at<S>(t.bucket(vb()), vslot).key, vkey);
+          held = false;
           unlock();
           retry();
-        } else {
-          tlocked = true;
-          phase = W_BUSY;
-          cas = C_BUSY;
-        }
-      } else if (phase == W_BUSY) {
-        if (r != vkey) {
-          // The victim is in the middle of a replace: give the claimed slot back (its
-          // key word was never written), unlock both, try again.
-          mem::fetch_add_relaxed(t.meta + target, (1ull << slot) + META_VERSION);
-          unlock();
-          retry();
-        } else {
-          phase = W_XCHG;
-          xchg = X_VICTIM;
         }
       } else if (phase == W_XCHG) {
         vval = static_cast<V>(r);  // the victim's value, read under the slot's ownership
@@ -615,25 +653,39 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
         w_b2 = !load_b1;
         load_keys<S, true>(t.bucket(w_b2 ? b2 : vb()), w);
       }
-      if (cas != C_NONE && cas != C_RELEASE && cas != C_TPUT) {
+      // The target's lock swap is relaxed: the lane reads nothing of the target after it
+      // (its claimed slot's key word is EMPTY_KEY by the free bit the swap clears, and
+      // no one else writes that slot's words), so nothing needs ordering after it, and
+      // it is issued before the victim's ownership swap (an acquire, which the warp
+      // waits for) so that the two take one round trip.
+      if (cas == C_TLOCK) {
+        r = mem::cas_relaxed(t.meta + target, mt,
+                             (((mt | META_LOCK) + META_VERSION) & ~(1ull << slot)) | out_flag<S>(slot, vkey));
+      }
+      // The acquire swaps, at one call site: the lock swaps, the claim, and the swap of
+      // a key word to BUSY_KEY (a replace's, or the victim's with the target's lock:
+      // `grab`, whose old word goes to r2).
+      const unsigned acquire = grab ? static_cast<unsigned>(C_BUSY) : cas;
+      if (acquire == C_LOCK || acquire == C_LOCK2 || acquire == C_BUSY || acquire == C_CLAIM) {
         unsigned long long* p = t.meta + b1;
         unsigned long long expected = m, desired = (m | META_LOCK | META_SPILL) + META_VERSION;
-        if (cas == C_TLOCK) {
-          p = t.meta + target;
-          expected = mt;
-          desired = (((mt | META_LOCK) + META_VERSION) & ~(1ull << slot)) | out_flag<S>(slot, vkey);
-        } else if (cas == C_LOCK2) {
+        if (acquire == C_LOCK2) {
           p = t.meta + b2;
           expected = mt;
           desired = (mt | META_LOCK | META_SPILL) + META_VERSION;
-        } else if (cas == C_BUSY) {
+        } else if (acquire == C_BUSY) {
           p = slot_at<S>(t.bucket(vb()), vslot).key;
           expected = vkey;
           desired = S::BUSY_KEY;
-        } else if (cas == C_CLAIM) {
+        } else if (acquire == C_CLAIM) {
           desired = ((m & ~(1ull << slot)) | out_flag<S>(slot, k)) + META_VERSION;
         }
-        r = mem::cas_acquire(p, expected, desired);
+        const unsigned long long old = mem::cas_acquire(p, expected, desired);
+        if (grab) {
+          r2 = old;
+        } else {
+          r = old;
+        }
       }
 
       if (xchg != X_NONE) {
