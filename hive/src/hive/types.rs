@@ -128,8 +128,8 @@ impl Layout {
         }
     }
 
-    /// Whether a bucket is two parts of 8 slots in sectors of slot pairs (`u64` values,
-    /// 16 slots; `wide_slot::sector_pairs` on the device).
+    /// Whether a bucket is two parts of 8 slots, one 128-byte line each (`u64` values,
+    /// 16 slots; `wide_slot::part_slots` on the device).
     pub fn two_parts(&self) -> bool {
         self.wide && self.value_bytes == 8 && self.slots == 16
     }
@@ -154,11 +154,6 @@ impl Layout {
         let part_slots = if self.two_parts() { 8 } else { self.slots };
         let part = s / part_slots * (part_slots + part_slots * self.value_bytes / 8);
         let (j, values) = (s % part_slots, part + part_slots);
-        if self.two_parts() {
-            // Sectors of slot pairs: {key, key, value, value}.
-            let sector = part + j / 2 * 4 + j % 2;
-            return (sector, sector + 2, 0);
-        }
         if self.value_bytes == 8 {
             (part + j, values + j, 0)
         } else {
@@ -260,18 +255,18 @@ mod tests {
             assert_eq!(Layout::of::<u64, u32>(slots).bucket_words(), wide32);
         }
         // A 16-slot wide bucket: with u64 values two parts of 8 slots (one 128-byte line
-        // a part), each four sectors of slot pairs {key, key, value, value}; with u32
-        // values one part, the 16 key words, then the values two to a word, the lower
-        // slot in the low half.
+        // a part), each its 8 key words, then their 8 values; with u32 values one part,
+        // the 16 key words, then the values two to a word, the lower slot in the low
+        // half.
         let l64 = Layout::of::<u64, u64>(16);
         assert!(l64.two_parts() && !Layout::of::<u64, u64>(8).two_parts());
         let mut b = vec![u64::MAX; l64.bucket_words()];
         l64.set(&mut b, 3, Some((7, 70)));
-        assert_eq!((b[4 + 1], b[4 + 3]), (7, 70));
+        assert_eq!((b[3], b[8 + 3]), (7, 70));
         l64.set(&mut b, 9, Some((8, 80)));
-        assert_eq!((b[16 + 1], b[16 + 3]), (8, 80));
+        assert_eq!((b[16 + 1], b[16 + 8 + 1]), (8, 80));
         l64.set(&mut b, 14, Some((6, 60)));
-        assert_eq!((b[16 + 12], b[16 + 14]), (6, 60));
+        assert_eq!((b[16 + 6], b[16 + 8 + 6]), (6, 60));
         assert_eq!(l64.pair(&b, 3), Some((7, 70)));
         assert_eq!(l64.pair(&b, 9), Some((8, 80)));
         assert_eq!(l64.pair(&b, 4), None);

@@ -4,7 +4,7 @@
 // A bucket is HIVE_SLOTS slots (detail/hive_slot.cuh), read by a tile of HIVE_SLOTS
 // lanes, one slot per lane: packed (u32 pairs), HIVE_SLOTS 64-bit words, so 16 slots are
 // one 128-byte line and 32 slots two; wide (u64 keys): u64 values in buckets of 16, two
-// parts of 8 slots, one line each, in sectors of slot pairs {key, key, value, value};
+// parts of 8 slots, one line each, its 8 key words followed by their 8 values;
 // otherwise one part, its key words followed by their value words (u32 values: 16 key
 // words, one line, then 16 values, half a line); bucket_words in all (wide_slot::at says
 // where a slot's words are).
@@ -221,8 +221,8 @@ struct alone_scan {
 };
 
 // Reads a bucket alone and looks for k, 16 slots at a time (16 packed slots, one line, or
-// the key words of 16 wide slots, through key_at: one line of keys, or in sector pairs
-// the key halves of eight sectors in two lines). STOP: return
+// the key words of 16 wide slots, through key_at: one line of keys, or in two-part
+// buckets the key halves of two lines). STOP: return
 // after the first 128 bytes that hold k (a hit in the first line of a bucket costs that
 // line alone); otherwise the whole bucket is read
 // (inserts need its empty slots). The loads of a line are issued together, 16 bytes
@@ -324,13 +324,22 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
   return s;
 }
 
-// A lookup's scan of a bucket of two parts (sector pairs, hive_slot.cuh) by one lane
-// alone, with no writer in flight: the lane reads the key words of k's preferred part
-// (four 16-byte loads issued together, one from each of the part's four sectors), and on
-// a hit the key's value with one 8-byte load from the sector it just read (in L1 unless
-// evicted meanwhile). Reading the part whole (eight loads, keys and values at once) was
-// 0.96x on present keys and 0.95x on absent ones (H200, docs/hive.md): fewer loads for
-// L1 to serve pay more than the second round trip costs. On a miss it loads the bucket's word
+// Two slots' key words side by side (a 16-byte pair, slot i even), asking L2 for the
+// whole 128-byte line that holds them on a miss (`.L2::128B`): in a two-part bucket that
+// line is the part, so its value sectors come into L2 with its keys (hive_slot.cuh).
+// COHERENT: relaxed at gpu scope (writers may run); otherwise a plain load through L1.
+template <bool COHERENT>
+__device__ __forceinline__ ulonglong2 load_key_pair_line(const unsigned long long* p) {
+  return COHERENT ? mem::ld_relaxed_v2_line(p) : mem::ld_weak_v2_line(p);
+}
+
+// A lookup's scan of a bucket of two parts (hive_slot.cuh) by one lane alone, with no
+// writer in flight: the lane reads the key words of k's preferred part (four 16-byte
+// loads issued together, two sectors, asking L2 for the part's whole line), and on a hit
+// the key's value with one 8-byte load from the part's value sectors, which the keys'
+// loads brought into L2. (With the part in sectors of key/value pairs, keys and values
+// side by side, the lookup read all four sectors for the keys and took the value from
+// L1: 0.91x of this on present keys and 0.90x on absent ones, H200, docs/hive.md.) On a miss it loads the bucket's word
 // into `m` and reads the other part only where the word's OUT flag of the preferred
 // part is set (some key preferring it was placed in the other part; hive_bucket.cuh,
 // META_OUT): a miss costs the part's keys and the word in two round trips, and a third
@@ -339,7 +348,7 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
 template <typename S>
 __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long long* bucket, typename S::key_type k,
                                                            const unsigned long long* meta, unsigned long long& m) {
-  static_assert(S::WIDE && parts<S>() == 2 && sizeof(typename S::value_type) == 8, "two parts of sector pairs");
+  static_assert(S::WIDE && parts<S>() == 2 && sizeof(typename S::value_type) == 8, "two parts");
   constexpr unsigned PS = SLOTS / 2;
   alone_scan<S> s{SLOTS, S::EMPTY_WORD, 0u, 0u};
   const unsigned pref = preferred_part<S>(k);
@@ -353,7 +362,7 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
     }
     ulonglong2 keys[PS / 2];
 #pragma unroll
-    for (unsigned j = 0; j < PS / 2; ++j) keys[j] = load_slot_pair<false>(key_at<S>(bucket, part * PS + 2 * j));
+    for (unsigned j = 0; j < PS / 2; ++j) keys[j] = load_key_pair_line<false>(key_at<S>(bucket, part * PS + 2 * j));
 #pragma unroll
     for (unsigned j = PS / 2; j-- > 0;) {
       if (keys[j].y == k) s.hit = part * PS + 2 * j + 1;
@@ -368,7 +377,8 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
   return s;
 }
 
-// A two-part bucket's key words (sector pairs) in k's order, FROM = 0: its preferred
+// A two-part bucket's key words in k's order (each part's asking L2 for its whole line,
+// load_key_pair_line, so that a fill's value store finds its sector there), FROM = 0: its preferred
 // part's 8 into w[0..7], FROM = 8: the other part's into w[8..15]. w[i] is the key word
 // of slot i ^ flip (flip: 8 times k's preferred part), so the bits of a mask over w are
 // k's order of the bucket's slots (the fill kernel's, rotated_first's).
@@ -378,7 +388,7 @@ __device__ __forceinline__ void load_part_keys(const unsigned long long* bucket,
   static_assert(parts<S>() == 2, "two parts");
 #pragma unroll
   for (unsigned i = FROM; i < FROM + SLOTS / 2; i += 2) {
-    const ulonglong2 p = load_slot_pair<COHERENT>(key_at<S>(bucket, i ^ flip));
+    const ulonglong2 p = load_key_pair_line<COHERENT>(key_at<S>(bucket, i ^ flip));
     w[i] = p.x;
     w[i + 1] = p.y;
   }

@@ -7,11 +7,10 @@
 // reader always sees a whole pair. A slot is addressed by its word (`ptr`).
 //
 // wide_slot<V> (u64 keys, u32 or u64 values): a slot is a key word (8 bytes) and a value
-// word (sizeof(V) bytes) in two places: u64 values in 16-slot buckets, two parts of 8
-// slots, one 128-byte line each, in sectors of slot pairs {key, key, value, value};
-// otherwise one part, its key words first and their value words after them
-// (hive_bucket.cuh, bucket_words), so a probe reads key words and loads a value only on
-// a hit; a stash entry is one 16-byte wide_word {key, value} (a u32 value in its low half). A
+// word (sizeof(V) bytes) in two places: a bucket is one or more parts (u64 values in
+// 16-slot buckets: two parts of 8 slots, one 128-byte line each), a part its key words
+// first and their value words after them (hive_bucket.cuh, bucket_words), so a probe
+// reads key words and loads a value only on a hit; a stash entry is one 16-byte wide_word {key, value} (a u32 value in its low half). A
 // slot is addressed by both words' addresses (`ptr`). Key words stay 8-byte aligned for
 // their atomics (a bucket is a multiple of 8 bytes: 16 bytes per slot for u64 values,
 // 12 for u32 values). In registers a slot is a wide_word, the value zero-extended.
@@ -137,15 +136,16 @@ struct wide_slot {
     V* value;
   };
   // With u64 values a bucket of 16 slots is two parts of PART slots, one 128-byte line
-  // each, and a part is four 32-byte sectors of slot pairs: sector j holds slots 2j and
-  // 2j + 1 as {key, key, value, value}. A fill's key swap and value store then dirty one
-  // sector, the one its read brought into L2, where keys apart from values dirtied a
-  // second (the value's sector, which L2 had to fetch for the partial write): the wide
-  // insert's write traffic halves (docs/hive.md, *Sector pairs and OUT flags*). Every
-  // other bucket is one part, its key words and then its values: with u32 values parts of
-  // 8 would be 96 bytes, a part's keys straddling two lines; buckets of 8 slots are one
-  // line already; buckets of 32 are filled by inserts that take the lowest free slot (no
-  // fill kernel honours a preferred part there), so their keys stay together.
+  // each: the part's 8 key words (two sectors), then their 8 values (two sectors). The
+  // bulk reads of a part's keys (the fill kernel's, the lookup's: load_part_keys,
+  // scan_lookup_parts) ask L2 for the whole line (`.L2::128B`), so the value sectors
+  // arrive in L2 with the keys: a hit's value load waits on L2, not memory, and a fill's
+  // value store lands in a sector L2 holds (keys apart read without the hint left it
+  // partial, for memory to merge: docs/hive.md, *Keys apart again, with the line
+  // hint*). Every other bucket is one part: with u32 values parts of 8 would be 96 bytes,
+  // a part's keys straddling two lines; buckets of 8 slots are one line already; buckets
+  // of 32 are filled by inserts that take the lowest free slot (no fill kernel honours a
+  // preferred part there), so their keys stay together.
   static constexpr unsigned PART = 8;
   __host__ __device__ __forceinline__ static constexpr unsigned part_slots(unsigned slots) {
     return sizeof(V) == 8 && slots == 16 ? PART : slots;
@@ -153,29 +153,15 @@ struct wide_slot {
   __host__ __device__ __forceinline__ static constexpr unsigned part_words(unsigned slots) {
     return part_slots(slots) + part_slots(slots) * static_cast<unsigned>(sizeof(V)) / 8u;
   }
-  // Whether a bucket of `slots` slots is in parts of sector pairs (u64 values, 16 slots).
-  __host__ __device__ __forceinline__ static constexpr bool sector_pairs(unsigned slots) {
-    return part_slots(slots) != slots;
-  }
-  // Slot `slot` of a bucket of `slots` slots that starts at `bucket`: in parts of sector
-  // pairs its key word and value word in its pair's sector; otherwise its key word among
-  // the bucket's key words, its value word among the value words that follow them.
+  // Slot `slot` of a bucket of `slots` slots that starts at `bucket`: its key word among
+  // its part's key words, its value word among the value words that follow them.
   __host__ __device__ __forceinline__ static ptr at(unsigned long long* bucket, unsigned slot, unsigned slots) {
     const unsigned ps = part_slots(slots);
     unsigned long long* const part = bucket + (slot / ps) * part_words(slots);
-    if (sector_pairs(slots)) {
-      const unsigned j = slot % ps;
-      unsigned long long* const sector = part + (j / 2u) * 4u + j % 2u;
-      return ptr{sector, reinterpret_cast<V*>(sector + 2)};
-    }
     return ptr{part + slot % ps, reinterpret_cast<V*>(part + ps) + slot % ps};
   }
   // The slot whose key word lies `offset` words into its bucket (at's inverse).
   __host__ __device__ __forceinline__ static unsigned slot_of_key(unsigned long long offset, unsigned slots) {
-    if (sector_pairs(slots)) {
-      const unsigned o = static_cast<unsigned>(offset % part_words(slots));
-      return static_cast<unsigned>(offset / part_words(slots)) * part_slots(slots) + (o / 4u) * 2u + o % 4u;
-    }
     return static_cast<unsigned>(offset / part_words(slots)) * part_slots(slots) +
            static_cast<unsigned>(offset % part_words(slots));
   }

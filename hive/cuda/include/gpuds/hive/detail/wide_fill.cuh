@@ -41,8 +41,8 @@
 // kernel boundary makes every key, value and free bit visible before anything reads
 // them (the second kernel, later lookups).
 //
-// Two-part buckets (u64 values, 16 slots; hive_slot.cuh's sector pairs): READ loads only
-// k's preferred part of b1 (its 8 key words, one line) and the word. Where the part holds
+// Two-part buckets (u64 values, 16 slots; hive_slot.cuh): READ loads only k's preferred
+// part of b1 (its 8 key words, asking L2 for the part's line) and the word. Where the part holds
 // k, or has room and the word's OUT flag of that part is clear, that decides: no key
 // preferring the part sits in the other one (every placement outside its preferred part
 // sets OUT, and the placements before this kernel are visible; in this kernel a fill
