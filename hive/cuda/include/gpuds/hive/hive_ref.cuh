@@ -7,10 +7,10 @@
 // operation is cooperative over a tile of HIVE_SLOTS lanes: all lanes of the tile call it
 // with the same arguments, and the result is the same on every lane. What a slot holds
 // and how it changes is the slot policy's (detail/hive_slot.cuh): one packed word for u32
-// pairs; for u64 keys a key word and a value word (in one 32-byte sector of slot pairs at
-// u64/u64 in 16-slot buckets, otherwise the key among its bucket's keys and the value
-// among the values after them), changed in two steps with the key word as the commit
-// point.
+// pairs; for u64 keys a key word and a value word (the key among its part's keys and the
+// value among the values after them; a u64/u64 bucket of 16 slots is two parts of one
+// line each, otherwise a bucket is one part), changed in two steps with the key word as
+// the commit point.
 //
 // Addressing is linear hashing (§IV-C): a hash h names bucket h & mask, or
 // h & (2 * mask + 1) when that is below the split pointer. The metadata (mask, split,

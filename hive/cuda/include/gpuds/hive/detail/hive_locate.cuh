@@ -292,7 +292,8 @@ struct hive_locate {
   // lane of a warp has its own bucket read in flight). Reads k's first bucket b1, and
   // only after a miss there b1's metadata word: a key found in b1 costs one 128-byte
   // line (16 packed slots; or the key words of k's preferred part of a two-part bucket
-  // and then its value from the same sector, scan_lookup_parts), or for other wide buckets the 64 bytes of the 8 key words that
+  // and then its value from the part's value sectors, which the key loads asked into L2,
+  // scan_lookup_parts), or for other wide buckets the 64 bytes of the 8 key words that
   // hold it and one sector of values (scan_lookup_wide, which loads b1's word with b1's
   // second group of key words). Reads b2 alone where b1 has SPILL; sets `stash` where
   // b1 has STASHED and k was not found, so that the tile scans the stash for it

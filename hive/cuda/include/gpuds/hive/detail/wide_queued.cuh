@@ -162,7 +162,8 @@
 // swaps are releases alone (no acquire: the lane reads nothing they must order, and an
 // acquire would invalidate L1 after each). The locks' writes are atomics the lane waits
 // for before its release (unlock_after_atomics), as in bulk::insert_lanes: the last of a
-// move's, W_TPUT's swap, comes after its exchanges were drained by its release. The
+// move's, W_TPUT's swap, comes after its exchanges were drained by its release (and a
+// victim's key put back where the target was lost is a release swap waited for). The
 // kernel boundary makes everything visible to later kernels.
 #pragma once
 #include <gpuds/hive/detail/batch_loop.cuh>
@@ -348,7 +349,8 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
       unsigned cas = C_NONE, xchg = X_NONE;
       // Releases the locks the lane holds (every write under them was an atomic the lane
       // waited for, or one a release swap it waited for drained first: W_TPUT's drains
-      // the target's value exchange; unlock_after_atomics).
+      // the target's value exchange, and a victim's key put back is such a swap;
+      // unlock_after_atomics).
       auto unlock = [&]() {
         if (tlocked) unlock_after_atomics(t.meta + target);
         if (from2) unlock_after_atomics(t.meta + b2);
@@ -372,13 +374,19 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
       // W_LOCK won: b1 is the lane's, and w holds its key words, loaded with the swap
       // (after `m` was read, before the swap): the keys of b1 under the lock. b1's word
       // was `m` from that read to the swap (the swap succeeded from it, and every lock,
-      // unlock, claim and flag changes the word, versions never repeating), so no lock
-      // of b1 was taken or released in between; the last holder before it wrote its key
-      // words with atomics it waited for before its unlock, which came before `m` (the
-      // lock-handover argument of unlock_after_atomics); and without the lock a full
-      // bucket's key words change only to BUSY_KEY and back (a replace), which W_B1
-      // reads again. So the loads, issued after `m` returned, read what the lock then
-      // holds, and W_B1 goes on in this iteration: one round trip fewer per move.
+      // unlock, claim, given-back slot and flag changes the word, versions never
+      // repeating), so no lock of b1 was taken or released in between, and the last
+      // unlock came before `m`. Its holder's writes of key words were either atomics it
+      // waited for before that unlock (this machine's moves; the lock-handover argument
+      // of unlock_after_atomics) or writes from BUSY_KEY or EMPTY_KEY to a key (the
+      // parked inserts' tile code and replaces, which unlock without waiting): a load
+      // that still sees such a slot's old word sees a pending slot, which W_B1 reads
+      // again. Without the lock a full bucket's key words change only to BUSY_KEY and
+      // back (a replace), which W_B1 reads again too. So the loads, issued after `m`
+      // returned, read what the lock then holds, and W_B1 goes on in this iteration:
+      // one round trip fewer per move. (As for unlock_after_atomics, this leans on the
+      // hardware: `m` is a relaxed load and the key loads follow it by issue order, at
+      // L2, not by an acquire.)
       if (phase == W_LOCK && r == m) {
         locked = true;
         round = 0;
@@ -582,9 +590,11 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
           slot = rotated_first<S>(free_of(mt), preferred_part<S>(vkey));
           cas = C_TLOCK;
         } else {
-          // The target is lost: the victim's key word back (its value was not touched),
-          // then unlock and try again.
-          mem::st_relaxed(slot_at<S>(t.bucket(vb()), vslot).key, vkey);
+          // The target is lost: the victim's key word back (its value was not touched)
+          // by a release swap the lane waits for (its old word is read here, as
+          // W_TPUT's is), so that the unlocks below come after it; then try again.
+          const unsigned long long back = mem::cas_release(slot_at<S>(t.bucket(vb()), vslot).key, S::BUSY_KEY, vkey);
+          if (back != S::BUSY_KEY) status::report(t.status, status::RETRY_LIMIT);  // not reached: the slot is the lane's
           held = false;
           unlock();
           retry();
@@ -649,7 +659,7 @@ __device__ void insert_lanes(const Ref& t, const typename Ref::key_type* keys, c
       if (load_b1 || (load_cand && round == 0 && !from2)) {
         // b2's key words with the first candidates under b1's lock (W_PICK checks them),
         // the victims' bucket's otherwise (b1, or b2 under its lock too); every read here
-        // is under b1's lock, at L2.
+        // is at L2, under b1's lock or (W_LOCK's) issued with the swap that takes it.
         w_b2 = !load_b1;
         load_keys<S, true>(t.bucket(w_b2 ? b2 : vb()), w);
       }
