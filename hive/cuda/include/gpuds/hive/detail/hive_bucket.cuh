@@ -128,8 +128,12 @@ __device__ __forceinline__ bool wcme(unsigned long long* bucket, typename S::key
 // batch kernels): SLOTS / 2 loads of 16 bytes, issued together, so that every lane of a
 // warp has its own bucket in flight. COHERENT loads are relaxed at GPU scope (writers
 // may run; each 8-byte half is a relaxed load of its slot word), otherwise plain loads.
-template <bool COHERENT>
+// LINE: the load asks L2 for the whole 128-byte line that holds `p` on a miss
+// (`.L2::128B`); in a two-part bucket that line is the part, so its value sectors come
+// into L2 with its keys (hive_slot.cuh; the plain form then an explicit weak load).
+template <bool COHERENT, bool LINE = false>
 __device__ __forceinline__ ulonglong2 load_slot_pair(const unsigned long long* p) {
+  if (LINE) return COHERENT ? mem::ld_relaxed_v2_line(p) : mem::ld_weak_v2_line(p);
   if (COHERENT) return mem::ld_relaxed_v2(p);
   return *reinterpret_cast<const ulonglong2*>(p);
 }
@@ -324,15 +328,6 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_wide(const unsigned long lo
   return s;
 }
 
-// Two slots' key words side by side (a 16-byte pair, slot i even), asking L2 for the
-// whole 128-byte line that holds them on a miss (`.L2::128B`): in a two-part bucket that
-// line is the part, so its value sectors come into L2 with its keys (hive_slot.cuh).
-// COHERENT: relaxed at gpu scope (writers may run); otherwise a plain load through L1.
-template <bool COHERENT>
-__device__ __forceinline__ ulonglong2 load_key_pair_line(const unsigned long long* p) {
-  return COHERENT ? mem::ld_relaxed_v2_line(p) : mem::ld_weak_v2_line(p);
-}
-
 // A lookup's scan of a bucket of two parts (hive_slot.cuh) by one lane alone, with no
 // writer in flight: the lane reads the key words of k's preferred part (four 16-byte
 // loads issued together, two sectors, asking L2 for the part's whole line), and on a hit
@@ -362,7 +357,7 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
     }
     ulonglong2 keys[PS / 2];
 #pragma unroll
-    for (unsigned j = 0; j < PS / 2; ++j) keys[j] = load_key_pair_line<false>(key_at<S>(bucket, part * PS + 2 * j));
+    for (unsigned j = 0; j < PS / 2; ++j) keys[j] = load_slot_pair<false, true>(key_at<S>(bucket, part * PS + 2 * j));
 #pragma unroll
     for (unsigned j = PS / 2; j-- > 0;) {
       if (keys[j].y == k) s.hit = part * PS + 2 * j + 1;
@@ -378,7 +373,7 @@ __device__ __forceinline__ alone_scan<S> scan_lookup_parts(const unsigned long l
 }
 
 // A two-part bucket's key words in k's order (each part's asking L2 for its whole line,
-// load_key_pair_line, so that a fill's value store finds its sector there), FROM = 0: its preferred
+// load_slot_pair's LINE, so that a fill's value store finds its sector there), FROM = 0: its preferred
 // part's 8 into w[0..7], FROM = 8: the other part's into w[8..15]. w[i] is the key word
 // of slot i ^ flip (flip: 8 times k's preferred part), so the bits of a mask over w are
 // k's order of the bucket's slots (the fill kernel's, rotated_first's).
@@ -388,7 +383,7 @@ __device__ __forceinline__ void load_part_keys(const unsigned long long* bucket,
   static_assert(parts<S>() == 2, "two parts");
 #pragma unroll
   for (unsigned i = FROM; i < FROM + SLOTS / 2; i += 2) {
-    const ulonglong2 p = load_key_pair_line<COHERENT>(key_at<S>(bucket, i ^ flip));
+    const ulonglong2 p = load_slot_pair<COHERENT, true>(key_at<S>(bucket, i ^ flip));
     w[i] = p.x;
     w[i + 1] = p.y;
   }
