@@ -195,15 +195,10 @@ struct map_ref : detail::table {
 
   // `want_value` false: the caller ignores `value`, and a wide pair's slot is then taken by
   // a relaxed OR with no value read (tile_find::erase; 3.6x as fast for bulk deletions).
-  template <class Home>
-  __device__ unsigned erase_alone_in(bool active, Home home, K key, V& value, bool want_value = true) const {
-    return erase_alone_in<false>(active, home, key, value, want_value);
-  }
-
-  // erase_alone_in in a kernel in which nothing inserts into the table from its start to
-  // its end, anywhere in the grid (detail::alone::look states the rule; STILL: a packed pair's
-  // lane reads with plain loads cached in L1; detail::alone::look says why that is exact).
-  template <bool STILL, class Home>
+  // STILL (only for a kernel in which nothing inserts into the table from its start to its
+  // end, anywhere in the grid; detail::alone::look states the rule): a packed pair's lane
+  // reads with plain loads cached in L1 (detail::alone::look says why that is exact).
+  template <bool STILL = false, class Home>
   __device__ unsigned erase_alone_in(bool active, Home home, K key, V& value, bool want_value = true) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);

@@ -106,15 +106,10 @@ struct set_ref : detail::table {
     return outcome;
   }
 
-  template <class Home>
-  __device__ unsigned erase_alone_in(bool active, Home home, K key) const {
-    return erase_alone_in<false>(active, home, key);
-  }
-
-  // erase_alone_in in a kernel in which nothing inserts into the table from its start to
-  // its end, anywhere in the grid (detail::alone::look states the rule; STILL: the lane's reads
-  // are plain loads cached in L1; detail::alone::look says why that is exact).
-  template <bool STILL, class Home>
+  // STILL (only for a kernel in which nothing inserts into the table from its start to its
+  // end, anywhere in the grid; detail::alone::look states the rule): the lane's reads are
+  // plain loads cached in L1 (detail::alone::look says why that is exact).
+  template <bool STILL = false, class Home>
   __device__ unsigned erase_alone_in(bool active, Home home, K key) const {
     unsigned outcome = OP_ABSENT;
     active = admit(active, key, outcome);
